@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3aggregateclusterpb "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
+)
+
+// ClusterTypeURL is the type URL of CDS resources.
+const ClusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+
+// ClusterType is the CDS resource type: Cluster resources, decoded to
+// *Cluster and validated by. A SotW response carries every
+// subscribed cluster. Its name is found without decoding.
+var ClusterType = NewType(TypeConfig[*Cluster]{
+	TypeURL:                    ClusterTypeURL,
+	TypeName:                   "Cluster",
+	AllResourcesRequiredInSotW: true,
+	Decode:                     decodeCluster,
+	NameField:                  1, // name
+})
+
+const (
+	// aggregateClusterTypeName is the cluster_type name of aggregate
+	// clusters (gRFC A37).
+	aggregateClusterTypeName = "envoy.clusters.aggregate"
+	// aggregateClusterConfigTypeURL is the type of their typed_config.
+	aggregateClusterConfigTypeURL = "type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig"
+
+	defaultRingHashMinSize = 1024
+	defaultRingHashMaxSize = 8 * 1024 * 1024
+	ringHashSizeLimit      = 8 * 1024 * 1024 // both bounds, gRFC A42
+
+	defaultLeastRequestChoiceCount = 2 // gRFC A48
+
+	defaultMaxRequests = 1024 // circuit breaking, gRFC A32
+)
+
+// Cluster is a decoded Cluster resource: what a gRPC client needs to reach
+// one upstream cluster. It is immutable once decoded and shared by every
+// watcher: do not modify it or its slices.
+type Cluster struct {
+	// Name is the resource name in canonical form.
+	Name string
+	// Kind says how the cluster's endpoints are found, and which of the
+	// fields below are set.
+	Kind ClusterKind
+	// EDSServiceName is eds_cluster_config.service_name for ClusterKindEDS,
+	// as received: the name of the Endpoints resource to watch; "" means
+	// the cluster's Name. Always set when Name is an xdstp name.
+	EDSServiceName string
+	// DNSHost and DNSPort are the address of the single endpoint of a
+	// ClusterKindLogicalDNS cluster: a host name (or IP literal, without
+	// brackets) to resolve, never empty, and a non-zero port.
+	DNSHost string
+	DNSPort uint32
+	// AggregateClusters are the child clusters of a ClusterKindAggregate
+	// cluster, as received, highest priority first; never empty (gRFC A37).
+	AggregateClusters []string
+	// LBPolicy is the load balancing policy for the cluster's endpoints.
+	LBPolicy LBPolicy
+	// LRSServerSelf reports whether lrs_server is set (it must be "self"):
+	// load reports go to the management server that sent the cluster.
+	LRSServerSelf bool
+	// MaxRequests is the maximum number of concurrent RPCs to the cluster:
+	// circuit_breakers.thresholds[priority=DEFAULT].max_requests, 1024 when
+	// unset (gRFC A32).
+	MaxRequests uint32
+
+	raw *anypb.Any // the resource as received (unwrapped)
+}
+
+// Raw returns the resource exactly as received, after removing any
+// Resource wrapper. The caller must not modify it.
+func (c *Cluster) Raw() *anypb.Any { return c.raw }
+
+// ClusterKind is the discovery type of a cluster. The zero value is not a
+// valid kind; Decode never returns it.
+type ClusterKind uint8
+
+// The supported cluster kinds.
+const (
+	// ClusterKindEDS clusters get their endpoints from an Endpoints
+	// resource (type EDS).
+	ClusterKindEDS ClusterKind = iota + 1
+	// ClusterKindLogicalDNS clusters resolve one DNS name (type
+	// LOGICAL_DNS, gRFC A37).
+	ClusterKindLogicalDNS
+	// ClusterKindAggregate clusters are a prioritised list of other
+	// clusters (cluster_type envoy.clusters.aggregate, gRFC A37).
+	ClusterKindAggregate
+)
+
+// String returns "EDS", "LOGICAL_DNS" or "AGGREGATE".
+func (k ClusterKind) String() string {
+	switch k {
+	case ClusterKindEDS:
+		return "EDS"
+	case ClusterKindLogicalDNS:
+		return "LOGICAL_DNS"
+	case ClusterKindAggregate:
+		return "AGGREGATE"
+	default:
+		return fmt.Sprintf("ClusterKind(%d)", uint8(k))
+	}
+}
+
+// LBPolicy is the load balancing policy of a cluster, from lb_policy and
+// its config.
+type LBPolicy struct {
+	// Kind is the policy.
+	Kind LBPolicyKind
+	// RingHashMinSize and RingHashMaxSize bound the ring size of
+	// LBPolicyRingHash, in entries: 1 ≤ min ≤ max ≤ 8,388,608. Unset or
+	// zero values default to 1024 and 8,388,608 (gRFC A42). Zero for other
+	// kinds.
+	RingHashMinSize, RingHashMaxSize uint64
+	// LeastRequestChoiceCount is the number of endpoints LBPolicyLeastRequest
+	// compares, ≥ 2, default 2 (gRFC A48). Zero for other kinds.
+	LeastRequestChoiceCount uint32
+}
+
+// LBPolicyKind is a load balancing policy. The zero value is not a valid
+// kind; Decode never returns it.
+type LBPolicyKind uint8
+
+// The supported load balancing policies.
+const (
+	// LBPolicyRoundRobin is ROUND_ROBIN, which gRPC runs as weighted round
+	// robin across localities (xds_wrr_locality) with round robin inside.
+	LBPolicyRoundRobin LBPolicyKind = iota + 1
+	// LBPolicyRingHash is RING_HASH with the XX_HASH function (gRFC A42).
+	LBPolicyRingHash
+	// LBPolicyLeastRequest is LEAST_REQUEST (gRFC A48).
+	LBPolicyLeastRequest
+)
+
+// String returns "ROUND_ROBIN", "RING_HASH" or "LEAST_REQUEST".
+func (k LBPolicyKind) String() string {
+	switch k {
+	case LBPolicyRoundRobin:
+		return "ROUND_ROBIN"
+	case LBPolicyRingHash:
+		return "RING_HASH"
+	case LBPolicyLeastRequest:
+		return "LEAST_REQUEST"
+	default:
+		return fmt.Sprintf("LBPolicyKind(%d)", uint8(k))
+	}
+}
+
+// decodeCluster decodes a Cluster.
+func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
+	c := &v3clusterpb.Cluster{}
+	if err := unmarshalResource(inner, c, "Cluster"); err != nil {
+		return "", nil, err
+	}
+	name := c.GetName()
+	if name == "" {
+		return "", nil, errEmptyName("name")
+	}
+	out, err := clusterFromProto(name, c)
+	if err != nil {
+		return name, nil, err
+	}
+	out.raw = inner
+	return name, out, nil
+}
+
+func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
+	out := &Cluster{Name: CanonicalName(name), MaxRequests: defaultMaxRequests}
+
+	lb, err := lbPolicyFromProto(c)
+	if err != nil {
+		return nil, err
+	}
+	out.LBPolicy = lb
+
+	for _, t := range c.GetCircuitBreakers().GetThresholds() {
+		if t.GetPriority() != v3corepb.RoutingPriority_DEFAULT {
+			continue
+		}
+		if mr := t.GetMaxRequests(); mr != nil {
+			out.MaxRequests = mr.GetValue()
+		}
+		break // the first DEFAULT threshold applies, as in grpc-go
+	}
+
+	if lrs := c.GetLrsServer(); lrs != nil {
+		if lrs.GetSelf() == nil {
+			return nil, invalid("lrs_server", "config source must be self")
+		}
+		out.LRSServerSelf = true
+	}
+
+	switch dt := c.GetClusterDiscoveryType().(type) {
+	case *v3clusterpb.Cluster_Type:
+		switch dt.Type {
+		case v3clusterpb.Cluster_EDS:
+			out.Kind = ClusterKindEDS
+			eds := c.GetEdsClusterConfig()
+			if err := checkConfigSource("eds_cluster_config.eds_config", eds.GetEdsConfig()); err != nil {
+				return nil, err
+			}
+			out.EDSServiceName = eds.GetServiceName()
+			// an xdstp cluster name needs an explicit service name.
+			if out.EDSServiceName == "" && strings.HasPrefix(name, xdstpScheme+":") {
+				return nil, invalid("eds_cluster_config.service_name", "empty, but required with an xdstp cluster name")
+			}
+		case v3clusterpb.Cluster_LOGICAL_DNS:
+			out.Kind = ClusterKindLogicalDNS
+			if out.DNSHost, out.DNSPort, err = logicalDNSAddress(c); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, invalid("type", "unsupported cluster type %v", dt.Type)
+		}
+	case *v3clusterpb.Cluster_ClusterType:
+		ct := dt.ClusterType
+		if ct.GetName() != aggregateClusterTypeName {
+			return nil, invalid("cluster_type.name", "unsupported custom cluster type %q", ct.GetName())
+		}
+		tc := ct.GetTypedConfig()
+		if tc.GetTypeUrl() != aggregateClusterConfigTypeURL {
+			return nil, invalid("cluster_type.typed_config", "type URL %q, want %q", tc.GetTypeUrl(), aggregateClusterConfigTypeURL)
+		}
+		cfg := &v3aggregateclusterpb.ClusterConfig{}
+		if err := proto.Unmarshal(tc.GetValue(), cfg); err != nil {
+			return nil, invalid("cluster_type.typed_config", "decoding ClusterConfig: %v", err)
+		}
+		if len(cfg.GetClusters()) == 0 {
+			return nil, invalid("cluster_type.typed_config.clusters", "empty")
+		}
+		out.Kind = ClusterKindAggregate
+		out.AggregateClusters = cfg.GetClusters()
+	default:
+		// Unreachable in practice: an absent oneof reads as type STATIC.
+		return nil, invalid("type", "unsupported cluster type STATIC")
+	}
+	return out, nil
+}
+
+// lbPolicyFromProto reads lb_policy and its config (R-17.4, gRFC A42, A48).
+func lbPolicyFromProto(c *v3clusterpb.Cluster) (LBPolicy, error) {
+	switch c.GetLbPolicy() {
+	case v3clusterpb.Cluster_ROUND_ROBIN:
+		return LBPolicy{Kind: LBPolicyRoundRobin}, nil
+	case v3clusterpb.Cluster_RING_HASH:
+		rh := c.GetRingHashLbConfig()
+		if hf := rh.GetHashFunction(); hf != v3clusterpb.Cluster_RingHashLbConfig_XX_HASH {
+			return LBPolicy{}, invalid("ring_hash_lb_config.hash_function", "unsupported hash function %v, want XX_HASH", hf)
+		}
+		p := LBPolicy{Kind: LBPolicyRingHash, RingHashMinSize: defaultRingHashMinSize, RingHashMaxSize: defaultRingHashMaxSize}
+		if v := rh.GetMinimumRingSize().GetValue(); v != 0 {
+			p.RingHashMinSize = v
+		}
+		if v := rh.GetMaximumRingSize().GetValue(); v != 0 {
+			p.RingHashMaxSize = v
+		}
+		if p.RingHashMinSize > ringHashSizeLimit {
+			return LBPolicy{}, invalid("ring_hash_lb_config.minimum_ring_size", "%d exceeds the limit %d", p.RingHashMinSize, ringHashSizeLimit)
+		}
+		if p.RingHashMaxSize > ringHashSizeLimit {
+			return LBPolicy{}, invalid("ring_hash_lb_config.maximum_ring_size", "%d exceeds the limit %d", p.RingHashMaxSize, ringHashSizeLimit)
+		}
+		if p.RingHashMinSize > p.RingHashMaxSize {
+			return LBPolicy{}, invalid("ring_hash_lb_config", "minimum_ring_size %d is greater than maximum_ring_size %d", p.RingHashMinSize, p.RingHashMaxSize)
+		}
+		return p, nil
+	case v3clusterpb.Cluster_LEAST_REQUEST:
+		p := LBPolicy{Kind: LBPolicyLeastRequest, LeastRequestChoiceCount: defaultLeastRequestChoiceCount}
+		if cc := c.GetLeastRequestLbConfig().GetChoiceCount(); cc != nil {
+			p.LeastRequestChoiceCount = cc.GetValue()
+		}
+		if p.LeastRequestChoiceCount < 2 {
+			return LBPolicy{}, invalid("least_request_lb_config.choice_count", "%d, must be at least 2", p.LeastRequestChoiceCount)
+		}
+		return p, nil
+	default:
+		return LBPolicy{}, invalid("lb_policy", "unsupported policy %v", c.GetLbPolicy())
+	}
+}
+
+// logicalDNSAddress returns the host and port of a LOGICAL_DNS cluster:
+// load_assignment must hold exactly one locality with exactly one endpoint
+// whose socket address has a host, a non-zero port and no resolver_name
+// (R-17.4, gRFC A37).
+func logicalDNSAddress(c *v3clusterpb.Cluster) (string, uint32, error) {
+	la := c.GetLoadAssignment()
+	if la == nil {
+		return "", 0, invalid("load_assignment", "missing, required for a LOGICAL_DNS cluster")
+	}
+	if n := len(la.GetEndpoints()); n != 1 {
+		return "", 0, invalid("load_assignment.endpoints", "%d localities, a LOGICAL_DNS cluster needs exactly one", n)
+	}
+	lbs := la.GetEndpoints()[0].GetLbEndpoints()
+	if n := len(lbs); n != 1 {
+		return "", 0, invalid("load_assignment.endpoints[0].lb_endpoints", "%d endpoints, a LOGICAL_DNS cluster needs exactly one", n)
+	}
+	const field = "load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address"
+	sa := lbs[0].GetEndpoint().GetAddress().GetSocketAddress()
+	switch {
+	case sa == nil:
+		return "", 0, invalid(field, "missing")
+	case sa.GetResolverName() != "":
+		return "", 0, invalid(field+".resolver_name", "custom resolvers are not supported")
+	case sa.GetAddress() == "":
+		return "", 0, invalid(field+".address", "empty")
+	case sa.GetPortValue() == 0:
+		return "", 0, invalid(field+".port_value", "missing or zero")
+	}
+	return sa.GetAddress(), sa.GetPortValue(), nil
+}

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/anypb"
+
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+)
+
+// EndpointsTypeURL is the type URL of EDS resources.
+const EndpointsTypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+
+// EndpointsType is the EDS resource type: ClusterLoadAssignment resources,
+// decoded to *Endpoints and validated by R-17.5. A SotW response need not
+// carry every subscribed resource. Its name is the cluster_name field
+// (EDS service name), found without decoding.
+var EndpointsType = NewType(TypeConfig[*Endpoints]{
+	TypeURL:                    EndpointsTypeURL,
+	TypeName:                   "ClusterLoadAssignment",
+	AllResourcesRequiredInSotW: false,
+	Decode:                     decodeEndpoints,
+	NameField:                  1, // cluster_name
+})
+
+// Endpoints is a decoded ClusterLoadAssignment: the endpoints of one
+// cluster (or EDS service name), grouped by locality. It is immutable once
+// decoded and shared by every watcher: do not modify it or its slices.
+type Endpoints struct {
+	// ClusterName is the resource name (cluster_name) in canonical form.
+	ClusterName string
+	// Localities are the localities with a non-zero weight, in the order
+	// received; localities whose load_balancing_weight is 0 or unset are
+	// dropped (R-17.5). Priorities are 0..N-1 without gaps. Empty when the
+	// cluster has no endpoints.
+	Localities []Locality
+	// DropOverloads are the policy.drop_overloads in the order received,
+	// nil when there are none.
+	DropOverloads []DropOverload
+
+	raw *anypb.Any // the resource as received (unwrapped)
+}
+
+// Raw returns the resource exactly as received, after removing any
+// Resource wrapper. The caller must not modify it.
+func (e *Endpoints) Raw() *anypb.Any { return e.raw }
+
+// Locality is a group of endpoints that share a locality and a priority
+// (LocalityLbEndpoints).
+type Locality struct {
+	// ID identifies the locality. The same ID appears at most once per
+	// priority.
+	ID LocalityID
+	// Priority is the priority of the locality, 0 being the highest.
+	Priority uint32
+	// Weight is the load_balancing_weight, always ≥ 1; the sum of the
+	// weights of the localities of one priority fits in a uint32.
+	Weight uint32
+	// Endpoints are the lb_endpoints in the order received; possibly empty.
+	Endpoints []Endpoint
+}
+
+// LocalityID is the locality of a group of endpoints (core.Locality).
+type LocalityID struct {
+	Region, Zone, SubZone string
+}
+
+// String returns the locality in a form suitable for messages, for example
+// `{region="r", zone="z", sub_zone="s"}`.
+func (l LocalityID) String() string {
+	return fmt.Sprintf("{region=%q, zone=%q, sub_zone=%q}", l.Region, l.Zone, l.SubZone)
+}
+
+// Endpoint is one upstream host (LbEndpoint).
+type Endpoint struct {
+	// Addresses are the endpoint's addresses as "host:port" ("[v6]:port"
+	// for IPv6); the first is endpoint.address, the others are
+	// endpoint.additional_addresses (dual stack, gRFC A61). No address
+	// appears twice in one resource (R-17.5).
+	Addresses []string
+	// Hostname is endpoint.hostname, "" if unset.
+	Hostname string
+	// HealthStatus is the health_status reported by the management server.
+	// Endpoints are kept whatever their status; the load balancer filters.
+	HealthStatus HealthStatus
+	// Weight is load_balancing_weight, 1 when unset, never 0.
+	Weight uint32
+}
+
+// DropOverload is one category of the policy.drop_overloads: the share of
+// RPCs the client drops on the management server's instruction.
+type DropOverload struct {
+	// Category names the drop category for load reports.
+	Category string
+	// PerMillion is the share of RPCs to drop, in parts per million,
+	// between 0 and 1,000,000.
+	PerMillion uint32
+}
+
+// HealthStatus is the health of an endpoint, mirroring the numeric values
+// of envoy.config.core.v3.HealthStatus. Values the management server sends
+// that this library does not know are kept as they are.
+type HealthStatus int32
+
+// The health statuses. HealthStatusUnknown is the zero value: the
+// management server said nothing about the endpoint's health.
+const (
+	HealthStatusUnknown   HealthStatus = 0
+	HealthStatusHealthy   HealthStatus = 1
+	HealthStatusUnhealthy HealthStatus = 2
+	HealthStatusDraining  HealthStatus = 3
+	HealthStatusTimeout   HealthStatus = 4
+	HealthStatusDegraded  HealthStatus = 5
+)
+
+// String returns the proto enum name, for example "HEALTHY".
+func (h HealthStatus) String() string {
+	if name, ok := v3corepb.HealthStatus_name[int32(h)]; ok {
+		return name
+	}
+	return fmt.Sprintf("HealthStatus(%d)", int32(h))
+}
+
+// decodeEndpoints decodes a ClusterLoadAssignment (R-17.5).
+func decodeEndpoints(inner *anypb.Any) (string, *Endpoints, error) {
+	cla := &v3endpointpb.ClusterLoadAssignment{}
+	if err := unmarshalResource(inner, cla, "ClusterLoadAssignment"); err != nil {
+		return "", nil, err
+	}
+	name := cla.GetClusterName()
+	if name == "" {
+		return "", nil, errEmptyName("cluster_name")
+	}
+	e, err := endpointsFromProto(cla)
+	if err != nil {
+		return name, nil, err
+	}
+	e.ClusterName = CanonicalName(name)
+	e.raw = inner
+	return name, e, nil
+}
+
+// endpointsFromProto validates cla and converts it. The caller sets
+// ClusterName and raw. Field paths are built only on the error path.
+func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, error) {
+	e := &Endpoints{}
+	if drops := cla.GetPolicy().GetDropOverloads(); len(drops) > 0 {
+		e.DropOverloads = make([]DropOverload, 0, len(drops))
+		for i, d := range drops {
+			pm, err := perMillion(d.GetDropPercentage())
+			if err != nil {
+				return nil, withFieldPrefix(indexed("policy.drop_overloads", i)+".drop_percentage", err)
+			}
+			e.DropOverloads = append(e.DropOverloads, DropOverload{Category: d.GetCategory(), PerMillion: pm})
+		}
+	}
+
+	type priorityState struct {
+		weightSum  uint64
+		localities map[LocalityID]struct{}
+	}
+	var (
+		priorities []priorityState // indexed by priority, up to the highest seen
+		seenAddrs  map[string]struct{}
+		maxPrio    = -1
+	)
+	locs := cla.GetEndpoints()
+	if len(locs) > 0 {
+		e.Localities = make([]Locality, 0, len(locs))
+		seenAddrs = make(map[string]struct{}, 4*len(locs))
+	}
+	for i, lp := range locs {
+		l := lp.GetLocality()
+		if l == nil {
+			return nil, invalid(indexed("endpoints", i)+".locality", "missing")
+		}
+		weight := lp.GetLoadBalancingWeight().GetValue()
+		if weight == 0 {
+			// R-17.5: a locality with weight 0 or unset is dropped.
+			continue
+		}
+		prio := lp.GetPriority()
+		// Gaps are checked below; a priority ≥ the number of localities
+		// necessarily leaves one. Checking here bounds the slice.
+		if uint64(prio) >= uint64(len(locs)) {
+			return nil, invalid(indexed("endpoints", i)+".priority", "priority %d leaves a gap: there are only %d localities", prio, len(locs))
+		}
+		for len(priorities) <= int(prio) {
+			priorities = append(priorities, priorityState{})
+		}
+		ps := &priorities[prio]
+		if !addWeight(&ps.weightSum, weight) {
+			return nil, invalid(indexed("endpoints", i)+".load_balancing_weight", "sum of locality weights of priority %d exceeds the uint32 range", prio)
+		}
+		id := LocalityID{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+		if ps.localities == nil {
+			ps.localities = make(map[LocalityID]struct{}, 1)
+		}
+		if _, dup := ps.localities[id]; dup {
+			return nil, invalid(indexed("endpoints", i)+".locality", "locality %v appears twice in priority %d", id, prio)
+		}
+		ps.localities[id] = struct{}{}
+		maxPrio = max(maxPrio, int(prio))
+
+		eps, err := endpointsOfLocality(lp.GetLbEndpoints(), seenAddrs)
+		if err != nil {
+			return nil, withFieldPrefix(indexed("endpoints", i), err)
+		}
+		e.Localities = append(e.Localities, Locality{ID: id, Priority: prio, Weight: weight, Endpoints: eps})
+	}
+	// R-17.5: priorities must be 0..N-1 without gaps, after dropping
+	// weight-0 localities.
+	for p := 0; p <= maxPrio; p++ {
+		if priorities[p].localities == nil {
+			return nil, invalid("endpoints", "priority %d has no locality with a non-zero weight, but priority %d has", p, maxPrio)
+		}
+	}
+	return e, nil
+}
+
+// endpointsOfLocality converts the lb_endpoints of one locality; error
+// fields are relative to the LocalityLbEndpoints. seen holds the addresses
+// of the resource so far (R-17.5: no duplicates).
+func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{}) ([]Endpoint, error) {
+	if len(lbs) == 0 {
+		return nil, nil
+	}
+	eps := make([]Endpoint, 0, len(lbs))
+	var weightSum uint64
+	for j, lb := range lbs {
+		weight := uint32(1)
+		if w := lb.GetLoadBalancingWeight(); w != nil {
+			if w.GetValue() == 0 {
+				return nil, invalid(indexed("lb_endpoints", j)+".load_balancing_weight", "must be at least 1 when set")
+			}
+			weight = w.GetValue()
+		}
+		if !addWeight(&weightSum, weight) {
+			return nil, invalid(indexed("lb_endpoints", j)+".load_balancing_weight", "sum of endpoint weights of the locality exceeds the uint32 range")
+		}
+		ep := lb.GetEndpoint()
+		if ep == nil {
+			if _, named := lb.GetHostIdentifier().(*v3endpointpb.LbEndpoint_EndpointName); named {
+				return nil, invalid(indexed("lb_endpoints", j)+".endpoint_name", "named endpoints are not supported")
+			}
+			return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "missing")
+		}
+		addrs := make([]string, 0, 1+len(ep.GetAdditionalAddresses()))
+		a, err := socketAddress(ep.GetAddress())
+		if err != nil {
+			return nil, withFieldPrefix(indexed("lb_endpoints", j)+".endpoint.address", err)
+		}
+		addrs = append(addrs, a)
+		for k, aa := range ep.GetAdditionalAddresses() {
+			a, err := socketAddress(aa.GetAddress())
+			if err != nil {
+				return nil, withFieldPrefix(indexed(indexed("lb_endpoints", j)+".endpoint.additional_addresses", k)+".address", err)
+			}
+			addrs = append(addrs, a)
+		}
+		for _, a := range addrs {
+			if _, dup := seen[a]; dup {
+				return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "duplicate address %s", a)
+			}
+			seen[a] = struct{}{}
+		}
+		eps = append(eps, Endpoint{
+			Addresses:    addrs,
+			Hostname:     ep.GetHostname(),
+			HealthStatus: HealthStatus(lb.GetHealthStatus()),
+			Weight:       weight,
+		})
+	}
+	return eps, nil
+}
+
+// socketAddress returns "host:port" for an Address that must be a socket
+// address with a non-empty host and a numeric port; error fields are
+// relative to the Address.
+func socketAddress(a *v3corepb.Address) (string, error) {
+	sa := a.GetSocketAddress()
+	if sa == nil {
+		return "", invalid("socket_address", "missing")
+	}
+	if sa.GetAddress() == "" {
+		return "", invalid("socket_address.address", "empty")
+	}
+	if _, ok := sa.GetPortSpecifier().(*v3corepb.SocketAddress_NamedPort); ok {
+		return "", invalid("socket_address.named_port", "named ports are not supported")
+	}
+	return joinHostPort(sa.GetAddress(), sa.GetPortValue()), nil
+}

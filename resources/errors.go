@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import "fmt"
+
+// ValidationError reports why a resource is invalid: the decoders of the
+// built-in types return it (possibly wrapped), so callers can use errors.As
+// to find the offending field. Error returns "<Field>: <Reason>", or just
+// Reason when Field is empty.
+type ValidationError struct {
+	// Field is the path of the offending field in proto field names,
+	// relative to the resource's top-level message, with list indexes in
+	// brackets, for example
+	// "api_listener.api_listener.rds.route_config_name" or
+	// "virtual_hosts[0].routes[3].route.weighted_clusters". Empty when the
+	// error concerns the whole resource.
+	Field string
+	// Reason says what is wrong with the field, for example "empty" or
+	// "config source must be ads or self".
+	Reason string
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// invalid returns a *ValidationError for field. The reason is built with
+// fmt.Sprintf only when args are given.
+func invalid(field, reason string, args ...any) *ValidationError {
+	if len(args) > 0 {
+		reason = fmt.Sprintf(reason, args...)
+	}
+	return &ValidationError{Field: field, Reason: reason}
+}
+
+// joinField joins two field paths with a '.'; either may be empty.
+func joinField(prefix, field string) string {
+	switch {
+	case prefix == "":
+		return field
+	case field == "":
+		return prefix
+	case field[0] == '[':
+		return prefix + field
+	default:
+		return prefix + "." + field
+	}
+}
+
+// withFieldPrefix returns err with prefix added in front of its Field when
+// err is a *ValidationError, and err wrapped with the prefix as context
+// otherwise. Decoding helpers report fields relative to their own message
+// and their callers add the path on the way up, so that field paths are
+// only built on the error path.
+func withFieldPrefix(prefix string, err error) error {
+	if ve, ok := err.(*ValidationError); ok {
+		return &ValidationError{Field: joinField(prefix, ve.Field), Reason: ve.Reason}
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
+}

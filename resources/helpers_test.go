@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// mustAny marshals m into an Any, failing the test on error.
+func mustAny(t testing.TB, m proto.Message) *anypb.Any {
+	t.Helper()
+	a, err := anypb.New(m)
+	if err != nil {
+		t.Fatalf("anypb.New(%T): %v", m, err)
+	}
+	return a
+}
+
+// cmpOpts compare decoded values: raw is checked separately (Raw() must be
+// the input), protos inside values by content.
+var cmpOpts = cmp.Options{
+	cmpopts.IgnoreUnexported(Listener{}, RouteConfig{}, Cluster{}, Endpoints{}),
+	protocmp.Transform(),
+	cmpopts.EquateEmpty(),
+}
+
+// rawer is implemented by every decoded value.
+type rawer interface{ Raw() *anypb.Any }
+
+// decodeCase is one row of a decoder table test.
+type decodeCase[T any] struct {
+	name    string
+	give    proto.Message // the resource, marshalled into an Any by the runner
+	want    T             // ignored when wantErr is set
+	wantErr string        // substring of the error (field path and reason); "" means valid
+}
+
+// runDecodeCases runs a decoder table test for typ. wantName returns the
+// name Decode must report for give when the resource has a name: every
+// case of these tables is either valid or a per-resource error.
+func runDecodeCases[T rawer](t *testing.T, typ Type[T], wantName func(proto.Message) string, cases []decodeCase[T]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := mustAny(t, tc.give)
+			name, got, err := typ.DecodeTyped(in)
+			if n := wantName(tc.give); name != CanonicalName(n) {
+				t.Errorf("DecodeTyped() name = %q, want %q", name, CanonicalName(n))
+			}
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("DecodeTyped() = %+v, want error containing %q", got, tc.wantErr)
+				}
+				if !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("DecodeTyped() error = %q, want it to contain %q", err, tc.wantErr)
+				}
+				var ve *ValidationError
+				if !errors.As(err, &ve) {
+					t.Fatalf("DecodeTyped() error %q (%T) is not a *ValidationError", err, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("DecodeTyped() error = %v, want nil", err)
+			}
+			if diff := cmp.Diff(got, tc.want, cmpOpts); diff != "" {
+				t.Errorf("DecodeTyped() value mismatch (-got, +want):\n%s", diff)
+			}
+			if got.Raw() != in {
+				t.Errorf("Raw() = %p, want the decoded Any %p", got.Raw(), in)
+			}
+			if fast, ok := typ.Name(in); !ok || fast != name {
+				t.Errorf("Name() = %q, %v; want %q, true (the name Decode returned)", fast, ok, name)
+			}
+		})
+	}
+}
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }

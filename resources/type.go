@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// ResourceType is the untyped view of a resource type that the client's
+// engine works with. Every Type[T] implements it. Implementations must be
+// safe for concurrent use and immutable.
+type ResourceType interface {
+	// TypeURL is the full type URL, for example
+	// "type.googleapis.com/envoy.config.listener.v3.Listener".
+	TypeURL() string
+
+	// TypeName is a short name for messages, for example "Listener".
+	TypeName() string
+
+	// AllResourcesRequiredInSotW reports whether a SotW response of this
+	// type carries every subscribed resource, so that a resource missing
+	// from a response has been deleted (true for LDS and CDS; ).
+	AllResourcesRequiredInSotW() bool
+
+	// Decode decodes and validates one resource whose Resource wrapper, if
+	// any, was already removed (see Unwrap) and whose type URL equals
+	// TypeURL. It returns the resource name in canonical form, the decoded
+	// value (of the Type's T) and an error when the resource is invalid.
+	// A non-nil error with a non-empty name is a per-resource error; with
+	// an empty name it is a top-level error of the response.
+	// A panic in the type's decoder is recovered and returned as a
+	// per-resource error.
+	Decode(inner *anypb.Any) (name string, value any, err error)
+
+	// Name returns the canonical resource name of an unwrapped resource
+	// without decoding it, when the type can do so cheaply; ok is false
+	// otherwise. The client uses it to recognise resources whose bytes did
+	// not change since they were cached, which it then does not decode.
+	Name(inner *anypb.Any) (name string, ok bool)
+}
+
+// TypeConfig describes a resource type for NewType.
+type TypeConfig[T any] struct {
+	// TypeURL is the full type URL. Required.
+	TypeURL string
+	// TypeName is a short name for messages. Default: the last element of
+	// TypeURL.
+	TypeName string
+	// AllResourcesRequiredInSotW: see ResourceType.
+	AllResourcesRequiredInSotW bool
+	// Decode decodes and validates one unwrapped resource. It returns the
+	// resource name ("" if it cannot be determined, which makes a failure a
+	// top-level error) and the value. Required. The value must be treated as
+	// immutable once returned: it is shared by every watcher.
+	Decode func(inner *anypb.Any) (name string, value T, err error)
+	// NameField, when non-zero, is the protobuf field number of the
+	// resource's name (a string field of the top-level message), which lets
+	// the client find the name without decoding. Zero means the name is
+	// only known after Decode.
+	NameField int32
+}
+
+// Type is a resource type whose decoded values have Go type T. The built-in
+// types are ListenerType, RouteConfigType, ClusterType and EndpointsType;
+// NewType makes custom ones. Watches are typed by it:
+// client.Watch(c, resources.ClusterType, name, w) delivers *Cluster values.
+//
+// A Type is a small immutable value; copies are interchangeable.
+type Type[T any] struct {
+	cfg *TypeConfig[T]
+}
+
+// NewType returns a Type for a custom resource type. It panics if
+// cfg.TypeURL is empty or cfg.Decode is nil: that is a programming error.
+func NewType[T any](cfg TypeConfig[T]) Type[T] {
+	if cfg.TypeURL == "" || cfg.Decode == nil {
+		panic("resources: NewType needs a TypeURL and a Decode func")
+	}
+	if cfg.TypeName == "" {
+		cfg.TypeName = lastElement(cfg.TypeURL)
+	}
+	return Type[T]{cfg: &cfg}
+}
+
+// TypeURL implements ResourceType.
+func (t Type[T]) TypeURL() string { return t.cfg.TypeURL }
+
+// TypeName implements ResourceType.
+func (t Type[T]) TypeName() string { return t.cfg.TypeName }
+
+// AllResourcesRequiredInSotW implements ResourceType.
+func (t Type[T]) AllResourcesRequiredInSotW() bool { return t.cfg.AllResourcesRequiredInSotW }
+
+// Decode implements ResourceType.
+func (t Type[T]) Decode(inner *anypb.Any) (name string, value any, err error) {
+	n, v, err := t.DecodeTyped(inner)
+	return n, v, err
+}
+
+// DecodeTyped is Decode with the value typed. It checks the type URL,
+// recovers panics of the decoder into per-resource errors and
+// returns the name in canonical form (CanonicalName).
+func (t Type[T]) DecodeTyped(inner *anypb.Any) (name string, value T, err error) {
+	if inner == nil {
+		return "", value, fmt.Errorf("%s: no resource", t.cfg.TypeName)
+	}
+	if inner.GetTypeUrl() != t.cfg.TypeURL {
+		return "", value, fmt.Errorf("%s: resource type URL %q does not match %q", t.cfg.TypeName, inner.GetTypeUrl(), t.cfg.TypeURL)
+	}
+	if t.cfg.NameField != 0 {
+		// Known before decoding, so a panic can still be attributed.
+		name, _ = t.Name(inner)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			value = zero
+			err = fmt.Errorf("%s %q: decoder panic: %v", t.cfg.TypeName, name, r)
+		}
+	}()
+	n, v, err := t.cfg.Decode(inner)
+	if n != "" {
+		name = CanonicalName(n)
+	} else {
+		name = ""
+	}
+	return name, v, err
+}
+
+// Name implements ResourceType.
+func (t Type[T]) Name(inner *anypb.Any) (string, bool) {
+	if t.cfg.NameField == 0 || inner == nil || inner.GetTypeUrl() != t.cfg.TypeURL {
+		return "", false
+	}
+	n, ok := scanStringField(inner.GetValue(), t.cfg.NameField)
+	if !ok || n == "" {
+		return "", false
+	}
+	return CanonicalName(n), true
+}
+
+func lastElement(typeURL string) string {
+	for i := len(typeURL) - 1; i >= 0; i-- {
+		if typeURL[i] == '/' || typeURL[i] == '.' {
+			return typeURL[i+1:]
+		}
+	}
+	return typeURL
+}
