@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bootstrap
+
+import "encoding/json"
+
+// Server features: the `server_features` strings this package knows (R-2).
+// Other strings are kept in ServerConfig.ServerFeatures and otherwise
+// ignored.
+const (
+	// FeatureIgnoreResourceDeletion asks the client to keep a cached
+	// Listener or Cluster that a SotW response no longer names, instead of
+	// reporting it deleted (gRFC A53, R-2.1).
+	FeatureIgnoreResourceDeletion = "ignore_resource_deletion"
+
+	// FeatureXDSV3 is historical (gRFC A30): every client speaks xDS v3
+	// only. It is accepted and ignored (R-2.2), and not part of Key.
+	FeatureXDSV3 = "xds_v3"
+
+	// FeatureTrustedXDSServer marks a server whose security-affecting
+	// fields may be honoured (gRFC A81, R-2.3).
+	FeatureTrustedXDSServer = "trusted_xds_server"
+
+	// FeatureFailOnDataErrors makes data errors (NACK, deletion, TP3 errors)
+	// drop the cached resource (gRFC A88, R-2.4).
+	FeatureFailOnDataErrors = "fail_on_data_errors"
+
+	// FeatureResourceTimerIsTransientError turns the does-not-exist timer
+	// into a transient error (gRFC A88, R-2.5). HasFeature also accepts
+	// the spelling "resource_timer_is_transient_failure", which the gRFC
+	// uses once.
+	FeatureResourceTimerIsTransientError = "resource_timer_is_transient_error"
+
+	// featureResourceTimerIsTransientFailure is the gRFC A88 misspelling of
+	// FeatureResourceTimerIsTransientError, accepted as an alias (R-2.5
+	// "BEAT").
+	featureResourceTimerIsTransientFailure = "resource_timer_is_transient_failure"
+)
+
+// behaviourFeatures are the server features that change what the client
+// does with a server, in sorted order. They, and only they, are part of
+// Key: two entries that differ only in other strings (FeatureXDSV3,
+// unknown ones) behave the same and share one channel.
+var behaviourFeatures = []string{
+	FeatureFailOnDataErrors,
+	FeatureIgnoreResourceDeletion,
+	FeatureResourceTimerIsTransientError,
+	FeatureTrustedXDSServer,
+}
+
+// HasFeature reports whether feature is listed in sc.ServerFeatures. For
+// FeatureResourceTimerIsTransientError it also accepts
+// "resource_timer_is_transient_failure" (R-2.5).
+func (sc *ServerConfig) HasFeature(feature string) bool {
+	for _, f := range sc.ServerFeatures {
+		if f == feature || (feature == FeatureResourceTimerIsTransientError && f == featureResourceTimerIsTransientFailure) {
+			return true
+		}
+	}
+	return false
+}
+
+// IgnoreResourceDeletion reports whether the server lists
+// FeatureIgnoreResourceDeletion (gRFC A53, R-2.1).
+func (sc *ServerConfig) IgnoreResourceDeletion() bool {
+	return sc.HasFeature(FeatureIgnoreResourceDeletion)
+}
+
+// Key returns the identity of the management server for channel sharing
+// (gRFC A47 "Server Channel Map", R-1.5): two ServerConfigs with equal keys
+// are served by one channel and one ADS stream, even when different
+// authorities list them.
+//
+// The key covers ServerURI, the selected ChannelCreds.Type, the
+// credentials' config in canonical form (the parsed TLSConfig fields for
+// "tls"; nothing for "insecure", whose config is ignored; the compact raw
+// config for any other type) and the known server features that change
+// behaviour, de-duplicated and sorted. Unknown features and FeatureXDSV3
+// are not part of it, and neither is feature order. The key is an opaque
+// string meant for map keys and equality only; its format may change.
+// Key panics if sc is nil.
+func (sc *ServerConfig) Key() string {
+	type tlsKey struct {
+		CA      string `json:"ca,omitempty"`
+		Cert    string `json:"cert,omitempty"`
+		Key     string `json:"key,omitempty"`
+		Refresh int64  `json:"refresh_ns"`
+	}
+	k := struct {
+		URI      string   `json:"uri"`
+		Creds    string   `json:"creds"`
+		TLS      *tlsKey  `json:"tls,omitempty"`
+		Config   string   `json:"config,omitempty"`
+		Features []string `json:"features,omitempty"`
+	}{URI: sc.ServerURI, Creds: sc.ChannelCreds.Type}
+	switch cc := sc.ChannelCreds; {
+	case cc.TLS != nil:
+		k.TLS = &tlsKey{
+			CA:      cc.TLS.CACertificateFile,
+			Cert:    cc.TLS.CertificateFile,
+			Key:     cc.TLS.PrivateKeyFile,
+			Refresh: int64(cc.TLS.RefreshInterval),
+		}
+	case cc.Type != CredsInsecure && !isNull(cc.Config):
+		c, err := compact(cc.Config, "")
+		if err != nil {
+			// Not valid JSON (only possible for a hand-built config): use
+			// the bytes as they are.
+			k.Config = string(cc.Config)
+		} else {
+			k.Config = string(c)
+		}
+	}
+	for _, f := range behaviourFeatures {
+		if sc.HasFeature(f) {
+			k.Features = append(k.Features, f)
+		}
+	}
+	// behaviourFeatures is sorted, so k.Features is too.
+	b, _ := json.Marshal(k) // cannot fail: only strings, ints and slices of strings
+	return string(b)
+}
