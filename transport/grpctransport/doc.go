@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package grpctransport is the gRPC implementation of transport.Builder,
+// the one the xDS client uses by default. A Transport is backed by a
+// grpc.ClientConn to the management server named by a
+// bootstrap.ServerConfig, and its streams move serialized protobuf messages
+// as []byte through a pass-through codec, so the client's engine never
+// depends on gRPC or on generated stubs.
+//
+// Build does no network I/O: grpc.NewClient creates the channel idle, and it
+// connects when the first stream is opened.
+//
+// # Sharing
+//
+// A Builder keeps one grpc.ClientConn per distinct server identity,
+// bootstrap.ServerConfig.Key (server URI, channel credentials and known
+// server features; see gRFC A47 "Server Channel Map" and ). Building
+// a Transport for a server that already has a conn returns a new Transport
+// sharing it; the conn, and the certificate file watcher of "tls"
+// credentials, are closed when the last Transport sharing them is closed
+// . Conns are not shared across Builders.
+//
+// # Streams and connectivity
+//
+// Transport.NewStream does not use gRPC's wait-for-ready: it returns only
+// once the channel is connected and the stream created. When the server is
+// unreachable (connection refused, TLS handshake failure, ...), NewStream
+// fails fast with a gRPC status error of code codes.Unavailable instead of
+// waiting for the server to come up, so the client can report the
+// connection error to its watchers and start its does-not-exist
+// timers only on a connected stream (gRFC A57, R-9.2). Retrying is the
+// caller's job. Stream errors are gRPC status errors (use status.Code), or
+// io.EOF from Recv when the server ended the stream with status OK.
+//
+// # Credentials
+//
+// The channel credentials come from ServerConfig.ChannelCreds:
+//
+//   - "insecure": plaintext.
+//   - "tls" (gRFC A65): TLS, with the trusted roots read from
+//     CACertificateFile (the system roots when it is empty) and, when
+//     CertificateFile and PrivateKeyFile are set, a client certificate
+//     (mTLS). The files are watched with grpc-go's pemfile certificate
+//     provider and re-read every RefreshInterval (default 10 minutes), so
+//     rotated certificates are used by the next handshake. Build reads and
+//     parses the files once, and returns an error naming the file when one
+//     is missing or invalid. As with grpc-go's file watcher, the
+//     certificate and key files must be in the same directory. A rotated
+//     file that fails to parse is ignored and the previous contents stay in
+//     use.
+//
+// Other types, such as "google_default", are not supported and make Build
+// fail. Options given with WithDialOptions come after the defaults, so a
+// grpc.WithTransportCredentials there replaces the bootstrap credentials
+// (useful with in-memory listeners in tests).
+//
+// # Concurrency
+//
+// Builder.Build, Transport.NewStream and Transport.Close are safe for
+// concurrent use. On one Stream, Send may be called concurrently with
+// Recv, but neither Send nor Recv may be called concurrently with itself,
+// as for a gRPC stream. Transport.Close is idempotent and does not wait
+// for the network; closing the last Transport of a conn closes the conn
+// (which fails its streams) and stops the certificate watcher.
+package grpctransport

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package grpctransport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/transport"
+)
+
+// Keepalive parameters of every conn, common to the gRPC implementations of
+// xDS clients (R-3.3, grpc-go clients/grpctransport).
+const (
+	// keepaliveTime is how long a conn is idle before the client pings.
+	keepaliveTime = 5 * time.Minute
+	// keepaliveTimeout is how long the client waits for the ping's ack
+	// before it closes the connection.
+	keepaliveTimeout = 20 * time.Second
+)
+
+// ErrClosed is returned by Transport.NewStream after Transport.Close.
+var ErrClosed = errors.New("grpctransport: transport closed")
+
+// streamDesc describes the bidirectional streaming RPCs of ADS.
+var streamDesc = &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
+
+// Option configures a Builder.
+type Option func(*Builder)
+
+// WithDialOptions adds dial options to every grpc.ClientConn the Builder
+// creates. They are applied after the defaults (transport credentials from
+// the bootstrap, keepalive of 5 minutes / 20 seconds), so they can override
+// them: for example grpc.WithContextDialer for an in-memory listener,
+// interceptors, a stats handler or grpc.WithConnectParams. Options given in
+// several calls accumulate, in order.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(b *Builder) {
+		b.dialOpts = append(b.dialOpts, opts...)
+	}
+}
+
+// Builder is a transport.Builder that creates gRPC Transports. It shares
+// one grpc.ClientConn between all the Transports it builds for servers
+// with the same bootstrap.ServerConfig.Key (see the package doc, Sharing).
+// A Builder is safe for concurrent use and needs no closing: its conns are
+// closed with their last Transport.
+type Builder struct {
+	// Initialized at creation time and read-only afterwards.
+	dialOpts []grpc.DialOption // appended after the defaults; from WithDialOptions
+
+	mu sync.Mutex
+	// Guarded by mu.
+	conns map[string]*sharedConn // by ServerConfig.Key; every entry has refs > 0
+}
+
+var _ transport.Builder = (*Builder)(nil)
+
+// NewBuilder returns a Builder configured by opts.
+func NewBuilder(opts ...Option) *Builder {
+	b := &Builder{conns: make(map[string]*sharedConn)}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// sharedConn is one grpc.ClientConn and the Transports that share it.
+type sharedConn struct {
+	// Initialized at creation time and read-only afterwards.
+	key        string           // sc.Key() of the server; the entry's key in Builder.conns
+	cc         *grpc.ClientConn // the channel to the management server
+	closeCreds func()           // stops the certificate file watcher; no-op without one
+
+	// Guarded by Builder.mu.
+	refs int // number of open Transports sharing cc
+}
+
+// Build returns a Transport to the management server described by sc,
+// sharing the grpc.ClientConn of any open Transport built by b for a
+// server with the same sc.Key(). It does no network I/O; with "tls"
+// credentials it reads the certificate files once, to fail early.
+//
+// Build returns an error when sc is nil or has no ServerURI, when the
+// channel credentials type is not supported, when a "tls" certificate file
+// is missing or invalid (the error names the file), or when grpc.NewClient
+// rejects the target or the dial options. sc is not retained.
+func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+	if sc == nil {
+		return nil, errors.New("grpctransport: nil ServerConfig")
+	}
+	if sc.ServerURI == "" {
+		return nil, errors.New("grpctransport: empty server URI")
+	}
+	key := sc.Key()
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	conn := b.conns[key]
+	if conn == nil {
+		var err error
+		if conn, err = b.newSharedConn(key, sc); err != nil {
+			return nil, fmt.Errorf("grpctransport: creating transport to %q: %w", sc.ServerURI, err)
+		}
+		b.conns[key] = conn
+	}
+	conn.refs++
+	return newGRPCTransport(b, conn), nil
+}
+
+// newSharedConn creates the conn for sc with refs 0. The caller holds b.mu
+// (so that two Builds of one server create one conn); creating it reads
+// only local files.
+func (b *Builder) newSharedConn(key string, sc *bootstrap.ServerConfig) (*sharedConn, error) {
+	creds, closeCreds, err := transportCredentials(sc.ChannelCreds)
+	if err != nil {
+		return nil, err
+	}
+	opts := make([]grpc.DialOption, 0, 2+len(b.dialOpts))
+	opts = append(opts,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{
+			Time:    keepaliveTime,
+			Timeout: keepaliveTimeout,
+		}),
+	)
+	opts = append(opts, b.dialOpts...)
+	cc, err := grpc.NewClient(sc.ServerURI, opts...)
+	if err != nil {
+		closeCreds()
+		return nil, fmt.Errorf("creating gRPC channel: %w", err)
+	}
+	return &sharedConn{key: key, cc: cc, closeCreds: closeCreds}, nil
+}
+
+// release drops one reference to conn and closes it with the last one.
+func (b *Builder) release(conn *sharedConn) {
+	b.mu.Lock()
+	conn.refs--
+	last := conn.refs == 0
+	if last {
+		delete(b.conns, conn.key)
+	}
+	b.mu.Unlock()
+	if !last {
+		return
+	}
+	// Closed outside mu: the conn is unreachable from b now, and a Build of
+	// the same server meanwhile creates a fresh conn rather than waiting for
+	// this one to shut down.
+	conn.cc.Close()
+	conn.closeCreds()
+}
+
+// grpcTransport is one reference to a sharedConn.
+type grpcTransport struct {
+	// Initialized at creation time and read-only afterwards.
+	b      *Builder           // owner of conn's reference count
+	conn   *sharedConn        // shared with the other Transports of the same server
+	ctx    context.Context    // done once Close is called; cancels this Transport's streams
+	cancel context.CancelFunc // cancels ctx
+	close  func()             // idempotent Close: cancel, then release conn
+}
+
+func newGRPCTransport(b *Builder, conn *sharedConn) *grpcTransport {
+	// Background is right here: ctx only signals Close, it carries no
+	// deadline or values into the streams.
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &grpcTransport{b: b, conn: conn, ctx: ctx, cancel: cancel}
+	t.close = sync.OnceFunc(func() {
+		t.cancel()
+		t.b.release(t.conn)
+	})
+	return t
+}
+
+// NewStream opens a bidirectional stream for method (transport.ADSMethod or
+// transport.DeltaADSMethod) on the shared conn.
+//
+// It is not wait-for-ready: when the channel is idle it starts connecting
+// and blocks until the stream is created, ctx is done, or the connection
+// attempt fails, in which case it returns a gRPC status error with code
+// codes.Unavailable (connection refused, TLS handshake failure, ...). It
+// does not wait for the server's response headers, so a server that
+// rejects the RPC is reported by the first Recv.
+//
+// The stream ends when ctx is cancelled, when the server ends it, or when
+// this Transport is closed, even if other Transports still share the conn.
+// NewStream returns ErrClosed after Close.
+func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
+	if t.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	// Close cancels the stream; once the stream's context is done, for
+	// whatever reason, unregister from t.ctx so that finished streams do
+	// not pile up in it.
+	stopOnClose := context.AfterFunc(t.ctx, cancel)
+	context.AfterFunc(sctx, func() { stopOnClose() })
+
+	cs, err := t.conn.cc.NewStream(sctx, streamDesc, method, grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		cancel()
+		if t.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		return nil, err
+	}
+	return &grpcStream{cs: cs, cancel: cancel}, nil
+}
+
+// Close releases this Transport's reference to the shared conn and ends
+// the streams opened on it; the conn is closed with its last Transport.
+// Close is idempotent and safe for concurrent use.
+func (t *grpcTransport) Close() {
+	t.close()
+}
+
+// grpcStream adapts a grpc.ClientStream to transport.Stream.
+type grpcStream struct {
+	// Initialized at creation time and read-only afterwards.
+	cs     grpc.ClientStream  // created with rawCodec
+	cancel context.CancelFunc // cancels the stream's context; safe to call repeatedly
+}
+
+// Send sends msg as one message. It copies msg into a buffer owned by
+// gRPC, so msg may be reused once Send returns. Send may return before the
+// server receives the message. When the stream has ended, Send returns
+// io.EOF and Recv returns the stream's status.
+func (s *grpcStream) Send(msg []byte) error {
+	return s.cs.SendMsg(msg)
+}
+
+// Recv blocks until the next message arrives and returns it in a new slice
+// owned by the caller (nil for an empty message). Otherwise it returns
+// io.EOF when the server ended the stream with status OK, or a gRPC status
+// error; the stream's resources are released then.
+func (s *grpcStream) Recv() ([]byte, error) {
+	var msg []byte
+	if err := s.cs.RecvMsg(&msg); err != nil {
+		// gRPC frees the stream once RecvMsg fails; cancelling also drops
+		// the stream's registration with its Transport.
+		s.cancel()
+		return nil, err
+	}
+	return msg, nil
+}

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package transport defines how the xDS client reaches a management server:
+// a Builder makes one Transport per management server, and a Transport opens
+// streams that move serialized protobuf messages.
+//
+// The interfaces move bytes, not messages, so the client's engine does not
+// depend on gRPC and fakes (in-memory transports, fuzzers) are cheap to
+// write. Package grpctransport holds the gRPC implementation that the client
+// uses by default; package testutil holds an in-memory one.
+//
+// # Concurrency
+//
+// Builder.Build and Transport methods may be called concurrently. On one
+// Stream, Send may be called concurrently with Recv, but neither Send nor Recv
+// may be called concurrently with itself (the same contract as a gRPC stream).
+package transport
+
+import (
+	"context"
+
+	"github.com/proxyless/xds/bootstrap"
+)
+
+// Method names of the streaming RPCs the client opens with
+// Transport.NewStream.
+const (
+	// ADSMethod is the SotW aggregated discovery stream.
+	ADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+	// DeltaADSMethod is the incremental (delta) aggregated discovery stream.
+	DeltaADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+)
+
+// Builder creates Transports. The client calls Build once per distinct
+// management server (see bootstrap.ServerConfig.Key) and closes the Transport
+// when it is closed itself.
+type Builder interface {
+	// Build returns a Transport to the management server described by sc.
+	// It must not block on network I/O: connecting happens lazily, when the
+	// first stream is opened. The returned error is reported to watchers of
+	// the resources served by sc, wrapped in the client's connection error.
+	Build(sc *bootstrap.ServerConfig) (Transport, error)
+}
+
+// Transport is a connection (or a pool of them) to one management server.
+type Transport interface {
+	// NewStream opens a bidirectional stream for the RPC method (one of the
+	// *Method constants). The stream lives until ctx is cancelled or the
+	// stream fails. NewStream returns an error when the stream cannot be
+	// created, for example because the server is unreachable.
+	NewStream(ctx context.Context, method string) (Stream, error)
+
+	// Close releases the Transport. Streams opened on it fail afterwards.
+	// Close is idempotent.
+	Close()
+}
+
+// Stream sends and receives serialized protobuf messages
+// (DiscoveryRequest / DiscoveryResponse and their delta forms).
+type Stream interface {
+	// Send sends one serialized message. Send must not retain msg after it
+	// returns.
+	Send(msg []byte) error
+
+	// Recv blocks until the next message arrives and returns it, or returns
+	// the error that ended the stream. The caller owns the returned slice.
+	Recv() ([]byte, error)
+}
