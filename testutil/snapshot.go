@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package testutil
+
+import (
+	"fmt"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// Type URLs of the built-in resource types, in the order Update pushes
+// them.
+const (
+	listenerTypeURL    = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	routeConfigTypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	clusterTypeURL     = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	endpointsTypeURL   = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+)
+
+var builtinTypeURLs = []string{listenerTypeURL, routeConfigTypeURL, clusterTypeURL, endpointsTypeURL}
+
+// Resources is a snapshot: every resource the server has for a node, and
+// the version_info of all of them. Slices are in the order resources are
+// sent. Update copies what it needs (it marshals the messages), so the
+// caller may reuse a Resources value afterwards.
+type Resources struct {
+	// Version is the version_info of every response built from this
+	// snapshot, for every type. "" means the value of a server-wide
+	// counter that every Update increments: "1" after the first Update,
+	// "2" after the second, and so on, whether or not their Version was
+	// set.
+	Version string
+
+	Listeners []*v3listenerpb.Listener              // named by their name
+	Routes    []*v3routepb.RouteConfiguration       // named by their name
+	Clusters  []*v3clusterpb.Cluster                // named by their name
+	Endpoints []*v3endpointpb.ClusterLoadAssignment // named by their cluster_name
+
+	// Other are resources of custom types. The type URL of each is
+	// "type.googleapis.com/" + the full name of its message.
+	Other []NamedResource
+}
+
+// NamedResource is a resource of a custom type and its resource name.
+type NamedResource struct {
+	Name     string
+	Resource proto.Message
+}
+
+// snapshot is an immutable, marshalled Resources.
+type snapshot struct {
+	version    string
+	resources  map[string][]namedAny // type URL → resources in Resources order
+	otherTypes []string              // type URLs of Other, by first appearance
+}
+
+// namedAny is one resource ready to send.
+type namedAny struct {
+	name string
+	any  *anypb.Any // possibly a wrapped Resource; shared by responses, never modified
+}
+
+// Update sets the snapshot of the node nodeID; "" sets the default
+// snapshot, used by every node without its own. Unless the server is
+// Manual, every open stream whose node uses that snapshot then gets, for
+// each type it subscribes to whose last response from a snapshot had
+// another version_info, a response with the new version: in the order
+// Listener, RouteConfiguration, Cluster, ClusterLoadAssignment, then
+// custom types in order of first appearance in r.Other. A type the
+// snapshot has no resource of is pushed too, with an empty list.
+//
+// A response to a request carries the snapshot resources the
+// subscription asks for: all of them for a wildcard subscription, else
+// the subscribed names the snapshot has. A stream gets a response of a
+// type when its subscription to the type changes (to a non-empty one), or
+// when it has not yet been sent this snapshot version for the type; a new
+// stream therefore gets one for every type it requests. A NACK, or an ACK
+// with unchanged names, gets no response. Versions, not contents, are
+// compared: two Updates with the same explicit Version push nothing the
+// second time.
+//
+// Update panics if a resource cannot be marshalled or an Other entry has
+// a nil Resource (programmer error).
+func (ms *ManagementServer) Update(nodeID string, r Resources) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	ms.versionCounter++
+	version := r.Version
+	if version == "" {
+		version = strconv.FormatInt(ms.versionCounter, 10)
+	}
+	snap := &snapshot{version: version, resources: make(map[string][]namedAny)}
+	add := func(name string, m proto.Message) {
+		a := MarshalAny(m)
+		if ms.opts.WrapResources {
+			a = MarshalAny(&v3discoverypb.Resource{Name: name, Version: version, Resource: a})
+		}
+		typeURL := "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
+		if _, ok := snap.resources[typeURL]; !ok && !isBuiltin(typeURL) {
+			snap.otherTypes = append(snap.otherTypes, typeURL)
+		}
+		snap.resources[typeURL] = append(snap.resources[typeURL], namedAny{name: name, any: a})
+	}
+	for _, l := range r.Listeners {
+		add(l.GetName(), l)
+	}
+	for _, rc := range r.Routes {
+		add(rc.GetName(), rc)
+	}
+	for _, c := range r.Clusters {
+		add(c.GetName(), c)
+	}
+	for _, e := range r.Endpoints {
+		add(e.GetClusterName(), e)
+	}
+	for i, o := range r.Other {
+		if o.Resource == nil {
+			panic(fmt.Sprintf("testutil: Update: Resources.Other[%d] (%q) has no Resource", i, o.Name))
+		}
+		add(o.Name, o.Resource)
+	}
+	ms.snapshots[nodeID] = snap
+	if ms.opts.Manual {
+		return
+	}
+	// Streams of other nodes notice the version did not change.
+	for _, s := range ms.streams {
+		select {
+		case s.snapshotChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func isBuiltin(typeURL string) bool {
+	for _, t := range builtinTypeURLs {
+		if t == typeURL {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshotFor returns the snapshot that serves nodeID, or nil if there is
+// none.
+func (ms *ManagementServer) snapshotFor(nodeID string) *snapshot {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if s, ok := ms.snapshots[nodeID]; ok {
+		return s
+	}
+	return ms.snapshots[""]
+}
