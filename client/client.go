@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/internal/serializer"
+	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/transport"
+
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+)
+
+// Client is an xDS client: it holds one ADS stream per management server,
+// shared by every resource type and authority served there, and a cache of
+// the resources its watchers asked for. Create it with New, watch resources
+// with Watch, and release it with Close.
+//
+// A Client is safe for concurrent use.
+type Client struct {
+	// Initialized at creation time and read-only afterwards.
+	cfg        *bootstrap.Config
+	opts       options
+	registry   *resources.Registry
+	node       *v3corepb.Node
+	builder    transport.Builder
+	logger     *slog.Logger
+	ctx        context.Context    // cancelled by Close
+	cancel     context.CancelFunc // cancels ctx
+	serializer *serializer.Serializer
+	closeOnce  sync.Once
+	wg         sync.WaitGroup // the goroutines of every channel
+
+	// mu guards everything below, and the fields of channels, typeStates
+	// and resourceStates marked "guarded by c.mu". It is never held while
+	// calling a watcher or a transport. Decoders run under it (they are pure
+	// functions of their input).
+	mu        sync.Mutex
+	closed    bool                                 // set by Close
+	channels  map[string]*channel                  // by bootstrap.ServerConfig.Key()
+	resources map[string]map[string]*resourceState // type URL → resource name → state
+}
+
+// New returns a Client for the management servers of cfg. It does not
+// connect: the ADS stream to a server is opened when the first resource it
+// serves is watched. cfg must not be modified afterwards.
+//
+// New returns an error if cfg has no server or the resource types given
+// with WithResourceTypes clash with each other or the built-in ones.
+func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("client: nil bootstrap config")
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New("client: bootstrap config has no xds_servers")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	reg, err := resources.NewRegistry(append(resources.BuiltinTypes(), o.customTypes...)...)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{
+		cfg:        cfg,
+		opts:       o,
+		registry:   reg,
+		node:       cfg.Node.Proto(),
+		builder:    o.builder(),
+		ctx:        ctx,
+		cancel:     cancel,
+		serializer: serializer.New(ctx),
+		channels:   make(map[string]*channel),
+		resources:  make(map[string]map[string]*resourceState),
+	}
+	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
+	return c, nil
+}
+
+// Close stops every stream, cancels every timer and watch, closes the
+// transports the client built, and waits for every goroutine the client
+// started, including a watcher method in progress. Watcher methods still
+// queued are not called. Close is idempotent. It must not be called from a
+// watcher method, since it waits for that method to return.
+func (c *Client) Close() {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		for _, byName := range c.resources {
+			for _, rs := range byName {
+				rs.stopTimerLocked()
+			}
+		}
+		chans := make([]*channel, 0, len(c.channels))
+		for _, ch := range c.channels {
+			chans = append(chans, ch)
+		}
+		c.mu.Unlock()
+
+		c.cancel()
+		c.wg.Wait()
+		<-c.serializer.Done()
+		// Transports are closed last, outside mu: closing one may block on
+		// its streams, which the channel goroutines no longer use.
+		for _, ch := range chans {
+			ch.tr.Close()
+		}
+	})
+}
+
+// NodeID returns the node ID from the bootstrap config.
+func (c *Client) NodeID() string { return c.node.GetId() }
+
+// BootstrapConfig returns the config the client was created with. It must
+// not be modified.
+func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
+
+// channelForLocked returns the channel that serves name, creating it (and
+// its transport) on first use. Old-style names go to the top-level servers;
+// xdstp names to their authority's. Only the first server of a list
+// is used: fallback (gRFC A71) is not implemented yet.
+func (c *Client) channelForLocked(name string) (*channel, error) {
+	servers := c.cfg.Servers
+	if strings.HasPrefix(name, "xdstp:") {
+		n, err := resources.ParseName(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		}
+		servers, err = c.cfg.ServersForAuthority(n.Authority)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
+	}
+	sc := servers[0]
+	key := sc.Key()
+	if ch, ok := c.channels[key]; ok {
+		return ch, nil
+	}
+	tr, err := c.builder.Build(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: building transport to %s: %w", ErrConnection, sc.ServerURI, err)
+	}
+	ch := newChannel(c, sc, tr)
+	c.channels[key] = ch
+	return ch, nil
+}

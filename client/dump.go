@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client
+
+import (
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+)
+
+// Dump returns the client's view of every watched resource, as a CSDS
+// ClientConfig (gRFC A40, R-20): the node, and one generic_xds_configs
+// entry per watched resource, ordered by type (registry order) then name,
+// with type_url, name, version_info (of the cached value), xds_config (the
+// cached resource, if any), last_updated, client_status (REQUESTED,
+// DOES_NOT_EXIST, ACKED or NACKED) and, after a NACK, error_state (details,
+// the rejected version_info, last_update_attempt). The result is a fresh
+// copy the caller owns. Dump is safe for concurrent use.
+func (c *Client) Dump() *v3statuspb.ClientConfig {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc := &v3statuspb.ClientConfig{Node: proto.Clone(c.node).(*v3corepb.Node)}
+	for _, t := range c.registry.Types() {
+		byName := c.resources[t.TypeURL()]
+		for _, name := range sortedKeys(byName) {
+			rs := byName[name]
+			g := &v3statuspb.ClientConfig_GenericXdsConfig{
+				TypeUrl:      t.TypeURL(),
+				Name:         name,
+				VersionInfo:  rs.version,
+				ClientStatus: rs.status,
+			}
+			if rs.raw != nil {
+				g.XdsConfig = proto.Clone(rs.raw).(*anypb.Any)
+				g.LastUpdated = timestamppb.New(rs.lastUpdated)
+			}
+			if rs.nackErr != nil {
+				g.ErrorState = &v3adminpb.UpdateFailureState{
+					LastUpdateAttempt: timestamppb.New(rs.nackTime),
+					Details:           rs.nackErr.Error(),
+					VersionInfo:       rs.nackVersion,
+				}
+			}
+			cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, g)
+		}
+	}
+	return cc
+}

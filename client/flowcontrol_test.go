@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client_test
+
+import (
+	"testing"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/testutil"
+
+	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// TestFlowControl_NextResponseWaitsForDone checks for
+// updates, NACK errors and deletions: the ACK of a response is sent at
+// once, but the next response is not read (so neither delivered nor
+// answered) until the watcher calls done.
+func TestFlowControl_NextResponseWaitsForDone(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	w := newRecorder[*resources.Cluster]()
+	w.holdDone = true
+	defer client.Watch(c, resources.ClusterType, "a", w)()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a")
+
+	// The first response is delivered; its done is held.
+	nonce, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", "v1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForNonce(t, ms, nonce) // ACKed before done
+	held := w.wantKind(ctx, t, changed, nil)
+
+	for i, next := range []struct {
+		name string
+		resp *v3discoverypb.DiscoveryResponse
+		kind eventKind
+	}{
+		{"NACK", discoveryResponse(resources.ClusterTypeURL, "2", invalidCluster("a")), ambientError},
+		{"deletion", discoveryResponse(resources.ClusterTypeURL, "3"), resourceError},
+		{"update again", discoveryResponse(resources.ClusterTypeURL, "4", testutil.Cluster("a", "v4")), changed},
+	} {
+		nonce, err := ms.SendResponse(ctx, next.resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not read yet: no answer and no watcher call while done is held.
+		shortCtx, cancel := contextWithTimeout(t, defaultTestShortTimeout)
+		if r, err := ms.NextRequest(shortCtx); err == nil {
+			t.Fatalf("step %d (%s): request %v sent while the previous response's done was held", i, next.name, r.Req)
+		}
+		cancel()
+		w.wantNone(t, defaultTestShortTimeout)
+
+		held.done()
+		waitForNonce(t, ms, nonce)
+		held = w.wantKind(ctx, t, next.kind, nil)
+	}
+	held.done()
+}
+
+// TestFlowControl_ReleasedWithoutWatcherCalls checks: responses
+// that cause no watcher call (an unchanged resource, a resource nobody
+// watches) do not hold the stream.
+func TestFlowControl_ReleasedWithoutWatcherCalls(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	w := newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "a", w)()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a")
+
+	for _, resp := range []*v3discoverypb.DiscoveryResponse{
+		discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", "")),
+		discoveryResponse(resources.ClusterTypeURL, "2", testutil.Cluster("a", "")),                            // unchanged
+		discoveryResponse(resources.ClusterTypeURL, "3", testutil.Cluster("a", ""), testutil.Cluster("z", "")), // z not watched
+	} {
+		nonce, err := ms.SendResponse(ctx, resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForNonce(t, ms, nonce)
+	}
+	w.wantKind(ctx, t, changed, nil)
+	nonce, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "4", testutil.Cluster("a", "changed")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForNonce(t, ms, nonce)
+	if got := w.wantKind(ctx, t, changed, nil).value; got.EDSServiceName != "changed" {
+		t.Fatalf("got %+v, want the version 4 value", got)
+	}
+}

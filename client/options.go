@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/transport"
+	"github.com/proxyless/xds/transport/grpctransport"
+)
+
+// DefaultWatchExpiryTimeout is how long the client waits for a requested
+// resource before reporting that it does not exist: 15 s, as the xDS
+// protocol ("Knowing When a Requested Resource Does Not Exist") and every
+// gRPC client do.
+const DefaultWatchExpiryTimeout = 15 * time.Second
+
+// Option configures a Client.
+type Option func(*options)
+
+type options struct {
+	watchExpiryTimeout time.Duration
+	transportBuilder   transport.Builder
+	customTypes        []resources.ResourceType
+	logger             *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{
+		watchExpiryTimeout: DefaultWatchExpiryTimeout,
+		logger:             xdslog.Discard(),
+	}
+}
+
+// WithWatchExpiryTimeout sets how long the client waits, after a request
+// naming a resource was sent on a connected stream, for a response that
+// contains it before reporting ErrResourceNotFound to its watchers.
+// Zero or negative means DefaultWatchExpiryTimeout (15 s).
+func WithWatchExpiryTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.watchExpiryTimeout = d
+		}
+	}
+}
+
+// WithTransportBuilder sets how the client reaches management servers. The
+// default is grpctransport.NewBuilder(), one gRPC connection per distinct
+// server. The client calls b.Build once per distinct server and closes the
+// transports it built when it is closed.
+func WithTransportBuilder(b transport.Builder) Option {
+	return func(o *options) { o.transportBuilder = b }
+}
+
+// WithResourceTypes registers custom resource types after the
+// built-in Listener, RouteConfiguration, Cluster and ClusterLoadAssignment
+// types. Their order is the order in which requests of several types are
+// sent. New fails if two types share a type URL.
+func WithResourceTypes(types ...resources.ResourceType) Option {
+	return func(o *options) { o.customTypes = append(o.customTypes, types...) }
+}
+
+// WithLogger sets the logger. The default discards everything. Stream
+// state changes are logged at Info, NACKs and stream failures at Warn,
+// per-request summaries at Debug and whole messages at xdslog.LevelTrace.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+func (o *options) builder() transport.Builder {
+	if o.transportBuilder != nil {
+		return o.transportBuilder
+	}
+	return grpctransport.NewBuilder()
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/proxyless/xds/resources"
+
+	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+)
+
+// timerState is where a resource is in the does-not-exist timer's life
+// started (subscribed, no request sent on a connected stream yet),
+// requested (timer running), received (the resource was seen, valid or not,
+// or the timer fired: it is never timed again).
+type timerState int
+
+const (
+	timerStarted timerState = iota
+	timerRequested
+	timerReceived
+)
+
+// resourceState is the cache entry and the watchers of one resource. It
+// exists while the resource has at least one watcher. Every field is
+// guarded by Client.mu, except typ, name and ch, which are read-only.
+type resourceState struct {
+	typ  resources.ResourceType // read-only
+	name string                 // read-only; canonical
+	ch   *channel               // read-only; the channel that serves it
+
+	watchers []*watchEntry // in registration order
+
+	// The cache: the last valid value and its bytes.
+	value       any        // nil when none
+	raw         *anypb.Any // the resource as received, unwrapped; nil when value is nil
+	version     string     // version_info of the response that last carried it valid
+	lastUpdated time.Time  // when value was last received
+
+	status    v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED or NACKED
+	dneReason string                         // why status is DOES_NOT_EXIST
+
+	// The last NACK of this resource; nackErr is nil when the last
+	// received version was valid.
+	nackErr     error
+	nackVersion string
+	nackTime    time.Time
+
+	deletionIgnored bool // a deletion was ignored; logged once
+
+	timerState timerState
+	timer      *time.Timer // running does-not-exist timer, if any
+	timerGen   uint64      // incremented whenever timer is replaced or stopped
+}
+
+func (rs *resourceState) stopTimerLocked() {
+	if rs.timer != nil {
+		rs.timer.Stop()
+		rs.timer = nil
+	}
+	rs.timerGen++
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/testutil"
+)
+
+// TestStream_FailureBeforeResponse_ResourceError checks for an
+// uncached resource: a stream that fails before any response is reported
+// as a connection error through ResourceError, naming the server.
+func TestStream_FailureBeforeResponse_ResourceError(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	ms.RejectStreams(errors.New("no streams today"))
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	w := newRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	e := w.wantKind(ctx, t, resourceError, client.ErrConnection)
+	if !strings.Contains(e.err.Error(), ms.Address()) {
+		t.Fatalf("error %q does not name the server %s", e.err, ms.Address())
+	}
+}
+
+// TestStream_FailureBeforeResponse_AmbientErrorWhenCached checks for
+// a cached resource: the connection error comes through AmbientError.
+func TestStream_FailureBeforeResponse_AmbientErrorWhenCached(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	ms.Update("", testutil.Chain(testutil.ChainOptions{Listener: "svc"}))
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	w := newRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	w.wantKind(ctx, t, changed, nil)
+
+	ms.RejectStreams(errors.New("going away"))
+	ms.BreakStreams()
+	w.wantKind(ctx, t, ambientError, client.ErrConnection)
+	ms.RejectStreams(nil)
+	// The value is still cached and no ResourceError came.
+	w2 := newRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w2)()
+	w2.wantKind(ctx, t, changed, nil)
+}
+
+// TestStream_FailureAfterResponse_Silent checks: a stream that had
+// responses and then fails is replaced without telling watchers.
+func TestStream_FailureAfterResponse_Silent(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	ms.Update("", testutil.Chain(testutil.ChainOptions{Listener: "svc"}))
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	w := newRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	w.wantKind(ctx, t, changed, nil)
+	waitForAllACKed(t, ms, 1)
+
+	ms.BreakStreams()
+	waitForAllACKed(t, ms, 2)
+	w.wantNone(t, defaultTestShortTimeout)
+}
+
+// TestStream_Backoff checks in fake time: failed stream attempts are
+// spaced 1 s × 1.6ⁿ ± 20 %, capped at 120 s; after a stream that received a
+// response fails, the next attempt is immediate and the backoff starts
+// over.
+func TestStream_Backoff(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		ms.Update("", testutil.Chain(testutil.ChainOptions{Listener: "svc"}))
+		rb := newRecordingBuilder(ms.TransportBuilder())
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(rb))
+
+		ms.RejectStreams(errors.New("down"))
+		w := newRecorder[*resources.Listener]()
+		defer client.Watch(c, resources.ListenerType, "svc", w)()
+		const attempts = 14
+		for len(rb.streamsOpened()) < attempts {
+			w.wantKind(ctx, t, resourceError, client.ErrConnection)
+		}
+		opened := rb.streamsOpened()
+		want := time.Second
+		for i := 1; i < attempts; i++ {
+			got := opened[i].Sub(opened[i-1])
+			lo, hi := time.Duration(float64(want)*0.8), time.Duration(float64(want)*1.2)
+			if got < lo || got > hi {
+				t.Errorf("attempt %d came %v after the previous one, want within [%v, %v]", i, got, lo, hi)
+			}
+			want = min(time.Duration(float64(want)*1.6), 120*time.Second)
+		}
+
+		// Recovery, then a failure after responses: reconnect at once.
+		ms.RejectStreams(nil)
+		for {
+			if e := w.next(ctx, t); e.kind == changed {
+				break
+			}
+		}
+		reqs := ms.Requests()
+		cur := reqs[len(reqs)-1].StreamID
+		n := len(rb.streamsOpened())
+		broke := time.Now()
+		ms.BreakStreams()
+		if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID > cur && r.Req.GetResponseNonce() != "" }); err != nil {
+			t.Fatal(err)
+		}
+		if got := rb.streamsOpened()[n].Sub(broke); got != 0 {
+			t.Errorf("reconnect after a stream with responses took %v, want immediate", got)
+		}
+		// And the backoff starts over at 1 s.
+		ms.RejectStreams(errors.New("down again"))
+		ms.BreakStreams()
+		for len(rb.streamsOpened()) < n+3 {
+			w.next(ctx, t)
+		}
+		opened = rb.streamsOpened()
+		if got := opened[n+2].Sub(opened[n+1]); got < 800*time.Millisecond || got > 1200*time.Millisecond {
+			t.Errorf("first backoff after recovery = %v, want 1s ± 20%%", got)
+		}
+	})
+}

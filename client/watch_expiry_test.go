@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/testutil"
+
+	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+)
+
+// The tests of this file run in a testing/synctest bubble against the
+// in-memory management server: time is fake, so 15 s timers fire at once
+// and elapsed times are exact.
+
+// inMemory starts a manual in-memory management server and a client of it
+// inside the current bubble.
+func inMemory(t *testing.T, opts ...client.Option) (*testutil.ManagementServer, *client.Client) {
+	t.Helper()
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+	return ms, newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+}
+
+// skipConnectionErrors returns the next event that is not a connection
+// error (those come with every failed stream attempt, R-11.3).
+func skipConnectionErrors[T any](t *testing.T, r *recorder[T]) event[T] {
+	t.Helper()
+	ctx := testContext(t)
+	for {
+		e := r.next(ctx, t)
+		if !errors.Is(e.err, client.ErrConnection) {
+			return e
+		}
+	}
+}
+
+// TestWatchExpiry_FiresAfter15s checks: a resource that no
+// response names is reported as not found exactly 15 s after the request
+// was sent, its status becomes DOES_NOT_EXIST, a new watcher learns it at
+// once, and it is not timed again. It runs in fake time.
+func TestWatchExpiry_FiresAfter15s(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms, c := inMemory(t)
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "missing", w)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "missing")
+		sent := time.Now()
+
+		e := w.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if got := time.Since(sent); got != 15*time.Second {
+			t.Fatalf("does-not-exist reported %v after the request, want 15s", got)
+		}
+		var re *client.ResourceError
+		if !errors.As(e.err, &re) || re.Name != "missing" || re.TypeURL != resources.ClusterTypeURL {
+			t.Fatalf("error = %v, want a ResourceError naming the cluster", e.err)
+		}
+		if g := dumpEntry(c, resources.ClusterTypeURL, "missing"); g.GetClientStatus() != v3adminpb.ClientResourceStatus_DOES_NOT_EXIST {
+			t.Fatalf("CSDS status = %v, want DOES_NOT_EXIST", g.GetClientStatus())
+		}
+		w2 := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "missing", w2)()
+		w2.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+
+		// Not timed again; delivered normally if it shows up later.
+		time.Sleep(time.Minute)
+		w.wantNone(t, time.Second)
+		if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("missing", ""))); err != nil {
+			t.Fatal(err)
+		}
+		w.wantKind(ctx, t, changed, nil)
+		w2.wantKind(ctx, t, changed, nil)
+	})
+}
+
+// TestWatchExpiry_Configurable checks WithWatchExpiryTimeout.
+func TestWatchExpiry_Configurable(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms, c := inMemory(t, client.WithWatchExpiryTimeout(3*time.Second))
+		w := newRecorder[*resources.Listener]()
+		defer client.Watch(c, resources.ListenerType, "missing", w)()
+		waitForNames(t, ms, resources.ListenerTypeURL, "missing")
+		sent := time.Now()
+		w.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if got := time.Since(sent); got != 3*time.Second {
+			t.Fatalf("does-not-exist reported after %v, want 3s", got)
+		}
+	})
+}
+
+// TestWatchExpiry_NotBeforeConnected checks and R-9.9(a): while no
+// stream can be created nothing is requested, so nothing is timed, however
+// long it takes; the timer starts when the request is sent.
+func TestWatchExpiry_NotBeforeConnected(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ms, c := inMemory(t)
+		ms.RejectStreams(errors.New("management server not ready"))
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "c", w)()
+
+		time.Sleep(20 * time.Second)
+		for len(w.events) > 0 {
+			if e := <-w.events; !errors.Is(e.err, client.ErrConnection) {
+				t.Fatalf("event %v while the server was unreachable, want only connection errors", e)
+			}
+		}
+		ms.RejectStreams(nil)
+		waitForNames(t, ms, resources.ClusterTypeURL, "c")
+		sent := time.Now()
+		skipConnectionErrors(t, w)
+		if got := time.Since(sent); got != 15*time.Second {
+			t.Fatalf("does-not-exist reported %v after the request, want 15s", got)
+		}
+	})
+}
+
+// TestWatchExpiry_RestartsAfterStreamFailure checks and R-9.9(b):
+// the stream breaks 10 s after the request; the timer stops, and the
+// resource gets a fresh 15 s from the request on the next stream.
+func TestWatchExpiry_RestartsAfterStreamFailure(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ms, c := inMemory(t)
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "c", w)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "c")
+
+		time.Sleep(10 * time.Second)
+		ms.BreakStreams()
+		second := waitForNames(t, ms, resources.ClusterTypeURL, "c")
+		if second.StreamID != 2 {
+			t.Fatalf("re-request on stream %d, want 2", second.StreamID)
+		}
+		sent := time.Now()
+		e := skipConnectionErrors(t, w)
+		if !errors.Is(e.err, client.ErrResourceNotFound) || time.Since(sent) != 15*time.Second {
+			t.Fatalf("got %v %v after the re-request, want not-found after 15s", e, time.Since(sent))
+		}
+	})
+}
+
+// TestWatchExpiry_InvalidResourceCancelsTimer checks and R-9.9(c): a
+// resource received invalid was seen, so it is never reported missing.
+func TestWatchExpiry_InvalidResourceCancelsTimer(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms, c := inMemory(t)
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "c", w)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "c")
+		time.Sleep(5 * time.Second)
+		if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", invalidCluster("c"))); err != nil {
+			t.Fatal(err)
+		}
+		w.wantKind(ctx, t, resourceError, client.ErrResourceInvalid)
+		w.wantNone(t, time.Minute)
+	})
+}
+
+// TestWatchExpiry_CachedResourceNotTimed checks and R-9.9(d): after a
+// reconnect, a cached resource the server does not send again is not
+// reported missing.
+func TestWatchExpiry_CachedResourceNotTimed(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms, c := inMemory(t)
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "c", w)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "c")
+		nonce, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("c", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitForNonce(t, ms, nonce)
+		w.wantKind(ctx, t, changed, nil)
+
+		ms.BreakStreams()
+		waitForNames(t, ms, resources.ClusterTypeURL, "c")
+		w.wantNone(t, time.Minute)
+	})
+}
+
+// TestWatchExpiry_PartialResponseIsNotDeletion checks: a Listener
+// response that leaves out a requested but never received listener does
+// not delete it; the timer decides.
+func TestWatchExpiry_PartialResponseIsNotDeletion(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms, c := inMemory(t)
+		wa, wb := newRecorder[*resources.Listener](), newRecorder[*resources.Listener]()
+		defer client.Watch(c, resources.ListenerType, "a", wa)()
+		defer client.Watch(c, resources.ListenerType, "b", wb)()
+		waitForNames(t, ms, resources.ListenerTypeURL, "a", "b")
+		sent := time.Now()
+		if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ListenerTypeURL, "1", testutil.Listener("a", "r"))); err != nil {
+			t.Fatal(err)
+		}
+		wa.wantKind(ctx, t, changed, nil)
+		wb.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if got := time.Since(sent); got != 15*time.Second {
+			t.Fatalf("b reported missing after %v, want 15s (the timer, not the response)", got)
+		}
+	})
+}
+
+// TestWatchExpiry_UnsubscribeStopsTimer checks: cancelling the last
+// watch stops the timer; watching again later starts a new one.
+func TestWatchExpiry_UnsubscribeStopsTimer(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms, c := inMemory(t)
+		w := newRecorder[*resources.Cluster]()
+		cancel := client.Watch(c, resources.ClusterType, "c", w)
+		waitForNames(t, ms, resources.ClusterTypeURL, "c")
+		time.Sleep(10 * time.Second)
+		cancel()
+		waitForNames(t, ms, resources.ClusterTypeURL)
+		time.Sleep(10 * time.Second)
+		w.wantNone(t, time.Second)
+
+		w2 := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "c", w2)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "c")
+		sent := time.Now()
+		w2.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if got := time.Since(sent); got != 15*time.Second {
+			t.Fatalf("reported missing after %v, want a fresh 15s", got)
+		}
+	})
+}
