@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/watcher"
+)
+
+var watchCommand = &command{
+	name:     "watch",
+	synopsis: "[--bootstrap FILE] [--output text|json] [--resource-timeout D] TYPE/NAME...",
+	summary:  "print every update of resources until interrupted",
+	help: `Watch subscribes to the named resources and prints every event the client
+delivers for them (changed, resource_error, ambient_error) until it is
+interrupted (Ctrl-C), then exits 0.
+
+With --output json it prints exactly one JSON object per line:
+  {"event":"changed|resource_error|ambient_error","type_url":"…","name":"…",
+   "version":"…","resource":{…},"error":"…"}
+Empty fields are left out: "resource" (the protojson of the resource as
+received, with its "@type") comes only with changed, "error" only with the
+two error events, and "version" only when known. The version is the
+version_info of the cached resource in the client's CSDS dump at the time of
+the event; it is left out when the dump has moved on to another value.
+
+` + resourceArgHelp,
+	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var cf clientFlags
+		cf.register(fs)
+		out := outputText
+		fs.Var(&out, "output", "output `format`: text or json")
+		return func(ctx context.Context, e *env, args []string) error {
+			return runWatch(ctx, e, &cf, out, args)
+		}
+	},
+}
+
+// runWatch implements the watch command.
+func runWatch(ctx context.Context, e *env, cf *clientFlags, out outputFormat, args []string) error {
+	refs, err := parseResourceArgs(args)
+	if err != nil {
+		return err
+	}
+	c, err := cf.newClient(e)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	// Callbacks run serially on the client's goroutine; a write error (a
+	// closed pipe) is kept and reported once the watch stops.
+	var writeErr error
+	emit := func(ev event) {
+		if writeErr == nil {
+			writeErr = writeEvent(e.stdout, out, ev)
+		}
+	}
+	cancels := make([]func(), 0, len(refs))
+	for _, r := range refs {
+		cancels = append(cancels, r.watch(c, e, emit))
+	}
+	<-ctx.Done()
+	for _, cancel := range cancels {
+		cancel()
+	}
+	c.Close() // waits for a callback in progress, so writeErr is settled
+	return writeErr
+}
+
+// writeEvent writes ev to w in format out.
+func writeEvent(w io.Writer, out outputFormat, ev event) error {
+	var b []byte
+	if out == outputJSON {
+		var err error
+		if b, err = formatEventJSON(ev); err != nil {
+			return err
+		}
+	} else {
+		b = []byte(formatEventText(ev))
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("writing output: %w", err)
+	}
+	return nil
+}
+
+// rawResource is implemented by the decoded resource types.
+type rawResource interface {
+	Raw() *anypb.Any
+}
+
+// resourceKind is a resource type as the command line names it.
+type resourceKind struct {
+	names    []string // accepted TYPE spellings, lower case
+	typeName string   // short name, as in messages
+	typeURL  string
+	// watch watches the resource name of this kind with c and calls
+	// emit with every event, on the client's callback goroutine, with the
+	// version looked up in the client's dump.
+	watch func(c *client.Client, e *env, name string, emit func(event)) (cancel func())
+}
+
+// The built-in resource kinds.
+var (
+	listenerKind  = newResourceKind(resources.ListenerType, "listener", "lds")
+	routeKind     = newResourceKind(resources.RouteConfigType, "route", "rds")
+	clusterKind   = newResourceKind(resources.ClusterType, "cluster", "cds")
+	endpointsKind = newResourceKind(resources.EndpointsType, "endpoints", "eds")
+)
+
+// resourceKinds are the kinds TYPE/NAME arguments can name.
+var resourceKinds = []*resourceKind{listenerKind, routeKind, clusterKind, endpointsKind}
+
+// newResourceKind returns the kind of typ, named names on the command line.
+func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *resourceKind {
+	k := &resourceKind{names: names, typeName: typ.TypeName(), typeURL: typ.TypeURL()}
+	k.watch = func(c *client.Client, e *env, name string, emit func(event)) func() {
+		name = resources.CanonicalName(name)
+		deliver := func(kind eventKind, v any, raw *anypb.Any, err error) {
+			ev := event{
+				Time: e.now(), Kind: kind, TypeName: k.typeName, TypeURL: k.typeURL, Name: name,
+				Value: v, Raw: raw, Err: err,
+			}
+			// Flow control holds the stream until this callback returns,
+			// so the dump still describes the response being delivered.
+			ev.Version = versionFromDump(c.Dump(), k.typeURL, name, raw)
+			emit(ev)
+		}
+		return client.Watch(c, typ, name, watcher.Funcs[T]{
+			OnChanged:       func(v T) { deliver(eventChanged, v, v.Raw(), nil) },
+			OnResourceError: func(err error) { deliver(eventResourceError, nil, nil, err) },
+			OnAmbientError:  func(err error) { deliver(eventAmbientError, nil, nil, err) },
+		})
+	}
+	return k
+}
+
+// resourceRef is a parsed TYPE/NAME argument.
+type resourceRef struct {
+	kind *resourceKind
+	name string // canonical
+}
+
+// watch watches r with c; see resourceKind.watch.
+func (r resourceRef) watch(c *client.Client, e *env, emit func(event)) func() {
+	return r.kind.watch(c, e, r.name, emit)
+}
+
+// key returns the key of r in a dump.
+func (r resourceRef) key() resourceKey { return resourceKey{r.kind.typeURL, r.name} }
+
+// parseResourceArg parses TYPE/NAME, splitting at the first "/": the name
+// may contain slashes (xdstp names).
+func parseResourceArg(s string) (resourceRef, error) {
+	typ, name, ok := strings.Cut(s, "/")
+	if !ok || name == "" {
+		return resourceRef{}, usageErrorf("resource %q: want TYPE/NAME", s)
+	}
+	typ = strings.ToLower(typ)
+	for _, k := range resourceKinds {
+		for _, n := range k.names {
+			if n == typ {
+				return resourceRef{kind: k, name: resources.CanonicalName(name)}, nil
+			}
+		}
+	}
+	return resourceRef{}, usageErrorf("resource %q: unknown type %q, want listener, route, cluster or endpoints (or lds, rds, cds, eds)", s, typ)
+}
+
+// parseResourceArgs parses the TYPE/NAME arguments, dropping repeats; at
+// least one is required.
+func parseResourceArgs(args []string) ([]resourceRef, error) {
+	if len(args) == 0 {
+		return nil, usageErrorf("no resources given, want TYPE/NAME...")
+	}
+	var refs []resourceRef
+	seen := make(map[resourceKey]bool)
+	for _, a := range args {
+		r, err := parseResourceArg(a)
+		if err != nil {
+			return nil, err
+		}
+		if seen[r.key()] {
+			continue
+		}
+		seen[r.key()] = true
+		refs = append(refs, r)
+	}
+	return refs, nil
+}
