@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# House rules that go vet does not check (STYLE.md "House rules enforced by
+# a script", after grpc-go's scripts/vet.sh). Cheap and greppable; run from
+# the repository root. Exits non-zero, listing every violation, if any rule
+# fails.
+set -u
+cd "$(dirname "$0")/.."
+
+fail=0
+report() { # report RULE LINES...
+	if [ -n "$2" ]; then
+		printf '%s:\n%s\n\n' "$1" "$2"
+		fail=1
+	fi
+}
+
+gofiles=$(git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null | grep -v '/testdata/')
+# Library code: everything but tests, commands, examples and the interop module.
+libfiles=$(printf '%s\n' $gofiles | grep -v '_test\.go$' | grep -v -E '^(cmd|examples|interop)/' || true)
+
+report "gofmt: not formatted (run gofmt -w)" "$(gofmt -l $gofiles)"
+
+report "SPDX header missing (first line must be // SPDX-License-Identifier: Apache-2.0)" \
+	"$(for f in $gofiles; do head -1 "$f" | grep -q '^// SPDX-License-Identifier: Apache-2.0$' || echo "$f"; done)"
+
+report "time.After in non-test code leaks a timer until it fires; use time.NewTimer and Stop" \
+	"$(printf '%s\n' $gofiles | grep -v '_test\.go$' | xargs grep -n 'time\.After(' 2>/dev/null || true)"
+
+report "interface{}: use any" "$(printf '%s\n' $gofiles | xargs grep -n 'interface{}' 2>/dev/null || true)"
+
+report "func init() in library code: no init side effects" \
+	"$(printf '%s\n' $libfiles | xargs grep -n '^func init()' 2>/dev/null || true)"
+
+report "library code imports testutil (production code never does)" \
+	"$(printf '%s\n' $libfiles | grep -v '^testutil/' | xargs grep -n '"github.com/proxyless/xds/testutil' 2>/dev/null || true)"
+
+report "envoy proto import without a v3…pb / v3…grpc alias" \
+	"$(printf '%s\n' $gofiles | xargs grep -n -E '^\s*"github\.com/envoyproxy/go-control-plane/envoy/' 2>/dev/null || true)"
+
+report "fmt.Errorf wrapping an error with %v: use %w" \
+	"$(printf '%s\n' $libfiles | xargs grep -n -E 'fmt\.Errorf\(.*%v.*, err\)' 2>/dev/null || true)"
+
+exit $fail
