@@ -72,7 +72,9 @@
 // `certificate_file` and `private_key_file` come together (mTLS) or not at
 // all; `refresh_interval` defaults to 10 minutes. `server_features` are kept
 // as written; the known ones are the Feature… constants, the others are
-// ignored. `call_creds` is not supported yet and is ignored.
+// ignored. "delta_ads" (FeatureDeltaADS) selects incremental (delta) xDS for
+// that server: the client opens DeltaAggregatedResources instead of the
+// state-of-the-world StreamAggregatedResources. `call_creds` is not supported yet and is ignored.
 //
 // The node's `user_agent_name`, `user_agent_version`, `client_features` and
 // `build_version` are ignored if present: the client sets them (Node.Proto,

@@ -31,6 +31,15 @@ const (
 	// uses once.
 	FeatureResourceTimerIsTransientError = "resource_timer_is_transient_error"
 
+	// FeatureDeltaADS makes the client speak incremental (delta) xDS to
+	// the server: one DeltaAggregatedResources stream instead of
+	// StreamAggregatedResources (xDS protocol, "Incremental xDS"; ).
+	// The string names the RPC variant exactly, both dimensions of the
+	// protocol's "four variants": incremental, aggregated. The client
+	// option client.WithDelta turns it on for every server. Without it the
+	// server is spoken to in SotW.
+	FeatureDeltaADS = "delta_ads"
+
 	// featureResourceTimerIsTransientFailure is the gRFC A88 misspelling of
 	// FeatureResourceTimerIsTransientError, accepted as an alias (R-2.5
 	// "BEAT").
@@ -42,6 +51,7 @@ const (
 // Key: two entries that differ only in other strings (FeatureXDSV3,
 // unknown ones) behave the same and share one channel.
 var behaviourFeatures = []string{
+	FeatureDeltaADS,
 	FeatureFailOnDataErrors,
 	FeatureIgnoreResourceDeletion,
 	FeatureResourceTimerIsTransientError,
@@ -66,6 +76,12 @@ func (sc *ServerConfig) IgnoreResourceDeletion() bool {
 	return sc.HasFeature(FeatureIgnoreResourceDeletion)
 }
 
+// DeltaADS reports whether the server lists FeatureDeltaADS: the client
+// then uses incremental (delta) ADS with it.
+func (sc *ServerConfig) DeltaADS() bool {
+	return sc.HasFeature(FeatureDeltaADS)
+}
+
 // Key returns the identity of the management server for channel sharing
 // (gRFC A47 "Server Channel Map", R-1.5): two ServerConfigs with equal keys
 // are served by one channel and one ADS stream, even when different
@@ -75,7 +91,9 @@ func (sc *ServerConfig) IgnoreResourceDeletion() bool {
 // credentials' config in canonical form (the parsed TLSConfig fields for
 // "tls"; nothing for "insecure", whose config is ignored; the compact raw
 // config for any other type) and the known server features that change
-// behaviour, de-duplicated and sorted. Unknown features and FeatureXDSV3
+// behaviour (FeatureDeltaADS among them: a delta and a SotW entry for the
+// same server get two channels and two streams), de-duplicated and sorted.
+// Unknown features and FeatureXDSV3
 // are not part of it, and neither is feature order. The key is an opaque
 // string meant for map keys and equality only; its format may change.
 // Key panics if sc is nil.

@@ -77,6 +77,12 @@ func TestServerConfig_Key(t *testing.T) {
 		},
 		{name: "trusted_xds_server", give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["trusted_xds_server"]}`},
 		{name: "fail_on_data_errors", give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["fail_on_data_errors"]}`},
+		{
+			// R-6.2: the protocol variant is part of the identity, so a
+			// SotW and a delta entry of one server get two streams.
+			name: "delta_ads",
+			give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["delta_ads"]}`,
+		},
 		{name: "resource_timer_is_transient_error", give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["resource_timer_is_transient_error"]}`},
 	}
 	baseKey := parseServerEntry(t, base).Key()
@@ -173,7 +179,13 @@ func TestServerConfig_Features(t *testing.T) {
 	if !sc.HasFeature(FeatureResourceTimerIsTransientError) {
 		t.Error("HasFeature(resource_timer_is_transient_error) = false with the _failure spelling, want true")
 	}
-	for _, f := range []string{FeatureTrustedXDSServer, FeatureFailOnDataErrors, FeatureXDSV3} {
+	if sc.DeltaADS() {
+		t.Error("DeltaADS() = true without the feature, want false")
+	}
+	if !parseServerEntry(t, `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["delta_ads"]}`).DeltaADS() {
+		t.Error("DeltaADS() = false with delta_ads, want true")
+	}
+	for _, f := range []string{FeatureTrustedXDSServer, FeatureFailOnDataErrors, FeatureXDSV3, FeatureDeltaADS} {
 		if sc.HasFeature(f) {
 			t.Errorf("HasFeature(%q) = true, want false", f)
 		}

@@ -18,18 +18,24 @@ import (
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
 
-	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
 // channel is the client's link to one management server: its transport and
-// the one ADS stream (SotW) shared by every type and authority served there.
-// A goroutine (run) owns the stream; it exists while the channel has
+// the one ADS stream shared by every type and authority served there. A
+// goroutine (run) owns the stream; it exists while the channel has
 // subscriptions, and reconnects with backoff when the stream fails.
+//
+// The channel owns what both variants of the protocol share: the stream's
+// lifecycle, backoff, connectivity failures, the send loop, does-not-exist
+// timers armed on send, and flow control. The wire protocol, SotW
+// (ads_sotw.go) or incremental (ads_delta.go), is behind proto.
 type channel struct {
 	// Initialized at creation time and read-only afterwards.
 	c      *Client
 	sc     *bootstrap.ServerConfig
 	tr     transport.Transport
+	proto  adsProtocol   // SotW or delta; chosen once per channel
 	notify chan struct{} // cap 1: wakes the send loop
 	logger *slog.Logger
 
@@ -40,16 +46,97 @@ type channel struct {
 	lastStreamID int64
 }
 
-// typeState is the per type URL protocol state of a channel. Guarded by
-// c.mu.
-type typeState struct {
-	typ   resources.ResourceType
-	names map[string]*resourceState // subscribed names on this channel
+// adsProtocol is the wire protocol of a channel's stream: how the
+// subscription becomes requests and how responses become cache updates.
+// Every method ending in Locked is called with c.mu held; handleResponse is
+// called without it, on the stream's receive goroutine, and takes it as it
+// needs (decoding runs unlocked).
+type adsProtocol interface {
+	// method is the transport method of the stream (transport.ADSMethod
+	// or transport.DeltaADSMethod).
+	method() string
 
-	version      string // version_info last ACKed; kept across streams
+	// subscriptionChangedLocked is called after name joined (subscribed)
+	// or left the wire subscription of ts; name is wildcardName for the
+	// wildcard.
+	subscriptionChangedLocked(ts *typeState, name string, subscribed bool)
+
+	// streamStartedLocked resets the per-stream state of ts when a new
+	// stream becomes current; the channel has already reset nonce,
+	// sentOnStream and dirty.
+	streamStartedLocked(ts *typeState)
+
+	// nextRequestLocked returns the next request owed on ss, or nil. ACKs
+	// and NACKs go first, in response order; then subscription changes,
+	// by type in registry order.
+	nextRequestLocked(ss *streamState) *outgoing
+
+	// handleResponse processes one serialized response received on ss
+	// and returns its flow control, or nil when it was ignored.
+	handleResponse(ss *streamState, b []byte) *flowControl
+}
+
+// outgoing is a request ready to send.
+type outgoing struct {
+	msg       proto.Message
+	typeURL   string
+	requested []string // the names this request asks the server for: their does-not-exist timers start once it is sent
+	attrs     []any    // for the Debug log line
+}
+
+// wildcardName is the resource name of the wildcard subscription (xDS
+// protocol, "How the client specifies what resources to return").
+const wildcardName = "*"
+
+// typeState is the per type URL state of a channel. Guarded by c.mu.
+type typeState struct {
+	typ resources.ResourceType // read-only
+	ch  *channel               // read-only; the channel it belongs to
+
+	// entries are the cache entries of the type served by this channel:
+	// those with watchers, whose names are subscribed, and those received
+	// through the wildcard only.
+	entries map[string]*resourceState
+	// wildcard are the WatchAll watchers; the wildcard is subscribed while
+	// it is not empty.
+	wildcard []*watchEntry
+
 	nonce        string // nonce last received on the current stream
 	sentOnStream bool   // a request of this type was sent on the current stream
 	dirty        bool   // the subscription changed since the last request
+
+	sotw  sotwTypeState  // used by the SotW protocol only
+	delta deltaTypeState // used by the delta protocol only
+}
+
+// subscribedNamesLocked returns the names the subscription asks for,
+// sorted: every entry with watchers and, if subscribed, the wildcard "*"
+// (which sorts first).
+func (ts *typeState) subscribedNamesLocked() []string {
+	names := make([]string, 0, len(ts.entries)+1)
+	if len(ts.wildcard) > 0 {
+		names = append(names, wildcardName)
+	}
+	for n, rs := range ts.entries {
+		if len(rs.watchers) > 0 {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// hasSubscriptionLocked reports whether anything of the type is subscribed.
+func (ts *typeState) hasSubscriptionLocked() bool {
+	if len(ts.wildcard) > 0 {
+		return true
+	}
+	for _, rs := range ts.entries {
+		if len(rs.watchers) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // streamState is the state of one ADS stream. Guarded by c.mu.
@@ -63,13 +150,13 @@ type streamState struct {
 // ackIntent is the answer owed to one response.
 type ackIntent struct {
 	typeURL string
-	version string           // response version for an ACK; last ACKed for a NACK
+	version string           // SotW: response version for an ACK; last ACKed for a NACK
 	nonce   string           // the response's nonce
 	detail  *statuspb.Status // non-nil for a NACK
 }
 
 func newChannel(c *Client, sc *bootstrap.ServerConfig, tr transport.Transport) *channel {
-	return &channel{
+	ch := &channel{
 		c:      c,
 		sc:     sc,
 		tr:     tr,
@@ -77,6 +164,12 @@ func newChannel(c *Client, sc *bootstrap.ServerConfig, tr transport.Transport) *
 		logger: c.logger.With(xdslog.KeyServerURI, sc.ServerURI),
 		types:  make(map[string]*typeState),
 	}
+	if c.opts.delta || sc.DeltaADS() {
+		ch.proto = &deltaProtocol{ch: ch}
+	} else {
+		ch.proto = &sotwProtocol{ch: ch}
+	}
+	return ch
 }
 
 // kick wakes the send loop. It never blocks.
@@ -87,18 +180,41 @@ func (ch *channel) kick() {
 	}
 }
 
-// subscribeLocked adds rs to the subscription and starts the stream if it
-// is not running.
-func (ch *channel) subscribeLocked(rs *resourceState) {
-	url := rs.typ.TypeURL()
-	ts := ch.types[url]
+// typeStateLocked returns the state of typ, creating it on first use.
+func (ch *channel) typeStateLocked(typ resources.ResourceType) *typeState {
+	ts := ch.types[typ.TypeURL()]
 	if ts == nil {
-		ts = &typeState{typ: rs.typ, names: make(map[string]*resourceState)}
-		ch.types[url] = ts
+		ts = &typeState{typ: typ, ch: ch, entries: make(map[string]*resourceState)}
+		ch.types[typ.TypeURL()] = ts
 	}
-	ts.names[rs.name] = rs
+	return ts
+}
+
+// subscribeLocked adds the name of rs, which just got its first watcher, to
+// the subscription, and starts the stream if it is not running.
+func (ch *channel) subscribeLocked(rs *resourceState) {
+	ts := ch.typeStateLocked(rs.typ)
+	ts.entries[rs.name] = rs
+	ch.subscriptionChangedLocked(ts, rs.name, true)
+}
+
+// unsubscribeLocked removes the name of rs, which lost its last watcher,
+// from the subscription. With drop, the entry is forgotten too; otherwise
+// it stays, received through the wildcard.
+func (ch *channel) unsubscribeLocked(rs *resourceState, drop bool) {
+	ts := ch.types[rs.typ.TypeURL()]
+	if drop {
+		delete(ts.entries, rs.name)
+	}
+	ch.subscriptionChangedLocked(ts, rs.name, false)
+}
+
+// subscriptionChangedLocked marks ts for a request and wakes the stream,
+// starting it when it is not running.
+func (ch *channel) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
 	ts.dirty = true
-	if !ch.running && !ch.c.closed {
+	ch.proto.subscriptionChangedLocked(ts, name, subscribed)
+	if subscribed && !ch.running && !ch.c.closed {
 		ch.running = true
 		ch.c.wg.Add(1)
 		go ch.run()
@@ -106,18 +222,10 @@ func (ch *channel) subscribeLocked(rs *resourceState) {
 	ch.kick()
 }
 
-// unsubscribeLocked removes rs from the subscription.
-func (ch *channel) unsubscribeLocked(rs *resourceState) {
-	ts := ch.types[rs.typ.TypeURL()]
-	delete(ts.names, rs.name)
-	ts.dirty = true
-	ch.kick()
-}
-
-// hasSubscriptionsLocked reports whether any name is subscribed.
+// hasSubscriptionsLocked reports whether anything is subscribed.
 func (ch *channel) hasSubscriptionsLocked() bool {
 	for _, ts := range ch.types {
-		if len(ts.names) > 0 {
+		if ts.hasSubscriptionLocked() {
 			return true
 		}
 	}
@@ -167,14 +275,14 @@ func (ch *channel) run() {
 func (ch *channel) runStream(parent context.Context) (gotResponse bool, err error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	st, err := ch.tr.NewStream(ctx, transport.ADSMethod)
+	st, err := ch.tr.NewStream(ctx, ch.proto.method())
 	if err != nil {
 		return false, fmt.Errorf("creating ADS stream: %w", err)
 	}
 	ch.c.mu.Lock()
 	ss := ch.startStreamLocked()
 	ch.c.mu.Unlock()
-	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id)
+	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id, "method", ch.proto.method())
 
 	recvDone := make(chan struct{})
 	var recvErr error
@@ -199,7 +307,7 @@ func (ch *channel) runStream(parent context.Context) (gotResponse bool, err erro
 
 // startStreamLocked makes a new stream current: nonces are reset, versions
 // kept, queued requests of the old stream dropped, and every type
-// with subscriptions is sent again with its full name list.
+// with subscriptions is sent again with its full subscription.
 func (ch *channel) startStreamLocked() *streamState {
 	ch.lastStreamID++
 	ss := &streamState{id: ch.lastStreamID}
@@ -207,7 +315,8 @@ func (ch *channel) startStreamLocked() *streamState {
 	for _, ts := range ch.types {
 		ts.nonce = ""
 		ts.sentOnStream = false
-		ts.dirty = len(ts.names) > 0
+		ts.dirty = ts.hasSubscriptionLocked()
+		ch.proto.streamStartedLocked(ts)
 	}
 	ch.kick()
 	return ss
@@ -220,7 +329,7 @@ func (ch *channel) endStreamLocked(ss *streamState) {
 		ch.stream = nil
 	}
 	for _, ts := range ch.types {
-		for _, rs := range ts.names {
+		for _, rs := range ts.entries {
 			if rs.timerState == timerRequested {
 				rs.stopTimerLocked()
 				rs.timerState = timerStarted
@@ -237,7 +346,7 @@ func (ch *channel) recvLoop(ctx context.Context, st transport.Stream, ss *stream
 		if err != nil {
 			return err
 		}
-		fc := ch.handleResponse(ss, b)
+		fc := ch.proto.handleResponse(ss, b)
 		if fc == nil {
 			continue
 		}
@@ -260,21 +369,23 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.Stream, ss *stream
 		}
 		for {
 			ch.c.mu.Lock()
-			req := ch.nextRequestLocked(ss)
+			var req *outgoing
+			if ch.stream == ss {
+				req = ch.proto.nextRequestLocked(ss)
+			}
 			ch.c.mu.Unlock()
 			if req == nil {
 				break
 			}
-			b, err := proto.Marshal(req)
+			b, err := proto.Marshal(req.msg)
 			if err != nil {
-				return fmt.Errorf("marshalling DiscoveryRequest: %w", err)
+				return fmt.Errorf("marshalling %s: %w", req.msg.ProtoReflect().Descriptor().Name(), err)
 			}
 			if err := st.Send(b); err != nil {
-				return fmt.Errorf("sending DiscoveryRequest: %w", err)
+				return fmt.Errorf("sending %s: %w", req.msg.ProtoReflect().Descriptor().Name(), err)
 			}
-			ch.logger.Debug("sent DiscoveryRequest", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, req.GetTypeUrl(),
-				xdslog.KeyVersionInfo, req.GetVersionInfo(), xdslog.KeyNonce, req.GetResponseNonce(),
-				"names", len(req.GetResourceNames()), "nack", req.GetErrorDetail() != nil)
+			ch.logger.Debug("sent request", append([]any{xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, req.typeURL}, req.attrs...)...)
+			ch.logger.Log(ctx, xdslog.LevelTrace, "sent request", "request", req.msg)
 			ch.c.mu.Lock()
 			ch.requestSentLocked(ss, req)
 			ch.c.mu.Unlock()
@@ -282,76 +393,28 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.Stream, ss *stream
 	}
 }
 
-// nextRequestLocked returns the next request to send on ss, or nil. ACKs
-// and NACKs go first, in response order; then each type whose subscription
-// changed, in registry order. Every request carries the type's full
-// current name list, sorted, so one request settles any number of
-// subscription changes (coalescing). The node goes in the first request of
-// the stream only.
-func (ch *channel) nextRequestLocked(ss *streamState) *v3discoverypb.DiscoveryRequest {
-	if ch.stream != ss {
+// nodeLocked returns the node for the next request on ss: the node in the
+// first request of the stream, nil afterwards.
+func (ch *channel) nodeLocked(ss *streamState) *v3corepb.Node {
+	if ss.sentFirst {
 		return nil
 	}
-	var req *v3discoverypb.DiscoveryRequest
-	if len(ss.acks) > 0 {
-		a := ss.acks[0]
-		ss.acks = ss.acks[1:]
-		req = ch.buildRequestLocked(ch.types[a.typeURL], a.version, a.nonce)
-		req.ErrorDetail = a.detail
-	} else {
-		for _, t := range ch.c.registry.Types() {
-			ts := ch.types[t.TypeURL()]
-			if ts == nil || !ts.dirty {
-				continue
-			}
-			ts.dirty = false
-			if len(ts.names) == 0 && !ts.sentOnStream {
-				// an empty list as the first request of a type
-				// would be a wildcard subscription.
-				continue
-			}
-			req = ch.buildRequestLocked(ts, ts.version, ts.nonce)
-			break
-		}
-	}
-	if req == nil {
-		return nil
-	}
-	if !ss.sentFirst {
-		ss.sentFirst = true
-		req.Node = ch.c.node
-	}
-	return req
+	ss.sentFirst = true
+	return ch.c.node
 }
 
-func (ch *channel) buildRequestLocked(ts *typeState, version, nonce string) *v3discoverypb.DiscoveryRequest {
-	names := make([]string, 0, len(ts.names))
-	for n := range ts.names {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	ts.dirty = false
-	ts.sentOnStream = true
-	return &v3discoverypb.DiscoveryRequest{
-		TypeUrl:       ts.typ.TypeURL(),
-		VersionInfo:   version,
-		ResponseNonce: nonce,
-		ResourceNames: names,
-	}
-}
-
-// requestSentLocked arms the does-not-exist timer of every name in req
-// that has no value and was not requested yet on a connected stream: a
+// requestSentLocked arms the does-not-exist timer of every name req asks
+// for that has no value and was not requested yet on a connected stream: a
 // stream that accepted a request is connected. Cached resources are
-// not timed.
-func (ch *channel) requestSentLocked(ss *streamState, req *v3discoverypb.DiscoveryRequest) {
+// not timed, nor is the wildcard.
+func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 	if ch.stream != ss || ch.c.closed {
 		return
 	}
-	ts := ch.types[req.GetTypeUrl()]
-	for _, name := range req.GetResourceNames() {
-		rs := ts.names[name]
-		if rs == nil || rs.value != nil || rs.timerState != timerStarted {
+	ts := ch.types[req.typeURL]
+	for _, name := range req.requested {
+		rs := ts.entries[name]
+		if rs == nil || len(rs.watchers) == 0 || rs.value != nil || rs.timerState != timerStarted {
 			continue
 		}
 		ch.c.startTimerLocked(rs)
@@ -360,8 +423,8 @@ func (ch *channel) requestSentLocked(ss *streamState, req *v3discoverypb.Discove
 
 // connectivityFailure tells every watcher of the channel's resources that
 // the stream failed before any response: ResourceError when there is no
-// cached value, AmbientError otherwise. These calls are not flow
-// controlled.
+// cached value, AmbientError otherwise. WatchAll watchers get one
+// AmbientError naming "*". These calls are not flow controlled.
 func (ch *channel) connectivityFailure(err error) {
 	c := ch.c
 	c.mu.Lock()
@@ -375,8 +438,8 @@ func (ch *channel) connectivityFailure(err error) {
 		if ts == nil {
 			continue
 		}
-		for _, name := range sortedKeys(ts.names) {
-			rs := ts.names[name]
+		for _, name := range sortedKeys(ts.entries) {
+			rs := ts.entries[name]
 			rerr := c.resourceError(rs.typ, rs.name, cerr)
 			for _, we := range rs.watchers {
 				if rs.value == nil {
@@ -385,6 +448,10 @@ func (ch *channel) connectivityFailure(err error) {
 					c.scheduleLocked(we, nil, func(done func()) { we.ambErr(rerr, done) })
 				}
 			}
+		}
+		werr := c.resourceError(ts.typ, wildcardName, cerr)
+		for _, we := range ts.wildcard {
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(werr, done) })
 		}
 	}
 }

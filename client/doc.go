@@ -14,11 +14,13 @@
 //
 // # Protocol
 //
-// The client speaks the state-of-the-world (SotW) variant of the aggregated
-// discovery service (ADS) of the xDS transport protocol
-// (https://www.envoyproxy.io/docs/envoy/latest/api-docs/xds_protocol), as
-// gRPC's clients do (gRFC A27, A46, A53, A57, A88), with these rules (IDs
-// refer to the project's RULES.md):
+// The client speaks the aggregated discovery service (ADS) of the xDS
+// transport protocol
+// (https://www.envoyproxy.io/docs/envoy/latest/api-docs/xds_protocol), in
+// its state-of-the-world (SotW) variant by default, as gRPC's clients do
+// (gRFC A27, A46, A53, A57, A88), or in its incremental (delta) variant
+// (see Incremental below), with these rules (IDs refer to the project's
+// RULES.md):
 //
 //   - One ADS stream per distinct management server, shared by every
 //     resource type and authority (R-1.5). The node is sent in the first
@@ -50,6 +52,39 @@
 //     R-11).
 //   - Responses of unknown type URLs, and messages that do not decode, are
 //     ignored: no ACK, no NACK, and the stream keeps reading (R-7.8).
+//   - WatchAll subscribes to the wildcard "*", always explicitly (never the
+//     legacy empty list), next to the names watched with Watch ("How the
+//     client specifies what resources to return").
+//
+// # Incremental
+//
+// With WithDelta, or for a server whose bootstrap entry lists the
+// "delta_ads" server feature, the client opens one
+// DeltaAggregatedResources stream to that server instead (R-6.2; xDS
+// protocol, "Incremental xDS"). Watchers, the cache, timers, flow control,
+// deletion and Dump behave as with SotW; only the wire differs:
+//
+//   - Requests carry changes: resource_names_subscribe and
+//     resource_names_unsubscribe, sorted. The first request of a type on a
+//     stream subscribes to every name again (and "*" for WatchAll) and
+//     lists the version of every cached resource in
+//     initial_resource_versions. ACKs carry the response's nonce, NACKs
+//     also an error_detail as in SotW; the node is in the first request of
+//     a stream only.
+//   - Every resource has its own version, which the cache and Dump keep;
+//     system_version_info is informational. Unchanged bytes are not
+//     decoded again, and a body-less resource at the cached version is a
+//     heartbeat.
+//   - removed_resources deletes (ResourceError wrapping
+//     ErrResourceNotFound, status DOES_NOT_EXIST), for every type, unless
+//     the server has ignore_resource_deletion and the resource is cached.
+//     A requested name the server never answers still meets the
+//     does-not-exist timer.
+//   - A name repeated among the resources, or both among them and in
+//     removed_resources, makes the response a NACK; the name is treated as
+//     invalid and the rest applied (R-6.2, R-8.3).
+//   - A resource whose name is not watched but one of whose aliases is,
+//     goes to the watchers of that alias, cached under the alias.
 //
 // # Concurrency
 //
@@ -68,7 +103,6 @@
 //
 // # Not yet
 //
-// Incremental (delta) xDS, fallback between servers (gRFC A71), TTL,
-// server-reported resource errors, metrics and load reporting are not
-// implemented yet.
+// Fallback between servers (gRFC A71), TTL, server-reported resource
+// errors, metrics and load reporting are not implemented yet.
 package client

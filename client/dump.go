@@ -14,8 +14,10 @@ import (
 
 // Dump returns the client's view of every watched resource, as a CSDS
 // ClientConfig (gRFC A40, R-20): the node, and one generic_xds_configs
-// entry per watched resource, ordered by type (registry order) then name,
-// with type_url, name, version_info (of the cached value), xds_config (the
+// entry per watched resource and per resource received through a
+// wildcard (WatchAll), ordered by type (registry order) then name, with
+// type_url, name, version_info (of the cached value: the response's
+// version_info in SotW, the resource's own version in delta), xds_config (the
 // cached resource, if any), last_updated, client_status (REQUESTED,
 // DOES_NOT_EXIST, ACKED or NACKED) and, after a NACK, error_state (details,
 // the rejected version_info, last_update_attempt). The result is a fresh

@@ -26,6 +26,7 @@ type options struct {
 	transportBuilder   transport.Builder
 	customTypes        []resources.ResourceType
 	logger             *slog.Logger
+	delta              bool
 }
 
 func defaultOptions() options {
@@ -72,6 +73,18 @@ func WithLogger(l *slog.Logger) Option {
 			o.logger = l
 		}
 	}
+}
+
+// WithDelta makes the client speak incremental (delta) xDS to every
+// management server: one DeltaAggregatedResources stream per server instead
+// of StreamAggregatedResources (xDS protocol, "Incremental xDS"; ).
+// Without it, a server uses delta when its bootstrap entry lists the
+// server feature "delta_ads" (bootstrap.FeatureDeltaADS), SotW otherwise:
+// the option and the feature add up, and nothing turns delta off for a
+// server whose entry asks for it. Watchers, the cache, timers, flow
+// control and Dump behave the same with either protocol.
+func WithDelta() Option {
+	return func(o *options) { o.delta = true }
 }
 
 func (o *options) builder() transport.Builder {

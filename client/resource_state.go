@@ -25,8 +25,10 @@ const (
 )
 
 // resourceState is the cache entry and the watchers of one resource. It
-// exists while the resource has at least one watcher. Every field is
-// guarded by Client.mu, except typ, name and ch, which are read-only.
+// exists while the resource has at least one watcher, or, while the
+// wildcard of its type is subscribed (WatchAll), once it was received
+// through it. Every field is guarded by Client.mu, except typ, name and ch,
+// which are read-only.
 type resourceState struct {
 	typ  resources.ResourceType // read-only
 	name string                 // read-only; canonical
@@ -37,7 +39,7 @@ type resourceState struct {
 	// The cache: the last valid value and its bytes.
 	value       any        // nil when none
 	raw         *anypb.Any // the resource as received, unwrapped; nil when value is nil
-	version     string     // version_info of the response that last carried it valid
+	version     string     // SotW: version_info of the response that last carried it valid; delta: its own version
 	lastUpdated time.Time  // when value was last received
 
 	status    v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED or NACKED

@@ -9,21 +9,20 @@ import (
 	"strings"
 	"time"
 
-	statuspb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
-	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
+// This file holds what SotW (ads_sotw.go) and delta (ads_delta.go)
+// response handling share: the decode phase that runs outside c.mu, and the
+// functions that apply a resource's fate to the cache and its watchers.
+
 // decoded is one resource of a response after decoding. For a resource
-// that is not subscribed, only name is set: it is not decoded (see
-// applyLocked).
+// that is not subscribed, only name is set: it is not decoded.
 type decoded struct {
 	name  string
 	value any
@@ -31,141 +30,69 @@ type decoded struct {
 	err   error      // per-resource validation error
 }
 
-// pending is one resource of a response between the phases of
-// handleResponse: unwrapped and, when the type can tell cheaply, named.
+// pending is one resource of a response between the phases of response
+// handling: unwrapped and, when known before decoding, named.
 type pending struct {
 	index       int
 	inner       *anypb.Any // unwrapped
-	name        string     // from ResourceType.Name; "" when unknown before decoding
+	name        string     // "" when unknown before decoding
 	unrequested bool       // name is known and not subscribed: not decoded
 	cachedRaw   *anypb.Any // the cached resource of that name, if any
 	cachedValue any        // its decoded value
 }
 
-// handleResponse processes one serialized DiscoveryResponse received on ss:
-// it decodes and validates the resources, updates the cache, queues the ACK
-// or NACK and schedules the watcher calls. It returns the response's flow
-// control, or nil when the response was ignored.
-//
-// Decoding runs without c.mu, so that a large response does not hold up
-// Watch, Dump or the streams of other management servers, and so that
-// decoders (which may be user code, R-23) never run under the client's
-// lock. It has three phases: look up the cached bytes of the named
-// resources (locked), decode what changed (unlocked), apply (locked). Only
-// this goroutine applies responses of this channel's resources, so the
-// cache cannot change under it in between except by watches being added or
-// cancelled, which applyLocked looks up afresh.
-func (ch *channel) handleResponse(ss *streamState, b []byte) *flowControl {
+// lookupType returns the registered type of typeURL, or nil. The registry
+// is immutable, so no lock is needed.
+func (ch *channel) lookupType(typeURL string) resources.ResourceType {
+	typ, ok := ch.c.registry.Lookup(typeURL)
+	if !ok {
+		return nil
+	}
+	return typ
+}
+
+// acceptResponse records that ss received a message and reports whether
+// the response (decoded with decodeErr, of type typ, nil when unknown) is
+// to be processed. Messages that do not decode and responses of unknown
+// type URLs are ignored: no ACK, no NACK, the stream keeps reading (R-7.8).
+// So are responses of types never requested on this stream (R-7.7):
+// answering would be a subscription (an empty one even a wildcard).
+func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resources.ResourceType, typeURL, nonce string) bool {
 	c := ch.c
-	resp := &v3discoverypb.DiscoveryResponse{}
-	err := proto.Unmarshal(b, resp)
-	var (
-		typ resources.ResourceType
-		ok  bool
-	)
-	if err == nil {
-		typ, ok = c.registry.Lookup(resp.GetTypeUrl()) // the registry is immutable
-	}
-
-	c.mu.Lock()
-	ss.gotResponse = true
-	if ch.stream != ss || c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	switch {
-	case err != nil:
-		// R-7.8: a message that is not a DiscoveryResponse is ignored:
-		// no ACK, no NACK, the stream keeps reading.
-		c.mu.Unlock()
-		ch.logger.Warn("ignoring undecodable DiscoveryResponse", xdslog.KeyStreamID, ss.id, xdslog.KeyError, err)
-		return nil
-	case !ok:
-		// R-7.8: unknown type URL: neither ACK nor NACK, nonce untouched.
-		c.mu.Unlock()
-		ch.logger.Warn("ignoring response of unknown type URL", xdslog.KeyTypeURL, resp.GetTypeUrl(), xdslog.KeyNonce, resp.GetNonce())
-		return nil
-	}
-	if ts := ch.types[typ.TypeURL()]; ts == nil || !ts.sentOnStream {
-		// R-7.7: never requested on this stream; answering would be a
-		// subscription (an empty list would even mean wildcard).
-		c.mu.Unlock()
-		ch.logger.Warn("ignoring response of a type not requested on this stream", xdslog.KeyTypeURL, resp.GetTypeUrl())
-		return nil
-	}
-	c.mu.Unlock()
-
-	ch.logger.Log(c.ctx, xdslog.LevelTrace, "received DiscoveryResponse", "response", resp)
-	items, topErrs := unwrapAll(typ, resp)
-
-	c.mu.Lock()
-	ch.lookupCachedLocked(typ, items)
-	c.mu.Unlock()
-
-	results, decodeErrs := decodeAll(typ, items)
-	topErrs = append(topErrs, decodeErrs...)
-
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ts := ch.types[typ.TypeURL()]
-	if ch.stream != ss || c.closed || ts == nil {
-		return nil
+	ss.gotResponse = true
+	if ch.stream != ss || c.closed {
+		return false
 	}
-	ts.nonce = resp.GetNonce()
-	fc := newFlowControl()
-	defer fc.seal()
-	resErrs := ch.applyLocked(ts, resp.GetVersionInfo(), results, len(topErrs) > 0, fc)
-
-	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
-	if len(topErrs) == 0 && len(resErrs) == 0 {
-		ts.version = resp.GetVersionInfo()
-		a.version = ts.version
-	} else {
-		// R-7.3: a NACK carries the last ACKed version.
-		a.version = ts.version
-		a.detail = &statuspb.Status{
-			Code:    int32(codes.InvalidArgument),
-			Message: nackMessage(typ, topErrs, resErrs),
-		}
-		ch.logger.Warn("NACKing response", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyVersionInfo, resp.GetVersionInfo(),
-			xdslog.KeyNonce, resp.GetNonce(), xdslog.KeyError, a.detail.GetMessage())
+	switch {
+	case decodeErr != nil:
+		ch.logger.Warn("ignoring undecodable response", xdslog.KeyStreamID, ss.id, xdslog.KeyError, decodeErr)
+		return false
+	case typ == nil:
+		ch.logger.Warn("ignoring response of unknown type URL", xdslog.KeyTypeURL, typeURL, xdslog.KeyNonce, nonce)
+		return false
 	}
-	ss.acks = append(ss.acks, a)
-	ch.kick()
-	return fc
+	if ts := ch.types[typ.TypeURL()]; ts == nil || !ts.sentOnStream {
+		ch.logger.Warn("ignoring response of a type not requested on this stream", xdslog.KeyTypeURL, typeURL)
+		return false
+	}
+	return true
 }
 
-// unwrapAll removes the Resource wrappers of resp's resources (R-17.0) and
-// names those whose type can tell without decoding. Unusable wrappers are
-// top-level errors.
-func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse) (items []pending, topErrs []error) {
-	items = make([]pending, 0, len(resp.GetResources()))
-	for i, r := range resp.GetResources() {
-		inner, err := resources.Unwrap(r)
-		if err != nil {
-			topErrs = append(topErrs, fmt.Errorf("resource %d: %w", i, err))
-			continue
-		}
-		p := pending{index: i, inner: inner}
-		p.name, _ = typ.Name(inner)
-		items = append(items, p)
-	}
-	return items, topErrs
-}
-
-// lookupCachedLocked marks the named items that are not subscribed, which
+// lookupCachedLocked marks the named items that are not wanted, which
 // decodeAll skips, and records for the others the cached resource of that
-// name, so that decodeAll can skip unchanged bytes.
-func (ch *channel) lookupCachedLocked(typ resources.ResourceType, items []pending) {
-	names := ch.types[typ.TypeURL()].names
+// name, so that decodeAll can skip unchanged bytes. While the wildcard is
+// subscribed, every resource is wanted.
+func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 	for i := range items {
 		if items[i].name == "" {
 			continue
 		}
-		rs := names[items[i].name]
+		rs := ts.entries[items[i].name]
 		switch {
 		case rs == nil:
-			items[i].unrequested = true
+			items[i].unrequested = len(ts.wildcard) == 0
 		case rs.raw != nil:
 			items[i].cachedRaw, items[i].cachedValue = rs.raw, rs.value
 		}
@@ -178,103 +105,84 @@ func (ch *channel) lookupCachedLocked(typ resources.ResourceType, items []pendin
 func decodeAll(typ resources.ResourceType, items []pending) (results []decoded, topErrs []error) {
 	results = make([]decoded, 0, len(items))
 	for _, p := range items {
-		if p.unrequested {
-			// Not decoded, validated or NACKed (see applyLocked); its name
-			// still counts as present for the deletion rule.
-			results = append(results, decoded{name: p.name})
+		d, err := decodeOne(typ, p)
+		if err != nil {
+			topErrs = append(topErrs, err)
 			continue
 		}
-		if p.cachedRaw != nil && bytes.Equal(p.cachedRaw.GetValue(), p.inner.GetValue()) {
-			// Same bytes as cached: not decoded again.
-			results = append(results, decoded{name: p.name, value: p.cachedValue, raw: p.inner})
-			continue
-		}
-		name, v, err := typ.Decode(p.inner)
-		if name == "" {
-			if err == nil {
-				err = errors.New("resource has no name")
-			}
-			topErrs = append(topErrs, fmt.Errorf("resource %d: %w", p.index, err))
-			continue
-		}
-		results = append(results, decoded{name: name, value: v, raw: p.inner, err: err})
+		results = append(results, d)
 	}
 	return results, topErrs
 }
 
-// applyLocked updates the cache from the decoded results of one response
-// of version, schedules the watcher calls (in response order, deletions
-// last: R-13.3) and returns the per-resource errors by name, for the NACK.
-//
-// A name that appears more than once is invalid (R-8.3) wherever it
-// appears; every other valid resource is applied even if the response is
-// NACKed (R-7.4).
-//
-// Resources that are not subscribed are ignored: neither applied nor
-// validated nor NACKed, even when duplicated, since "the client will
-// silently ignore any supplied resources that were not explicitly
-// requested" (xDS protocol, "How the client specifies what resources to
-// return"). Deviation from grpc-go, which validates them and NACKs the
-// response when one is invalid: a client would NACK resources meant for
-// other clients, and a server that resends on NACK (go-control-plane
-// v0.14) would loop.
-//
-// For types whose SotW responses carry every resource (R-14.1), a cached
-// resource the response leaves out is deleted, unless the server has
-// ignore_resource_deletion (R-2.1). Deviation from grpc-go:
-// when a resource of the response could not be attributed to a name
-// (topLevelErrs), nothing is deleted, since the unnamed resource may be the
-// one that looks omitted.
-func (ch *channel) applyLocked(ts *typeState, version string, results []decoded, topLevelErrs bool, fc *flowControl) map[string]error {
-	c := ch.c
-	count := make(map[string]int, len(results))
-	for _, d := range results {
-		count[d.name]++
+// decodeOne decodes p unless it is unrequested or its bytes equal the
+// cached ones. A failure without a resource name is returned as err.
+func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
+	if p.unrequested {
+		// Not decoded, validated or NACKed; its name still counts as
+		// present for the SotW deletion rule.
+		return decoded{name: p.name}, nil
 	}
-	now := time.Now()
-	resErrs := make(map[string]error)
-	for _, d := range results {
-		rs := ts.names[d.name]
-		if rs == nil {
-			continue // not subscribed: ignored
-		}
-		if _, seen := resErrs[d.name]; seen {
-			continue // a duplicate, handled at its first position
-		}
-		err := d.err
-		if count[d.name] > 1 {
-			err = fmt.Errorf("duplicate resource name %q", d.name)
-		}
-		if err != nil {
-			resErrs[d.name] = err
-			c.resourceInvalidLocked(rs, err, version, now, fc)
-			continue
-		}
-		c.resourceValidLocked(rs, d, version, now, fc)
+	if p.cachedRaw != nil && bytes.Equal(p.cachedRaw.GetValue(), p.inner.GetValue()) {
+		// Same bytes as cached: not decoded again.
+		return decoded{name: p.name, value: p.cachedValue, raw: p.inner}, nil
 	}
+	name, v, err := typ.Decode(p.inner)
+	if name == "" {
+		if err == nil {
+			err = errors.New("resource has no name")
+		}
+		return decoded{}, fmt.Errorf("resource %d: %w", p.index, err)
+	}
+	return decoded{name: name, value: v, raw: p.inner, err: err}, nil
+}
 
-	if !ts.typ.AllResourcesRequiredInSotW() || topLevelErrs {
-		return resErrs
+// entryForLocked returns the cache entry of ts that a received resource
+// named name goes to: its entry if it has one, else, while the wildcard is
+// subscribed, a new entry for it; nil when the resource is not wanted.
+func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
+	if rs := ts.entries[name]; rs != nil {
+		return rs
 	}
-	for _, name := range sortedKeys(ts.names) {
-		if count[name] > 0 {
-			continue
-		}
-		rs := ts.names[name]
-		if rs.value == nil {
-			// Never received (R-9.7: the timer decides) or already deleted.
-			continue
-		}
-		if ch.sc.IgnoreResourceDeletion() {
-			if !rs.deletionIgnored {
-				rs.deletionIgnored = true
-				ch.logger.Warn("ignoring deletion (ignore_resource_deletion)", xdslog.KeyTypeURL, ts.typ.TypeURL(), xdslog.KeyResource, name)
-			}
-			continue
-		}
-		c.resourceDeletedLocked(rs, fc)
+	if len(ts.wildcard) == 0 {
+		return nil
 	}
-	return resErrs
+	byName := c.resources[ts.typ.TypeURL()]
+	if byName == nil {
+		byName = make(map[string]*resourceState)
+		c.resources[ts.typ.TypeURL()] = byName
+	}
+	if byName[name] != nil {
+		// Served by another channel (an xdstp name of another
+		// authority): not this stream's to change.
+		return nil
+	}
+	rs := &resourceState{typ: ts.typ, name: name, ch: ts.ch, status: v3adminpb.ClientResourceStatus_REQUESTED, timerState: timerReceived}
+	byName[name] = rs
+	ts.entries[name] = rs
+	return rs
+}
+
+// dropEntryLocked forgets an entry that has no watcher of its own.
+func (c *Client) dropEntryLocked(rs *resourceState) {
+	rs.stopTimerLocked()
+	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
+		delete(byName, rs.name)
+	}
+	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs {
+		delete(ts.entries, rs.name)
+	}
+}
+
+// watchersLocked returns the watchers of rs: its own, in registration
+// order, then the WatchAll watchers of its type on its channel.
+func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
+	ts := rs.ch.types[rs.typ.TypeURL()]
+	if ts == nil || len(ts.wildcard) == 0 || ts.entries[rs.name] != rs {
+		return rs.watchers
+	}
+	all := make([]*watchEntry, 0, len(rs.watchers)+len(ts.wildcard))
+	return append(append(all, rs.watchers...), ts.wildcard...)
 }
 
 // resourceValidLocked applies a valid resource. Watchers are told when it
@@ -302,7 +210,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	}
 	rs.value, rs.raw = d.value, d.raw
 	v := rs.value
-	for _, we := range rs.watchers {
+	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.changed(v, done) })
 	}
 }
@@ -320,7 +228,7 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 		return
 	}
 	werr := c.invalidError(rs)
-	for _, we := range rs.watchers {
+	for _, we := range c.watchersLocked(rs) {
 		if rs.value != nil {
 			c.scheduleLocked(we, fc, func(done func()) { we.ambErr(werr, done) })
 		} else {
@@ -329,16 +237,41 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 	}
 }
 
-// resourceDeletedLocked deletes a cached resource that a SotW response left
-// out (R-14.1): the cache entry keeps its watchers, loses its value, and
-// shows DOES_NOT_EXIST.
+// deleteLocked applies the server's deletion of rs (a SotW omission,
+// R-14.1, or a delta removed_resources entry): ignored when the server has
+// ignore_resource_deletion and rs has a value (R-2.1); otherwise the
+// resource is deleted and an entry without watchers of its own is
+// forgotten.
+func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
+	if rs.value != nil && ch.sc.IgnoreResourceDeletion() {
+		if !rs.deletionIgnored {
+			rs.deletionIgnored = true
+			ch.logger.Warn("ignoring deletion (ignore_resource_deletion)", xdslog.KeyTypeURL, rs.typ.TypeURL(), xdslog.KeyResource, rs.name)
+		}
+		return
+	}
+	ch.c.resourceDeletedLocked(rs, fc)
+	if len(rs.watchers) == 0 {
+		ch.c.dropEntryLocked(rs)
+	}
+}
+
+// resourceDeletedLocked deletes a resource the management server removed
+// (R-14.1, R-6.2): the cache entry keeps its watchers, loses its value, and
+// shows DOES_NOT_EXIST. A resource already known not to exist is not
+// reported again.
 func (c *Client) resourceDeletedLocked(rs *resourceState, fc *flowControl) {
+	if rs.value == nil && rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST {
+		return
+	}
+	rs.stopTimerLocked()
+	rs.timerState = timerReceived
 	rs.value, rs.raw, rs.version = nil, nil, ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
 	rs.dneReason = "removed by the management server"
 	err := c.notFoundError(rs)
-	for _, we := range rs.watchers {
+	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
 	}
 }

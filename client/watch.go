@@ -32,16 +32,21 @@ import (
 //
 // cancel is idempotent. Once it returns, w receives no callback that had
 // not started yet. The last cancel of a resource unsubscribes from it and
-// drops its cache entry. Watch and cancel may be called from a watcher
-// method. Watch is safe for concurrent use.
+// drops its cache entry, unless the wildcard of its type is subscribed
+// (WatchAll) and the resource is cached. Watch and cancel may be called
+// from a watcher method. Watch is safe for concurrent use.
 func Watch[T any](c *Client, typ resources.Type[T], name string, w watcher.Watcher[T]) (cancel func()) {
-	we := &watchEntry{
+	return c.watch(typ, name, newWatchEntry(w))
+}
+
+// newWatchEntry erases the type of w.
+func newWatchEntry[T any](w watcher.Watcher[T]) *watchEntry {
+	return &watchEntry{
 		changed:  func(v any, done func()) { w.ResourceChanged(v.(T), done) },
 		resErr:   w.ResourceError,
 		ambErr:   w.AmbientError,
 		sameType: func(rt resources.ResourceType) bool { _, ok := rt.(resources.Type[T]); return ok },
 	}
-	return c.watch(typ, name, we)
 }
 
 // watchEntry is one watch, with the watcher's methods type-erased.
@@ -84,9 +89,13 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		}
 		rs = &resourceState{typ: rt, name: name, ch: ch, status: v3adminpb.ClientResourceStatus_REQUESTED}
 		byName[name] = rs
-		ch.subscribeLocked(rs)
 	}
 	rs.watchers = append(rs.watchers, we)
+	if len(rs.watchers) == 1 {
+		// A new entry, or one received through the wildcard only: its
+		// name joins the subscription.
+		rs.ch.subscribeLocked(rs)
+	}
 
 	// a new watcher learns the current state at once. These calls
 	// are not tied to a response, so their done is not flow control.
@@ -124,9 +133,16 @@ func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
 	if byName[rs.name] != rs {
 		return
 	}
-	delete(byName, rs.name)
 	rs.stopTimerLocked()
-	rs.ch.unsubscribeLocked(rs)
+	// While the wildcard is subscribed, a cached resource stays, as
+	// received through it: the server will send it again or remove it
+	// (xDS protocol, "Unsubscribing from Resources").
+	ts := rs.ch.types[rs.typ.TypeURL()]
+	keep := len(ts.wildcard) > 0 && rs.value != nil
+	if !keep {
+		delete(byName, rs.name)
+	}
+	rs.ch.unsubscribeLocked(rs, !keep)
 }
 
 // scheduleLocked queues call for watcher we on the serializer. fc, if not

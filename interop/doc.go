@@ -27,7 +27,11 @@
 // its SotW ADS server (pkg/server/v3) over a snapshot cache
 // (pkg/cache/v3), on a real gRPC server on loopback. The tests record every
 // DiscoveryRequest as the server's callbacks see it, and as it came off the
-// wire, to check ACKs and NACKs. See gcp_server_test.go.
+// wire, to check ACKs and NACKs. See gcp_server_test.go. The same server
+// serves DeltaAggregatedResources from a snapshot cache or from linear
+// caches (one per type behind a mux cache); the client selects delta with
+// the "delta_ads" server feature. See gcp_delta_server_test.go and
+// gcp_delta_test.go.
 //
 // # go-control-plane behaviour worth knowing
 //
@@ -54,6 +58,22 @@
 //     subscription. With each new snapshot, the client then receives every
 //     resource of that type, including ones meant for other kinds of
 //     clients (a STATIC Cluster for Envoys, say).
+//   - Delta: the server ignores nonces and error_detail. It remembers, per
+//     stream and type, the versions it sent, whatever the client answered,
+//     so a NACKed resource is not resent (no NACK loop, unlike SotW) and
+//     comes again only when its version changes.
+//   - Delta: a subscribed name the cache does not have is never listed in
+//     removed_resources; only names it had sent are. The client learns
+//     that such a resource does not exist from its does-not-exist timer.
+//   - Delta: a name subscribed again while the server still counts it as
+//     subscribed is not resent when its version did not change, although
+//     the protocol says it must be ("Subscribing to Resources"). The client
+//     therefore never relies on it: a name it must receive again is
+//     unsubscribed in one request and subscribed in the next. Likewise, a
+//     wildcard unsubscribed and subscribed again before any response in
+//     between is not resent.
+//   - Delta: initial_resource_versions are honoured: after a reconnect,
+//     resources whose versions the client claims are not resent.
 //   - Created with ads set to true, the snapshot cache answers a request
 //     naming resources only once the names cover every resource of that
 //     type in the snapshot. A gRPC-style client subscribes to the resources

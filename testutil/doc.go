@@ -8,9 +8,10 @@
 //
 // # Server
 //
-// NewManagementServer starts a ManagementServer serving the SotW
-// aggregated discovery service (ADS) over gRPC on 127.0.0.1, or in memory
-// (ServerOptions.InMemory), and stops it when the test ends. Bootstrap
+// NewManagementServer starts a ManagementServer serving the aggregated
+// discovery service (ADS), both SotW (StreamAggregatedResources) and
+// incremental (DeltaAggregatedResources), over gRPC on 127.0.0.1, or in
+// memory (ServerOptions.InMemory), and stops it when the test ends. Bootstrap
 // returns a bootstrap file pointing at it, for bootstrap.Parse.
 //
 // The server answers from snapshots. Update sets the snapshot of a node,
@@ -24,14 +25,36 @@
 // a new version to every stream that subscribes to it. See Update for the
 // details.
 //
+// # Delta
+//
+// Delta streams answer from the same snapshots. Per stream and type URL the
+// server keeps the subscription (names, and the wildcard: "*", or the
+// legacy one, a first request that subscribes and unsubscribes nothing,
+// for Listener and Cluster only, which lasts until "*" is unsubscribed, as
+// in the incremental example of "How the client specifies what resources
+// to return") and the version of each resource the client has (from
+// initial_resource_versions, then from what was sent). A resource's
+// version is a hash of its bytes (16 hex digits), so a resource that did
+// not change between snapshots keeps its version and is not sent again;
+// system_version_info is the snapshot's version. A response carries the
+// wanted resources whose version the client does not have, in snapshot
+// order, and in removed_resources, sorted, the names the client has or
+// subscribed to that the snapshot lacks (a subscribed, absent name once).
+// A name subscribed again on a stream is resent ("Subscribing to
+// Resources"), and a name unsubscribed while the wildcard lasts is
+// answered with the resource or its removal ("Unsubscribing from
+// Resources"). Requests that change nothing (ACKs, NACKs) get no response.
+// Requests are recorded with Request.Delta set (Req is nil);
+// SendDeltaResponse scripts responses.
+//
 // # Scripting
 //
 // Every request is recorded before the server acts on it. Requests
 // returns them all; NextRequest and WaitForRequest consume them in arrival
 // order, so a test can assert ACKs and NACKs (version_info, response_nonce,
 // error_detail, resource_names). With ServerOptions.Manual the server
-// never answers on its own and SendResponse scripts every response; it
-// works without Manual too. BreakStreams ends the open streams, as a
+// never answers on its own and SendResponse (SendDeltaResponse for delta
+// streams) scripts every response; it works without Manual too. BreakStreams ends the open streams, as a
 // server restart would; RejectStreams refuses new ones, as an unreachable
 // server would.
 //

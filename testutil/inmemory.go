@@ -46,16 +46,12 @@ type inMemoryTransport struct {
 // the stream on a new goroutine, counted by the server and started here,
 // so inside the caller's synctest bubble if there is one.
 func (t *inMemoryTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	var serve func(adsStream) error
+	var serve func(*inMemoryServerStream) error
 	switch method {
 	case transport.ADSMethod:
-		serve = t.ms.serveSotW
+		serve = func(ss *inMemoryServerStream) error { return t.ms.serveSotW(ss) }
 	case transport.DeltaADSMethod:
-		// Delta ADS is not served yet, on either path: the stream ends
-		// as a gRPC server without the method would end it.
-		serve = func(adsStream) error {
-			return status.Error(codes.Unimplemented, "testutil: delta ADS is not implemented")
-		}
+		serve = func(ss *inMemoryServerStream) error { return t.ms.serveDelta(inMemoryDeltaServerStream{ss}) }
 	default:
 		return nil, fmt.Errorf("testutil: in-memory transport: unknown method %q", method)
 	}
@@ -174,6 +170,35 @@ func (ss *inMemoryServerStream) Recv() (*v3discoverypb.DiscoveryRequest, error) 
 	req := &v3discoverypb.DiscoveryRequest{}
 	if err := proto.Unmarshal(b, req); err != nil {
 		return nil, status.Errorf(codes.Internal, "testutil: decoding a DiscoveryRequest: %v", err)
+	}
+	return req, nil
+}
+
+// inMemoryDeltaServerStream is the server side of an in-memory delta
+// stream: the same queues, other messages.
+type inMemoryDeltaServerStream struct{ ss *inMemoryServerStream }
+
+func (d inMemoryDeltaServerStream) Context() context.Context { return d.ss.ctx }
+
+func (d inMemoryDeltaServerStream) Send(resp *v3discoverypb.DeltaDiscoveryResponse) error {
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return status.Errorf(codes.Internal, "testutil: encoding a DeltaDiscoveryResponse: %v", err)
+	}
+	return d.ss.out.put(b)
+}
+
+func (d inMemoryDeltaServerStream) Recv() (*v3discoverypb.DeltaDiscoveryRequest, error) {
+	b, err := d.ss.in.get(d.ss.ctx.Done())
+	if errors.Is(err, errWaitAborted) {
+		return nil, status.FromContextError(d.ss.ctx.Err()).Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	req := &v3discoverypb.DeltaDiscoveryRequest{}
+	if err := proto.Unmarshal(b, req); err != nil {
+		return nil, status.Errorf(codes.Internal, "testutil: decoding a DeltaDiscoveryRequest: %v", err)
 	}
 	return req, nil
 }

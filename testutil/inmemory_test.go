@@ -73,8 +73,8 @@ func TestInMemory_Synctest(t *testing.T) {
 
 // TestInMemory_Transport checks the transport contract of the in-memory
 // transport: serialized messages both ways, unknown methods fail, delta
-// streams end with Unimplemented, Close ends the streams, and NewStream
-// fails after Close or Stop.
+// streams are served (a garbage request ends one with Internal), Close
+// ends the streams, and NewStream fails after Close or Stop.
 func TestInMemory_Transport(t *testing.T) {
 	ctx := testContext(t)
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
@@ -94,8 +94,11 @@ func TestInMemory_Transport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := delta.Recv(); status.Code(err) != codes.Unimplemented {
-		t.Fatalf("delta Recv() = %v, want Unimplemented", err)
+	if err := delta.Send([]byte{0xff}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := delta.Recv(); status.Code(err) != codes.Internal {
+		t.Fatalf("delta Recv() after a garbage request = %v, want Internal", err)
 	}
 
 	st, err := tr.NewStream(ctx, transport.ADSMethod)

@@ -12,7 +12,8 @@ import (
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// Request is one DiscoveryRequest the server received. Its fields must not
+// Request is one request the server received: a DiscoveryRequest (Req)
+// on a SotW stream, or a DeltaDiscoveryRequest (Delta) on a delta stream. Its fields must not
 // be modified: the same value is returned by every accessor.
 type Request struct {
 	// StreamID identifies the stream: 1 for the first stream the server
@@ -22,8 +23,12 @@ type Request struct {
 	// Node is the stream's node, from its first request (nil if that
 	// request had none), whether or not Req carries it.
 	Node *v3corepb.Node
-	// Req is the request as received.
+	// Req is the request as received on a SotW stream; nil for a delta
+	// request.
 	Req *v3discoverypb.DiscoveryRequest
+	// Delta is the request as received on a delta stream; nil for a SotW
+	// request.
+	Delta *v3discoverypb.DeltaDiscoveryRequest
 }
 
 // recordRequest appends r to the log and wakes NextRequest callers. It is
@@ -85,8 +90,8 @@ func (ms *ManagementServer) WaitForRequest(ctx context.Context, match func(*Requ
 	}
 }
 
-// SendResponse queues a copy of resp on the newest open stream (the one
-// with the highest StreamID), waiting until a stream is open or ctx ends.
+// SendResponse queues a copy of resp on the newest open SotW stream (the
+// one with the highest StreamID among SotW streams), waiting until a stream is open or ctx ends.
 // If resp.Nonce is "", the copy gets a fresh nonce, unique on this server;
 // SendResponse returns the nonce of the copy. Scripted responses and the
 // server's own share one queue per stream and go out in the order they

@@ -53,8 +53,8 @@ type ServerOptions struct {
 //
 // It answers from per-node snapshots set with Update (see Update for the
 // rules), records every request (Requests, NextRequest, WaitForRequest),
-// and lets a test script raw responses (SendResponse), break streams
-// (BreakStreams) and refuse new ones (RejectStreams).
+// and lets a test script raw responses (SendResponse, SendDeltaResponse),
+// break streams (BreakStreams) and refuse new ones (RejectStreams).
 //
 // All methods are safe for concurrent use.
 type ManagementServer struct {
@@ -73,16 +73,17 @@ type ManagementServer struct {
 	// calling user code or a stream's Send. Lock order: inMemoryTransport.mu,
 	// then mu, then sotwStream.sendMu.
 	mu             sync.Mutex
-	isStopped      bool                  // Stop was called; enter refuses
-	rejectErr      error                 // RejectStreams; nil accepts new streams
-	lastStreamID   int64                 // ID of the last accepted stream
-	streams        map[int64]*sotwStream // open streams: accepted, not broken, not ended
-	streamOpened   chan struct{}         // closed and replaced when a stream is added to streams
-	versionCounter int64                 // incremented by every Update
-	snapshots      map[string]*snapshot  // node ID ("" = default) → snapshot
-	requests       []*Request            // every request, in arrival order
-	consumed       int                   // requests[:consumed] were returned by NextRequest
-	requestAdded   chan struct{}         // closed and replaced when a request is recorded
+	isStopped      bool                   // Stop was called; enter refuses
+	rejectErr      error                  // RejectStreams; nil accepts new streams
+	lastStreamID   int64                  // ID of the last accepted stream
+	streams        map[int64]*sotwStream  // open SotW streams: accepted, not broken, not ended
+	deltaStreams   map[int64]*deltaStream // open delta streams, likewise
+	streamOpened   chan struct{}          // closed and replaced when a stream is added to streams
+	versionCounter int64                  // incremented by every Update
+	snapshots      map[string]*snapshot   // node ID ("" = default) → snapshot
+	requests       []*Request             // every request, in arrival order
+	consumed       int                    // requests[:consumed] were returned by NextRequest
+	requestAdded   chan struct{}          // closed and replaced when a request is recorded
 }
 
 // NewManagementServer starts a management server for a test: over gRPC on
@@ -107,6 +108,7 @@ func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
 		address:      InMemoryAddress,
 		stopped:      make(chan struct{}),
 		streams:      make(map[int64]*sotwStream),
+		deltaStreams: make(map[int64]*deltaStream),
 		streamOpened: make(chan struct{}),
 		snapshots:    make(map[string]*snapshot),
 		requestAdded: make(chan struct{}),
@@ -198,6 +200,10 @@ func (ms *ManagementServer) BreakStreams() {
 		close(s.broken)
 		delete(ms.streams, id)
 	}
+	for id, s := range ms.deltaStreams {
+		close(s.broken)
+		delete(ms.deltaStreams, id)
+	}
 }
 
 // RejectStreams makes every new stream fail at once, before any response,
@@ -217,7 +223,7 @@ func (ms *ManagementServer) RejectStreams(err error) {
 func (ms *ManagementServer) OpenStreams() int {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	return len(ms.streams)
+	return len(ms.streams) + len(ms.deltaStreams)
 }
 
 // openStream registers a new stream, or returns the status error a stream
@@ -255,7 +261,7 @@ func (ms *ManagementServer) nextNonce() string {
 
 // adsService adapts the gRPC ADS service to the shared stream handler.
 type adsService struct {
-	v3adsgrpc.UnimplementedAggregatedDiscoveryServiceServer // DeltaAggregatedResources: Unimplemented
+	v3adsgrpc.UnimplementedAggregatedDiscoveryServiceServer
 
 	ms *ManagementServer
 }
@@ -266,6 +272,14 @@ func (a *adsService) StreamAggregatedResources(st v3adsgrpc.AggregatedDiscoveryS
 	}
 	defer a.ms.wg.Done()
 	return a.ms.serveSotW(st)
+}
+
+func (a *adsService) DeltaAggregatedResources(st v3adsgrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	if !a.ms.enter() {
+		return errStopped
+	}
+	defer a.ms.wg.Done()
+	return a.ms.serveDelta(st)
 }
 
 // errServerStopped is returned by SendResponse after Stop.

@@ -7,15 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/proxyless/xds/testutil"
 
-	v3adsgrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
@@ -167,25 +164,6 @@ func TestServer_ResponsesInOrder(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestServer_DeltaUnimplemented checks that delta ADS streams end with
-// Unimplemented.
-func TestServer_DeltaUnimplemented(t *testing.T) {
-	ctx := testContext(t)
-	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
-	cc, err := grpc.NewClient(ms.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	st, err := v3adsgrpc.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Recv(); status.Code(err) != codes.Unimplemented {
-		t.Fatalf("delta Recv() = %v, want Unimplemented", err)
-	}
 }
 
 // TestServer_Address checks the address forms.

@@ -60,6 +60,7 @@ type snapshot struct {
 	version    string
 	resources  map[string][]namedAny // type URL → resources in Resources order
 	otherTypes []string              // type URLs of Other, by first appearance
+	delta      deltaView             // what delta streams send; built on first use
 }
 
 // namedAny is one resource ready to send.
@@ -86,6 +87,9 @@ type namedAny struct {
 // with unchanged names, gets no response. Versions, not contents, are
 // compared: two Updates with the same explicit Version push nothing the
 // second time.
+//
+// Delta streams get, instead, the resources whose bytes changed and the
+// removed ones (see the package doc, "Delta").
 //
 // Update panics if a resource cannot be marshalled or an Other entry has
 // a nil Resource (programmer error).
@@ -133,6 +137,12 @@ func (ms *ManagementServer) Update(nodeID string, r Resources) {
 	}
 	// Streams of other nodes notice the version did not change.
 	for _, s := range ms.streams {
+		select {
+		case s.snapshotChanged <- struct{}{}:
+		default:
+		}
+	}
+	for _, s := range ms.deltaStreams {
 		select {
 		case s.snapshotChanged <- struct{}{}:
 		default:

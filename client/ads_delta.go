@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/transport"
+
+	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// deltaProtocol is the incremental variant of ADS
+// (DeltaAggregatedResources; xDS protocol, "Incremental xDS"; R-6.2): the
+// client sends changes to its subscription, the server sends the resources
+// that changed, each with its own version, and names the deleted ones in
+// removed_resources.
+//
+// Requests. The first request of a type on a stream subscribes to every
+// name the client wants (and "*" when the wildcard is subscribed: the
+// client never relies on the legacy empty-list wildcard) and carries, in
+// initial_resource_versions, the version of every resource of the type it
+// has cached, so that the server need not resend them. Later requests carry
+// the difference between what the server was last told and what the client
+// now wants: resource_names_subscribe and resource_names_unsubscribe, each
+// sorted; they cost in proportion to that difference, not to the
+// subscription. A name unsubscribed and subscribed again before a request
+// went out, whose cached copy was dropped meanwhile, is unsubscribed and
+// subscribed again, so that the server resends it (see
+// subscriptionChangedLocked). ACKs and NACKs carry the response's nonce
+// (NACKs an error_detail as in SotW, R-7.3, R-7.5) and any subscription
+// change of their type still to send; requests that only change the
+// subscription carry no nonce. The node is in the first request of the
+// stream only (R-4.3).
+//
+// Responses: see handleResponse.
+type deltaProtocol struct {
+	ch *channel // read-only
+}
+
+// deltaTypeState is the delta part of a typeState. Guarded by c.mu.
+//
+// Changes are tracked as they happen, so that a request (an ACK most of
+// all) costs in proportion to the change, not to the subscription: only the
+// first request of a type on a stream walks every name.
+type deltaTypeState struct {
+	onWire  map[string]bool // names (and "*") subscribed on the current stream, as last sent
+	added   map[string]bool // to subscribe in the next request
+	removed map[string]bool // to unsubscribe in the next request
+	resub   map[string]bool // to subscribe in the request after the next, which unsubscribes them
+}
+
+func (p *deltaProtocol) method() string { return transport.DeltaADSMethod }
+
+// subscriptionChangedLocked records the change for the next request. A
+// name subscribed and unsubscribed before a request went out is never
+// sent. A name unsubscribed and subscribed again before a request went
+// out, whose cached copy went with its last watch, must come again from
+// the server, which still counts it as subscribed (R-6.2 "remove-then-add
+// before a send is treated as add"). Envoy subscribes to it again, and
+// the protocol says a server must resend a name subscribed again
+// ("Subscribing to Resources"), but go-control-plane v0.14 does not when
+// the version did not change; so the client unsubscribes from it in the
+// next request and subscribes in the one after, which every server
+// answers with the resource.
+func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
+	d := &ts.delta
+	if d.added == nil {
+		d.added, d.removed, d.resub = make(map[string]bool), make(map[string]bool), make(map[string]bool)
+	}
+	if !subscribed {
+		delete(d.added, name)
+		delete(d.resub, name)
+		if d.onWire[name] {
+			d.removed[name] = true
+		}
+		return
+	}
+	if !d.onWire[name] {
+		d.added[name] = true
+		return
+	}
+	if rs := ts.entries[name]; name == wildcardName || rs == nil || rs.value == nil {
+		d.removed[name] = true
+		d.resub[name] = true
+		return
+	}
+	delete(d.removed, name)
+}
+
+// streamStartedLocked forgets what the previous stream's server was told.
+func (p *deltaProtocol) streamStartedLocked(ts *typeState) {
+	ts.delta = deltaTypeState{}
+}
+
+// nextRequestLocked returns the next request to send on ss, or nil: an ACK
+// or NACK first, in response order, else the subscription change of the
+// first type in registry order that has one (R-7.9).
+func (p *deltaProtocol) nextRequestLocked(ss *streamState) *outgoing {
+	ch := p.ch
+	if len(ss.acks) > 0 {
+		a := ss.acks[0]
+		ss.acks = ss.acks[1:]
+		req, requested := p.buildLocked(ch.types[a.typeURL])
+		req.ResponseNonce = a.nonce
+		req.ErrorDetail = a.detail
+		return p.outgoingLocked(ss, req, requested)
+	}
+	for _, t := range ch.c.registry.Types() {
+		ts := ch.types[t.TypeURL()]
+		if ts == nil || !ts.dirty {
+			continue
+		}
+		if !ts.sentOnStream && !ts.hasSubscriptionLocked() {
+			// Nothing to ask for: an empty first request would be the
+			// legacy wildcard.
+			ts.dirty = false
+			continue
+		}
+		req, requested := p.buildLocked(ts)
+		if len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 {
+			continue // changed back and forth: nothing to tell
+		}
+		return p.outgoingLocked(ss, req, requested)
+	}
+	return nil
+}
+
+// buildLocked returns a request of ts's type carrying the subscription
+// change not sent yet (everything, on the first request of the stream),
+// and the names whose does-not-exist timers it may start. It records the
+// change as sent.
+func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscoveryRequest, []string) {
+	req := &v3discoverypb.DeltaDiscoveryRequest{TypeUrl: ts.typ.TypeURL()}
+	d := &ts.delta
+	if !ts.sentOnStream {
+		// The first request of the type on this stream: every name, and
+		// (the reconnect case of "Incremental xDS") the versions of what
+		// is cached, received by name or through the wildcard.
+		req.ResourceNamesSubscribe = ts.subscribedNamesLocked()
+		d.onWire = make(map[string]bool, len(req.ResourceNamesSubscribe))
+		for _, n := range req.ResourceNamesSubscribe {
+			d.onWire[n] = true
+		}
+		for n, rs := range ts.entries {
+			if rs.raw != nil {
+				if req.InitialResourceVersions == nil {
+					req.InitialResourceVersions = make(map[string]string)
+				}
+				req.InitialResourceVersions[n] = rs.version
+			}
+		}
+	} else {
+		req.ResourceNamesSubscribe = slices.Sorted(maps.Keys(d.added))
+		req.ResourceNamesUnsubscribe = slices.Sorted(maps.Keys(d.removed))
+		for _, n := range req.ResourceNamesSubscribe {
+			d.onWire[n] = true
+		}
+		for _, n := range req.ResourceNamesUnsubscribe {
+			delete(d.onWire, n)
+		}
+	}
+	clear(d.added)
+	clear(d.removed)
+	ts.dirty = false
+	if ts.sentOnStream && len(d.resub) > 0 {
+		// Unsubscribed by this request: subscribe in the next.
+		for n := range d.resub {
+			d.added[n] = true
+		}
+		clear(d.resub)
+		ts.dirty = true
+	}
+	clear(d.resub) // on a first request, the names are subscribed anyway
+	ts.sentOnStream = true
+	var requested []string
+	for _, n := range req.GetResourceNamesSubscribe() {
+		if n != wildcardName {
+			requested = append(requested, n)
+		}
+	}
+	return req, requested
+}
+
+func (p *deltaProtocol) outgoingLocked(ss *streamState, req *v3discoverypb.DeltaDiscoveryRequest, requested []string) *outgoing {
+	req.Node = p.ch.nodeLocked(ss)
+	return &outgoing{
+		msg:       req,
+		typeURL:   req.GetTypeUrl(),
+		requested: requested,
+		attrs: []any{xdslog.KeyNonce, req.GetResponseNonce(), "subscribe", len(req.GetResourceNamesSubscribe()),
+			"unsubscribe", len(req.GetResourceNamesUnsubscribe()), "initial_versions", len(req.GetInitialResourceVersions()),
+			"nack", req.GetErrorDetail() != nil},
+	}
+}
+
+// deltaItem is one entry of a DeltaDiscoveryResponse's resources between
+// the phases of handleResponse.
+type deltaItem struct {
+	pending
+	version   string
+	aliases   []string // canonical
+	err       error    // set before decoding: duplicate name, both added and removed, no body
+	heartbeat bool     // no body, same version as cached: nothing to do (R-18.2)
+	ignored   bool     // an unresolved alias (no body): nothing to do
+	d         decoded
+}
+
+// handleResponse processes one serialized DeltaDiscoveryResponse received
+// on ss, in the same three phases as the SotW one (look up cached bytes
+// locked, decode unlocked, apply locked), and returns its flow control, or
+// nil when the response was ignored (R-7.7, R-7.8, as in SotW).
+//
+// Each resource is identified by its Resource.name (its aliases also count,
+// see below) and carries its own version, which goes into the cache entry
+// and Dump's version_info; system_version_info is only logged. Resources
+// whose bytes equal the cached ones are not decoded again. A resource is
+// wanted when its name is watched, when one of its aliases is watched
+// (xDS protocol, "Resource names": it is then delivered to the watchers of
+// that alias, and cached under the alias; its value still carries its own
+// name), or when the wildcard is subscribed (WatchAll); other resources are
+// ignored, undecoded and not NACKed, as in SotW.
+//
+// A name that appears more than once among resources, or among resources
+// and removed_resources together, makes the response a NACK (R-6.2; Envoy
+// rejects the whole response). As in SotW (R-8.3, R-7.4) that name is
+// treated as invalid, neither applied nor removed, and the rest of the
+// response is applied. So is a resource without a body that is neither a
+// heartbeat (same version as cached, R-18.2) nor an unresolved alias (no
+// body, aliases set), both of which are skipped, and a resource whose body
+// names another resource than Resource.name.
+//
+// Every name in removed_resources that the client has an entry for is
+// deleted (ResourceError wrapping ErrResourceNotFound, status
+// DOES_NOT_EXIST), whatever the type, unless the server has
+// ignore_resource_deletion and the resource is cached (R-2.1). A removed
+// name that was requested but never received does not exist: the server
+// says so without waiting for the does-not-exist timer ("Knowing When a
+// Requested Resource Does Not Exist"). Removed names the client has no
+// entry for are ignored. Deletions are delivered after updates (R-13.3).
+func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
+	ch, c := p.ch, p.ch.c
+	resp := &v3discoverypb.DeltaDiscoveryResponse{}
+	err := proto.Unmarshal(b, resp)
+	var typ resources.ResourceType
+	if err == nil {
+		typ = ch.lookupType(resp.GetTypeUrl())
+	}
+	if !ch.acceptResponse(ss, err, typ, resp.GetTypeUrl(), resp.GetNonce()) {
+		return nil
+	}
+	ch.logger.Log(c.ctx, xdslog.LevelTrace, "received DeltaDiscoveryResponse", "response", resp)
+	ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
+		"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
+
+	items, removed, topErrs := deltaItems(resp)
+
+	c.mu.Lock()
+	p.lookupCachedLocked(ch.types[typ.TypeURL()], items)
+	c.mu.Unlock()
+
+	for i := range items {
+		decodeDeltaItem(typ, &items[i])
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ts := ch.types[typ.TypeURL()]
+	if ch.stream != ss || c.closed || ts == nil {
+		return nil
+	}
+	ts.nonce = resp.GetNonce()
+	fc := newFlowControl()
+	defer fc.seal()
+	resErrs := p.applyLocked(ts, items, removed, fc)
+
+	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
+	if len(topErrs) > 0 || len(resErrs) > 0 {
+		a.detail = &statuspb.Status{
+			Code:    int32(codes.InvalidArgument),
+			Message: nackMessage(typ, topErrs, resErrs),
+		}
+		ch.logger.Warn("NACKing response", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
+			xdslog.KeyError, a.detail.GetMessage())
+	}
+	ss.acks = append(ss.acks, a)
+	ch.kick()
+	return fc
+}
+
+// deltaItems names the resources of resp and finds the names that appear
+// more than once among resources and removed_resources. Resources without a
+// name are top-level errors. removed lists each removed name once, in
+// response order, canonical.
+func deltaItems(resp *v3discoverypb.DeltaDiscoveryResponse) (items []deltaItem, removed []removal, topErrs []error) {
+	added := make(map[string]int, len(resp.GetResources()))
+	gone := make(map[string]int, len(resp.GetRemovedResources()))
+	items = make([]deltaItem, 0, len(resp.GetResources()))
+	for i, r := range resp.GetResources() {
+		if r.GetName() == "" {
+			topErrs = append(topErrs, fmt.Errorf("resource %d: Resource.name is empty", i))
+			continue
+		}
+		it := deltaItem{pending: pending{index: i, inner: r.GetResource(), name: resources.CanonicalName(r.GetName())}, version: r.GetVersion()}
+		for _, a := range r.GetAliases() {
+			it.aliases = append(it.aliases, resources.CanonicalName(a))
+		}
+		added[it.name]++
+		items = append(items, it)
+	}
+	for _, n := range resp.GetRemovedResources() {
+		n = resources.CanonicalName(n)
+		gone[n]++
+		if gone[n] == 1 {
+			removed = append(removed, removal{name: n})
+		}
+	}
+	for i := range items {
+		n := items[i].name
+		switch {
+		case added[n] > 1:
+			items[i].err = fmt.Errorf("duplicate resource name %q", n)
+		case gone[n] > 0:
+			items[i].err = fmt.Errorf("resource %q is both in resources and in removed_resources", n)
+		}
+	}
+	for i := range removed {
+		n := removed[i].name
+		switch {
+		case added[n] > 0:
+			removed[i].err = fmt.Errorf("resource %q is both in resources and in removed_resources", n)
+		case gone[n] > 1:
+			removed[i].err = fmt.Errorf("duplicate resource name %q in removed_resources", n)
+		}
+	}
+	return items, removed, topErrs
+}
+
+// removal is one name of removed_resources; err is set when the name is
+// invalid (repeated), which makes the response a NACK.
+type removal struct {
+	name string
+	err  error
+}
+
+// deltaTargetsLocked returns the entries a resource goes to: its own (created
+// for the wildcard when subscribed) and those of its watched aliases.
+func (c *Client) deltaTargetsLocked(ts *typeState, it *deltaItem) []*resourceState {
+	var out []*resourceState
+	if rs := c.entryForLocked(ts, it.name); rs != nil {
+		out = append(out, rs)
+	}
+	for _, a := range it.aliases {
+		if rs := ts.entries[a]; rs != nil && len(rs.watchers) > 0 && !slices.Contains(out, rs) {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
+// lookupCachedLocked marks the items nobody wants, and records for the
+// others the cached copy (of the name, else of the first watched alias) so
+// that unchanged bytes are not decoded again and heartbeats are recognised.
+func (p *deltaProtocol) lookupCachedLocked(ts *typeState, items []deltaItem) {
+	for i := range items {
+		it := &items[i]
+		rs := ts.entries[it.name]
+		for _, a := range it.aliases {
+			if rs != nil {
+				break
+			}
+			if e := ts.entries[a]; e != nil && len(e.watchers) > 0 {
+				rs = e
+			}
+		}
+		switch {
+		case rs == nil:
+			it.unrequested = len(ts.wildcard) == 0
+		case rs.raw != nil:
+			it.cachedRaw, it.cachedValue = rs.raw, rs.value
+			it.heartbeat = it.inner == nil && it.version == rs.version
+		}
+	}
+}
+
+// decodeDeltaItem decodes it, unless it is not wanted, a heartbeat, an
+// unresolved alias, already invalid, or the same bytes as cached. It runs
+// without c.mu.
+func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
+	switch {
+	case it.unrequested || it.heartbeat || it.err != nil:
+		return
+	case it.inner == nil && len(it.aliases) > 0:
+		it.ignored = true
+		return
+	case it.inner == nil:
+		it.err = fmt.Errorf("resource %q has no body", it.name)
+		return
+	case it.cachedRaw != nil && it.cachedRaw.GetTypeUrl() == it.inner.GetTypeUrl() && bytes.Equal(it.cachedRaw.GetValue(), it.inner.GetValue()):
+		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner}
+		return
+	}
+	name, v, err := typ.Decode(it.inner)
+	switch {
+	case name == "" && err == nil:
+		err = fmt.Errorf("resource %q: resource has no name", it.name)
+	case name != "" && name != it.name:
+		err = fmt.Errorf("resource body is named %q, not %q", name, it.name)
+	}
+	if err != nil {
+		it.err = err
+		return
+	}
+	it.d = decoded{name: it.name, value: v, raw: it.inner}
+}
+
+// applyLocked applies the decoded items in response order, then the
+// removals, and returns the per-resource errors by name, for the NACK.
+func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, removed []removal, fc *flowControl) map[string]error {
+	ch, c := p.ch, p.ch.c
+	now := time.Now()
+	resErrs := make(map[string]error)
+	for i := range items {
+		it := &items[i]
+		if it.unrequested || it.heartbeat || it.ignored {
+			continue
+		}
+		if _, seen := resErrs[it.name]; seen {
+			continue // a duplicate, handled at its first position
+		}
+		targets := c.deltaTargetsLocked(ts, it)
+		if len(targets) == 0 {
+			continue // no longer wanted
+		}
+		if it.err != nil {
+			resErrs[it.name] = it.err
+		}
+		for _, rs := range targets {
+			if it.err != nil {
+				c.resourceInvalidLocked(rs, it.err, it.version, now, fc)
+				continue
+			}
+			c.resourceValidLocked(rs, it.d, it.version, now, fc)
+		}
+	}
+	for _, r := range removed {
+		rs := ts.entries[r.name]
+		if rs == nil {
+			continue // not known: nothing to delete
+		}
+		if r.err != nil {
+			if _, seen := resErrs[r.name]; !seen {
+				resErrs[r.name] = r.err
+				c.resourceInvalidLocked(rs, r.err, "", now, fc)
+			}
+			continue
+		}
+		ch.deleteLocked(rs, fc)
+	}
+	return resErrs
+}

@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package testutil
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"slices"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+)
+
+// deltaADSStream is the server side of one delta ADS stream, as the gRPC
+// and the in-memory paths both provide it. Send and Recv may be called
+// concurrently with each other, but not with themselves. Recv must return
+// once Context is done.
+type deltaADSStream interface {
+	Send(*v3discoverypb.DeltaDiscoveryResponse) error
+	Recv() (*v3discoverypb.DeltaDiscoveryRequest, error)
+	Context() context.Context
+}
+
+// deltaStream is the state of one accepted delta stream.
+type deltaStream struct {
+	// Initialized at creation time and read-only afterwards.
+	id              int64         // StreamID, server-wide (shared with SotW streams)
+	broken          chan struct{} // closed by BreakStreams (under ms.mu, which then forgets the stream)
+	snapshotChanged chan struct{} // cap 1; Update signals it without blocking
+	sendReady       chan struct{} // cap 1; signalled when sendQueue grows
+	sendQuit        chan struct{} // closed by the handler to stop the sender
+	sendFailed      chan error    // cap 1; the sender's Send error
+
+	// Guarded by sendMu. Responses go out in queue order.
+	sendMu    sync.Mutex
+	sendQueue []*v3discoverypb.DeltaDiscoveryResponse
+
+	// Only accessed from the stream's handler goroutine (serveDelta).
+	gotFirst bool                       // the first request was handled
+	node     *v3corepb.Node             // node of the first request; may be nil
+	nodeID   string                     // node.GetId(): selects the snapshot
+	types    map[string]*deltaTypeState // per type URL, once requested
+	order    []string                   // type URLs in order of their first request
+}
+
+// deltaTypeState is a delta stream's subscription to one type URL and what
+// the client has of it.
+type deltaTypeState struct {
+	wildcard bool              // subscribed to every resource of the type ("*", or the legacy wildcard)
+	names    map[string]bool   // explicitly subscribed names, "*" excluded
+	versions map[string]string // resource name → the version the client has (initial_resource_versions, then what was sent)
+	absent   map[string]bool   // subscribed names the client was told, in removed_resources, do not exist
+}
+
+func (ts *deltaTypeState) wants(name string) bool { return ts.wildcard || ts.names[name] }
+
+func newDeltaStream(id int64) *deltaStream {
+	return &deltaStream{
+		id:              id,
+		broken:          make(chan struct{}),
+		snapshotChanged: make(chan struct{}, 1),
+		sendReady:       make(chan struct{}, 1),
+		sendQuit:        make(chan struct{}),
+		sendFailed:      make(chan error, 1),
+		types:           make(map[string]*deltaTypeState),
+	}
+}
+
+// openDeltaStream registers a new delta stream, or returns the status
+// error a stream must end with when the server is stopped or rejects
+// streams.
+func (ms *ManagementServer) openDeltaStream() (*deltaStream, error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.isStopped {
+		return nil, errStopped
+	}
+	if ms.rejectErr != nil {
+		return nil, status.Error(codes.Unavailable, ms.rejectErr.Error())
+	}
+	ms.lastStreamID++
+	s := newDeltaStream(ms.lastStreamID)
+	ms.deltaStreams[s.id] = s
+	close(ms.streamOpened)
+	ms.streamOpened = make(chan struct{})
+	return s, nil
+}
+
+// closeDeltaStream unregisters s when its handler ends.
+func (ms *ManagementServer) closeDeltaStream(s *deltaStream) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ms.deltaStreams[s.id] == s {
+		delete(ms.deltaStreams, s.id)
+	}
+}
+
+// deltaRecvResult is one result of deltaADSStream.Recv.
+type deltaRecvResult struct {
+	req *v3discoverypb.DeltaDiscoveryRequest
+	err error
+}
+
+// serveDelta runs one delta ADS stream, with the same goroutines, ending
+// conditions and guarantees as serveSotW.
+func (ms *ManagementServer) serveDelta(st deltaADSStream) error {
+	s, err := ms.openDeltaStream()
+	if err != nil {
+		return err
+	}
+	ctx := st.Context()
+
+	received := make(chan deltaRecvResult)
+	recvQuit := make(chan struct{})
+	defer close(recvQuit)
+	ms.wg.Add(1) // legal: this handler is counted, so the counter is not zero
+	go func() {
+		defer ms.wg.Done()
+		for {
+			req, err := st.Recv()
+			select {
+			case received <- deltaRecvResult{req, err}:
+			case <-recvQuit:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	senderDone := make(chan struct{})
+	go func() {
+		defer close(senderDone)
+		s.sendLoop(st)
+	}()
+	defer func() {
+		close(s.sendQuit)
+		<-senderDone
+	}()
+	// Runs first: SendDeltaResponse and Update stop choosing this stream.
+	defer ms.closeDeltaStream(s)
+
+	for {
+		select {
+		case r := <-received:
+			if r.err != nil {
+				if errors.Is(r.err, io.EOF) {
+					return nil // the client half-closed: end the stream with OK
+				}
+				return r.err
+			}
+			ms.handleDeltaRequest(s, r.req)
+		case <-s.snapshotChanged:
+			ms.pushDeltaSnapshot(s)
+		case err := <-s.sendFailed:
+			return err
+		case <-s.broken:
+			return status.Error(codes.Unavailable, "testutil: stream broken by BreakStreams")
+		case <-ms.stopped:
+			return errStopped
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}
+
+// sendLoop sends the queued responses in order until sendQuit is closed or
+// a Send fails.
+func (s *deltaStream) sendLoop(st deltaADSStream) {
+	for {
+		select {
+		case <-s.sendReady:
+		case <-s.sendQuit:
+			return
+		}
+		for {
+			select {
+			case <-s.sendQuit:
+				return
+			default:
+			}
+			s.sendMu.Lock()
+			if len(s.sendQueue) == 0 {
+				s.sendMu.Unlock()
+				break
+			}
+			resp := s.sendQueue[0]
+			s.sendQueue[0] = nil
+			s.sendQueue = s.sendQueue[1:]
+			s.sendMu.Unlock()
+			if err := st.Send(resp); err != nil {
+				s.sendFailed <- err // cap 1, and the only send
+				return
+			}
+		}
+	}
+}
+
+// enqueue queues resp for sending; it never blocks.
+func (s *deltaStream) enqueue(resp *v3discoverypb.DeltaDiscoveryResponse) {
+	s.sendMu.Lock()
+	s.sendQueue = append(s.sendQueue, resp)
+	s.sendMu.Unlock()
+	select {
+	case s.sendReady <- struct{}{}:
+	default:
+	}
+}
+
+// handleDeltaRequest records req, applies the subscription change it
+// carries and answers from the node's snapshot when something is owed.
+// It runs on the stream's handler goroutine.
+func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoverypb.DeltaDiscoveryRequest) {
+	if !s.gotFirst {
+		s.gotFirst = true
+		s.node = req.GetNode()
+		s.nodeID = s.node.GetId()
+	}
+	ms.recordRequest(&Request{StreamID: s.id, Node: s.node, Delta: req})
+	if ms.opts.Manual {
+		return
+	}
+	typeURL := req.GetTypeUrl()
+	ts, first := s.types[typeURL], false
+	if ts == nil {
+		first = true
+		ts = &deltaTypeState{names: map[string]bool{}, versions: map[string]string{}, absent: map[string]bool{}}
+		s.types[typeURL] = ts
+		s.order = append(s.order, typeURL)
+		for n, v := range req.GetInitialResourceVersions() {
+			ts.versions[n] = v
+		}
+		// "How the client specifies what resources to return": a first
+		// request that names nothing is the legacy wildcard, for the
+		// types that have wildcards (Listener and Cluster).
+		if len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 &&
+			(typeURL == listenerTypeURL || typeURL == clusterTypeURL) {
+			ts.wildcard = true
+		}
+	}
+	force := make(map[string]bool)
+	var absentNow []string
+	for _, n := range req.GetResourceNamesSubscribe() {
+		if n == "*" {
+			ts.wildcard = true
+			continue
+		}
+		ts.names[n] = true
+		delete(ts.absent, n)
+		if !first {
+			// "Subscribing to Resources": resent even if the server
+			// believes the client has it.
+			force[n] = true
+		}
+	}
+	snap := ms.snapshotFor(s.nodeID)
+	for _, n := range req.GetResourceNamesUnsubscribe() {
+		if n == "*" {
+			ts.wildcard = false
+			continue
+		}
+		delete(ts.names, n)
+		delete(ts.absent, n)
+		if !ts.wildcard {
+			delete(ts.versions, n) // the client forgets it
+			continue
+		}
+		// "Unsubscribing from Resources", the exception: with the
+		// wildcard, the client must learn whether the wildcard covers the
+		// name; here it covers every resource of the snapshot.
+		if snap != nil && ms.snapshotHas(snap, typeURL, n) {
+			force[n] = true
+		} else {
+			absentNow = append(absentNow, n)
+		}
+	}
+	if !ts.wildcard {
+		for n := range ts.versions {
+			if !ts.names[n] {
+				delete(ts.versions, n) // received through a wildcard since unsubscribed
+			}
+		}
+	}
+	if snap == nil {
+		return
+	}
+	if !first && len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 {
+		// An ACK or NACK: nothing changed that Update has not pushed.
+		return
+	}
+	if resp := ms.deltaResponse(snap, typeURL, ts, force, absentNow); resp != nil {
+		s.enqueue(resp)
+	}
+}
+
+// pushDeltaSnapshot sends, for every type the stream subscribes to, in the
+// order of pushSnapshot, what changed in the node's snapshot.
+func (ms *ManagementServer) pushDeltaSnapshot(s *deltaStream) {
+	snap := ms.snapshotFor(s.nodeID)
+	if snap == nil || !s.gotFirst {
+		return
+	}
+	order := slices.Concat(builtinTypeURLs, snap.otherTypes, s.order)
+	done := make(map[string]bool, len(order))
+	for _, typeURL := range order {
+		if done[typeURL] {
+			continue
+		}
+		done[typeURL] = true
+		ts := s.types[typeURL]
+		if ts == nil {
+			continue
+		}
+		if resp := ms.deltaResponse(snap, typeURL, ts, nil, nil); resp != nil {
+			s.enqueue(resp)
+		}
+	}
+}
+
+// deltaResponse returns the response that brings the client's copy of
+// typeURL up to date with snap, or nil when it is up to date: every wanted
+// resource whose version the client does not have (and those in force), in
+// snapshot order, and in removed_resources every name the client has or
+// subscribed to that snap does not have (each absent subscribed name once),
+// sorted, plus absentNow. It records what it sends as what the client has.
+func (ms *ManagementServer) deltaResponse(snap *snapshot, typeURL string, ts *deltaTypeState, force map[string]bool, absentNow []string) *v3discoverypb.DeltaDiscoveryResponse {
+	resp := &v3discoverypb.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: snap.version}
+	view := ms.deltaViewOf(snap)
+	inSnap := view.names[typeURL]
+	for i, r := range snap.resources[typeURL] {
+		if !ts.wants(r.name) {
+			continue
+		}
+		inner, v := view.inner[typeURL][i], view.versions[typeURL][i]
+		if have, ok := ts.versions[r.name]; ok && have == v && !force[r.name] {
+			continue
+		}
+		resp.Resources = append(resp.Resources, &v3discoverypb.Resource{Name: r.name, Version: v, Resource: inner})
+		ts.versions[r.name] = v
+	}
+	removed := slices.Clone(absentNow)
+	for n := range ts.versions {
+		if !inSnap[n] {
+			removed = append(removed, n)
+			delete(ts.versions, n)
+			if ts.names[n] {
+				ts.absent[n] = true
+			}
+		}
+	}
+	for n := range ts.names {
+		if !inSnap[n] && !ts.absent[n] {
+			removed = append(removed, n)
+			ts.absent[n] = true
+		}
+	}
+	slices.Sort(removed)
+	resp.RemovedResources = slices.Compact(removed)
+	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 {
+		return nil
+	}
+	resp.Nonce = ms.nextNonce()
+	return resp
+}
+
+// deltaView is what delta streams send of a snapshot: per type URL, in
+// snapshot order, each resource without the SotW Resource wrapper and its
+// per-resource version; and the set of names. It is built once per
+// snapshot, by the first delta stream that needs it, so that a push costs
+// each stream map lookups, not hashing.
+type deltaView struct {
+	once     sync.Once
+	inner    map[string][]*anypb.Any
+	versions map[string][]string
+	names    map[string]map[string]bool
+}
+
+func (ms *ManagementServer) deltaViewOf(snap *snapshot) *deltaView {
+	v := &snap.delta
+	v.once.Do(func() {
+		v.inner = make(map[string][]*anypb.Any, len(snap.resources))
+		v.versions = make(map[string][]string, len(snap.resources))
+		v.names = make(map[string]map[string]bool, len(snap.resources))
+		for typeURL, rs := range snap.resources {
+			names := make(map[string]bool, len(rs))
+			for _, r := range rs {
+				inner := ms.unwrapped(r.any)
+				v.inner[typeURL] = append(v.inner[typeURL], inner)
+				v.versions[typeURL] = append(v.versions[typeURL], deltaVersion(inner))
+				names[r.name] = true
+			}
+			v.names[typeURL] = names
+		}
+	})
+	return v
+}
+
+// unwrapped returns the resource inside a snapshot entry, which is wrapped
+// in a Resource when the server has WrapResources: delta responses have a
+// wrapper of their own.
+func (ms *ManagementServer) unwrapped(a *anypb.Any) *anypb.Any {
+	if !ms.opts.WrapResources {
+		return a
+	}
+	w := &v3discoverypb.Resource{}
+	if err := a.UnmarshalTo(w); err != nil {
+		panic(fmt.Sprintf("testutil: a wrapped snapshot resource does not decode: %v", err)) // Update built it
+	}
+	return w.GetResource()
+}
+
+// deltaVersion is the per-resource version of a delta response: a hash of
+// the resource's type URL and bytes, so that a resource that did not
+// change between snapshots keeps its version and is not sent again.
+func deltaVersion(a *anypb.Any) string {
+	h := fnv.New64a()
+	h.Write([]byte(a.GetTypeUrl()))
+	h.Write([]byte{0})
+	h.Write(a.GetValue())
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (ms *ManagementServer) snapshotHas(snap *snapshot, typeURL, name string) bool {
+	return ms.deltaViewOf(snap).names[typeURL][name]
+}
+
+// SendDeltaResponse queues a copy of resp on the newest open delta stream
+// (the one with the highest StreamID among delta streams), waiting until
+// one is open or ctx ends. If resp.Nonce is "", the copy gets a fresh
+// nonce, unique on this server; SendDeltaResponse returns the nonce of the
+// copy. It works as SendResponse does for SotW: scripted and snapshot
+// responses share the stream's queue, a scripted response does not change
+// what the server considers the client has, and it works whether or not
+// the server is Manual. It returns an error wrapping ctx.Err() if ctx ends
+// first, or an error if the server was stopped.
+func (ms *ManagementServer) SendDeltaResponse(ctx context.Context, resp *v3discoverypb.DeltaDiscoveryResponse) (nonce string, err error) {
+	out := proto.Clone(resp).(*v3discoverypb.DeltaDiscoveryResponse)
+	for {
+		ms.mu.Lock()
+		if ms.isStopped {
+			ms.mu.Unlock()
+			return "", errServerStopped
+		}
+		var newest *deltaStream
+		for _, s := range ms.deltaStreams {
+			if newest == nil || s.id > newest.id {
+				newest = s
+			}
+		}
+		if newest != nil {
+			if out.GetNonce() == "" {
+				out.Nonce = ms.nextNonce()
+			}
+			newest.enqueue(out)
+			ms.mu.Unlock()
+			return out.GetNonce(), nil
+		}
+		opened := ms.streamOpened
+		ms.mu.Unlock()
+		select {
+		case <-opened:
+		case <-ctx.Done():
+			return "", fmt.Errorf("testutil: waiting for an open delta stream: %w", ctx.Err())
+		case <-ms.stopped:
+			return "", errServerStopped
+		}
+	}
+}
