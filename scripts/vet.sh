@@ -16,7 +16,10 @@ report() { # report RULE LINES...
 	fi
 }
 
-gofiles=$(git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null | grep -v '/testdata/')
+# Tracked and untracked-but-not-ignored files that exist in the work tree
+# (a file deleted but not yet committed is listed by git, and skipped).
+gofiles=$(git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null | grep -v '/testdata/' |
+	while read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done)
 # Library code: everything but tests, commands, examples and the interop module.
 libfiles=$(printf '%s\n' $gofiles | grep -v '_test\.go$' | grep -v -E '^(cmd|examples|interop)/' || true)
 
