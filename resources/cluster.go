@@ -35,12 +35,6 @@ const (
 	// aggregateClusterConfigTypeURL is the type of their typed_config.
 	aggregateClusterConfigTypeURL = "type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig"
 
-	defaultRingHashMinSize = 1024
-	defaultRingHashMaxSize = 8 * 1024 * 1024
-	ringHashSizeLimit      = 8 * 1024 * 1024 // both bounds, gRFC A42
-
-	defaultLeastRequestChoiceCount = 2 // gRFC A48
-
 	defaultMaxRequests = 1024 // circuit breaking, gRFC A32
 )
 
@@ -65,8 +59,16 @@ type Cluster struct {
 	// AggregateClusters are the child clusters of a ClusterKindAggregate
 	// cluster, as received, highest priority first; never empty (gRFC A37).
 	AggregateClusters []string
-	// LBPolicy is the load balancing policy for the cluster's endpoints.
+	// LBPolicy is the load balancing policy for the cluster's endpoints,
+	// from load_balancing_policy when set, else from lb_policy. Aggregate
+	// clusters have one too, unused (gRFC A37).
 	LBPolicy LBPolicy
+	// Security is the TLS configuration from transport_socket; nil when
+	// unset (gRFC A29).
+	Security *SecurityConfig
+	// OutlierDetection is outlier_detection with defaults applied; nil
+	// when unset (gRFC A50).
+	OutlierDetection *OutlierDetection
 	// LRSServerSelf reports whether lrs_server is set (it must be "self"):
 	// load reports go to the management server that sent the cluster.
 	LRSServerSelf bool
@@ -113,50 +115,6 @@ func (k ClusterKind) String() string {
 	}
 }
 
-// LBPolicy is the load balancing policy of a cluster, from lb_policy and
-// its config.
-type LBPolicy struct {
-	// Kind is the policy.
-	Kind LBPolicyKind
-	// RingHashMinSize and RingHashMaxSize bound the ring size of
-	// LBPolicyRingHash, in entries: 1 ≤ min ≤ max ≤ 8,388,608. Unset or
-	// zero values default to 1024 and 8,388,608 (gRFC A42). Zero for other
-	// kinds.
-	RingHashMinSize, RingHashMaxSize uint64
-	// LeastRequestChoiceCount is the number of endpoints LBPolicyLeastRequest
-	// compares, ≥ 2, default 2 (gRFC A48). Zero for other kinds.
-	LeastRequestChoiceCount uint32
-}
-
-// LBPolicyKind is a load balancing policy. The zero value is not a valid
-// kind; Decode never returns it.
-type LBPolicyKind uint8
-
-// The supported load balancing policies.
-const (
-	// LBPolicyRoundRobin is ROUND_ROBIN, which gRPC runs as weighted round
-	// robin across localities (xds_wrr_locality) with round robin inside.
-	LBPolicyRoundRobin LBPolicyKind = iota + 1
-	// LBPolicyRingHash is RING_HASH with the XX_HASH function (gRFC A42).
-	LBPolicyRingHash
-	// LBPolicyLeastRequest is LEAST_REQUEST (gRFC A48).
-	LBPolicyLeastRequest
-)
-
-// String returns "ROUND_ROBIN", "RING_HASH" or "LEAST_REQUEST".
-func (k LBPolicyKind) String() string {
-	switch k {
-	case LBPolicyRoundRobin:
-		return "ROUND_ROBIN"
-	case LBPolicyRingHash:
-		return "RING_HASH"
-	case LBPolicyLeastRequest:
-		return "LEAST_REQUEST"
-	default:
-		return fmt.Sprintf("LBPolicyKind(%d)", uint8(k))
-	}
-}
-
 // decodeCluster decodes a Cluster.
 func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
 	c := &v3clusterpb.Cluster{}
@@ -178,9 +136,22 @@ func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
 func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
 	out := &Cluster{Name: CanonicalName(name), MaxRequests: defaultMaxRequests}
 
-	lb, err := lbPolicyFromProto(c)
+	// The checks run in grpc-go's order, so that a Cluster with several
+	// problems reports the same one.
+	lb, err := legacyLBPolicy(c)
 	if err != nil {
 		return nil, err
+	}
+	if out.Security, err = securityFromCluster(c); err != nil {
+		return nil, err
+	}
+	if out.OutlierDetection, err = outlierDetectionFromProto(c.GetOutlierDetection()); err != nil {
+		return nil, err
+	}
+	if lbp := c.GetLoadBalancingPolicy(); lbp != nil {
+		if lb, err = lbPolicyFromProto(lbList{proto: lbp}, 0); err != nil {
+			return nil, withFieldPrefix("load_balancing_policy", err)
+		}
 	}
 	out.LBPolicy = lb
 
@@ -246,47 +217,6 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
 		return nil, invalid("type", "unsupported cluster type STATIC")
 	}
 	return out, nil
-}
-
-// lbPolicyFromProto reads lb_policy and its config (R-17.4, gRFC A42, A48).
-func lbPolicyFromProto(c *v3clusterpb.Cluster) (LBPolicy, error) {
-	switch c.GetLbPolicy() {
-	case v3clusterpb.Cluster_ROUND_ROBIN:
-		return LBPolicy{Kind: LBPolicyRoundRobin}, nil
-	case v3clusterpb.Cluster_RING_HASH:
-		rh := c.GetRingHashLbConfig()
-		if hf := rh.GetHashFunction(); hf != v3clusterpb.Cluster_RingHashLbConfig_XX_HASH {
-			return LBPolicy{}, invalid("ring_hash_lb_config.hash_function", "unsupported hash function %v, want XX_HASH", hf)
-		}
-		p := LBPolicy{Kind: LBPolicyRingHash, RingHashMinSize: defaultRingHashMinSize, RingHashMaxSize: defaultRingHashMaxSize}
-		if v := rh.GetMinimumRingSize().GetValue(); v != 0 {
-			p.RingHashMinSize = v
-		}
-		if v := rh.GetMaximumRingSize().GetValue(); v != 0 {
-			p.RingHashMaxSize = v
-		}
-		if p.RingHashMinSize > ringHashSizeLimit {
-			return LBPolicy{}, invalid("ring_hash_lb_config.minimum_ring_size", "%d exceeds the limit %d", p.RingHashMinSize, ringHashSizeLimit)
-		}
-		if p.RingHashMaxSize > ringHashSizeLimit {
-			return LBPolicy{}, invalid("ring_hash_lb_config.maximum_ring_size", "%d exceeds the limit %d", p.RingHashMaxSize, ringHashSizeLimit)
-		}
-		if p.RingHashMinSize > p.RingHashMaxSize {
-			return LBPolicy{}, invalid("ring_hash_lb_config", "minimum_ring_size %d is greater than maximum_ring_size %d", p.RingHashMinSize, p.RingHashMaxSize)
-		}
-		return p, nil
-	case v3clusterpb.Cluster_LEAST_REQUEST:
-		p := LBPolicy{Kind: LBPolicyLeastRequest, LeastRequestChoiceCount: defaultLeastRequestChoiceCount}
-		if cc := c.GetLeastRequestLbConfig().GetChoiceCount(); cc != nil {
-			p.LeastRequestChoiceCount = cc.GetValue()
-		}
-		if p.LeastRequestChoiceCount < 2 {
-			return LBPolicy{}, invalid("least_request_lb_config.choice_count", "%d, must be at least 2", p.LeastRequestChoiceCount)
-		}
-		return p, nil
-	default:
-		return LBPolicy{}, invalid("lb_policy", "unsupported policy %v", c.GetLbPolicy())
-	}
 }
 
 // logicalDNSAddress returns the host and port of a LOGICAL_DNS cluster:

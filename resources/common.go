@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -31,14 +32,42 @@ func errEmptyName(field string) error {
 	return invalid(field, "empty resource name")
 }
 
+// configSourceKind is the config_source_specifier of a ConfigSource, as
+// far as gRPC cares.
+type configSourceKind uint8
+
+const (
+	configSourceNone  configSourceKind = iota // no ConfigSource, or no specifier
+	configSourceADS                           // ads
+	configSourceSelf                          // self
+	configSourceOther                         // path, api_config_source, …
+)
+
+func configSourceKindOf(cs *v3corepb.ConfigSource) configSourceKind {
+	switch cs.GetConfigSourceSpecifier().(type) {
+	case *v3corepb.ConfigSource_Ads:
+		return configSourceADS
+	case *v3corepb.ConfigSource_Self:
+		return configSourceSelf
+	case nil:
+		return configSourceNone
+	default:
+		return configSourceOther
+	}
+}
+
 // checkConfigSource checks that cs points back at the ADS stream: gRPC only
 // supports the "ads" and "self" config sources. A nil cs is
 // rejected too, as in grpc-go.
 func checkConfigSource(field string, cs *v3corepb.ConfigSource) error {
-	switch cs.GetConfigSourceSpecifier().(type) {
-	case *v3corepb.ConfigSource_Ads, *v3corepb.ConfigSource_Self:
+	return checkConfigSourceKind(field, configSourceKindOf(cs))
+}
+
+func checkConfigSourceKind(field string, k configSourceKind) error {
+	switch k {
+	case configSourceADS, configSourceSelf:
 		return nil
-	case nil:
+	case configSourceNone:
 		return invalid(field, "missing, must be ads or self")
 	default:
 		return invalid(field, "config source must be ads or self")
@@ -56,6 +85,47 @@ func duration(field string, d *durationpb.Duration) (time.Duration, error) {
 		return 0, invalid(field, "negative duration %v", v)
 	}
 	return v, nil
+}
+
+// durationParts is a google.protobuf.Duration read without allocating
+// one; set is false when the field is absent.
+type durationParts struct {
+	set     bool
+	seconds int64
+	nanos   int32
+}
+
+func durationPartsOf(d *durationpb.Duration) durationParts {
+	if d == nil {
+		return durationParts{}
+	}
+	return durationParts{set: true, seconds: d.GetSeconds(), nanos: d.GetNanos()}
+}
+
+// duration converts d as duration does.
+func (d durationParts) duration(field string) (time.Duration, error) {
+	// The common case, a valid duration of less than 290 years, is
+	// checked here; anything else goes through durationpb for its error.
+	const maxSeconds = math.MaxInt64 / int64(time.Second)
+	if d.seconds >= 0 && d.seconds < maxSeconds && d.nanos >= 0 && d.nanos < 1e9 {
+		return time.Duration(d.seconds)*time.Second + time.Duration(d.nanos), nil
+	}
+	pb := durationpb.Duration{Seconds: d.seconds, Nanos: d.nanos}
+	return duration(field, &pb)
+}
+
+// optDuration sets *out to d when d is set; d must be valid and not
+// negative.
+func optDuration(field string, d *durationpb.Duration, out *time.Duration) error {
+	if d == nil {
+		return nil
+	}
+	v, err := duration(field, d)
+	if err != nil {
+		return err
+	}
+	*out = v
+	return nil
 }
 
 // perMillion scales a FractionalPercent to parts per million, capped at one
@@ -97,4 +167,17 @@ func joinHostPort(host string, port uint32) string {
 		}
 	}
 	return host + ":" + p
+}
+
+// oneofName returns the name of the field set in the oneof named oneof of
+// m, or "none"; for messages about unsupported choices.
+func oneofName(m protoreflect.Message, oneof protoreflect.Name) string {
+	od := m.Descriptor().Oneofs().ByName(oneof)
+	if od == nil {
+		return string(oneof)
+	}
+	if fd := m.WhichOneof(od); fd != nil {
+		return string(fd.Name())
+	}
+	return "none"
 }

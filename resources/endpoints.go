@@ -88,6 +88,10 @@ type Endpoint struct {
 	HealthStatus HealthStatus
 	// Weight is load_balancing_weight, 1 when unset, never 0.
 	Weight uint32
+	// HashKey is the endpoint's key for the ring hash LB policy: the
+	// string "hash_key" of the endpoint's "envoy.lb" filter metadata
+	// (gRFC A76); "" when unset, in which case the address is hashed.
+	HashKey string
 }
 
 // DropOverload is one category of the policy.drop_overloads: the share of
@@ -243,6 +247,7 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 		}
 		ep := lb.GetEndpoint()
 		if ep == nil {
+			// Stricter than grpc-go, as for socketAddress.
 			if _, named := lb.GetHostIdentifier().(*v3endpointpb.LbEndpoint_EndpointName); named {
 				return nil, invalid(indexed("lb_endpoints", j)+".endpoint_name", "named endpoints are not supported")
 			}
@@ -272,14 +277,32 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 			Hostname:     ep.GetHostname(),
 			HealthStatus: HealthStatus(lb.GetHealthStatus()),
 			Weight:       weight,
+			HashKey:      hashKey(lb),
 		})
 	}
 	return eps, nil
 }
 
+// hashKey returns the A76 hash key of an endpoint, from its "envoy.lb"
+// filter metadata. grpc-go converts typed_filter_metadata too, but only
+// for types behind environment variables that default to off, so
+// metadata never makes a resource invalid here.
+func hashKey(lb *v3endpointpb.LbEndpoint) string {
+	fm := lb.GetMetadata().GetFilterMetadata()
+	if len(fm) == 0 {
+		return ""
+	}
+	return fm["envoy.lb"].GetFields()["hash_key"].GetStringValue()
+}
+
 // socketAddress returns "host:port" for an Address that must be a socket
 // address with a non-empty host and a numeric port; error fields are
 // relative to the Address.
+//
+// Deliberately stricter than grpc-go, which turns a missing address, an
+// empty host or a named port into the address ":0" (or "host:0") and
+// accepts it: such an endpoint cannot be reached. gRPC C++ rejects all
+// three (and further requires an IP literal, which grpc-go does not).
 func socketAddress(a *v3corepb.Address) (string, error) {
 	sa := a.GetSocketAddress()
 	if sa == nil {

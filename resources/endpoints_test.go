@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -84,6 +85,7 @@ func TestEndpoints_Decode(t *testing.T) {
 func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 	cases := []decodeCase[*Endpoints]{
 		{
+			rule: "R-17.5",
 			name: "one locality",
 			give: cla("e", locality("z", 0, 3,
 				lbEndpoint("10.0.0.1", 80, func(e *v3endpointpb.LbEndpoint) {
@@ -101,11 +103,13 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			}},
 		},
 		{
+			rule: "R-17.5",
 			name: "no localities",
 			give: cla("e"),
 			want: &Endpoints{ClusterName: "e"},
 		},
 		{
+			rule: "R-17.5",
 			name: "ipv6 and additional addresses",
 			give: cla("e", locality("z", 0, 1, lbEndpoint("::1", 443, func(e *v3endpointpb.LbEndpoint) {
 				e.GetEndpoint().AdditionalAddresses = []*v3endpointpb.Endpoint_AdditionalAddress{{Address: socketAddr("10.0.0.1", 443)}}
@@ -113,12 +117,14 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			want: &Endpoints{ClusterName: "e", Localities: []Locality{loc("z", 0, 1, ep("[::1]:443", "10.0.0.1:443"))}},
 		},
 		{
+			rule: "R-17.5",
 			name: "unknown health status kept",
 			give: cla("e", locality("z", 0, 1, lbEndpoint("h", 1, func(e *v3endpointpb.LbEndpoint) { e.HealthStatus = 42 }))),
 			want: &Endpoints{ClusterName: "e", Localities: []Locality{loc("z", 0, 1, Endpoint{Addresses: []string{"h:1"}, HealthStatus: 42, Weight: 1})}},
 		},
 		{
 			// R-17.5: weight 0 or unset → locality dropped.
+			rule: "R-17.5",
 			name: "weight zero localities dropped",
 			give: cla("e",
 				locality("a", 0, 0, lbEndpoint("10.0.0.1", 1)),
@@ -133,6 +139,7 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 		},
 		{
 			// The same locality in two priorities is allowed (gRFC A52).
+			rule: "R-17.5",
 			name: "two priorities, same locality in both",
 			give: cla("e",
 				locality("z", 1, 2, lbEndpoint("10.0.0.2", 1)),
@@ -145,6 +152,7 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 		},
 		{
 			// R-17.5: the sum of the locality weights of a priority fits.
+			rule: "R-17.5",
 			name: "locality weights sum to MaxUint32",
 			give: cla("e",
 				locality("a", 0, math.MaxUint32-1, lbEndpoint("10.0.0.1", 1)),
@@ -157,6 +165,7 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 		},
 		{
 			// R-17.5: HUNDRED / TEN_THOUSAND / MILLION, scaled per million.
+			rule: "R-17.5",
 			name: "drop overloads",
 			give: withDrops(cla("e"),
 				drop("a", 5, v3typepb.FractionalPercent_HUNDRED),
@@ -174,13 +183,71 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			}},
 		},
 		{
+			rule: "R-5.2",
 			name: "xdstp name canonicalised",
 			give: cla("xdstp://a/envoy.config.endpoint.v3.ClusterLoadAssignment/e?z=1&y=2"),
 			want: &Endpoints{ClusterName: "xdstp://a/envoy.config.endpoint.v3.ClusterLoadAssignment/e?y=2&z=1"},
 		},
+		{
+			// gRFC A76: the hash key comes from the "envoy.lb" filter
+			// metadata; other metadata is ignored.
+			rule: "R-17.5",
+			name: "endpoint hash key",
+			give: cla("e", locality("z", 0, 1,
+				lbEndpoint("10.0.0.1", 80, func(e *v3endpointpb.LbEndpoint) {
+					e.Metadata = &v3corepb.Metadata{FilterMetadata: map[string]*structpb.Struct{
+						"envoy.lb": mustStruct(t, map[string]any{"hash_key": "k1", "other": 1}),
+						"x":        mustStruct(t, map[string]any{"hash_key": "ignored"}),
+					}}
+				}),
+				lbEndpoint("10.0.0.2", 80, func(e *v3endpointpb.LbEndpoint) {
+					e.Metadata = &v3corepb.Metadata{FilterMetadata: map[string]*structpb.Struct{"envoy.lb": mustStruct(t, map[string]any{"hash_key": 7})}}
+				}),
+			)),
+			want: &Endpoints{ClusterName: "e", Localities: []Locality{loc("z", 0, 1,
+				Endpoint{Addresses: []string{"10.0.0.1:80"}, Weight: 1, HashKey: "k1"},
+				ep("10.0.0.2:80"),
+			)}},
+		},
+		{
+			// grpc-go accepts an empty drop category (gRPC C++ does not).
+			rule: "R-17.5",
+			name: "drop overload without category",
+			give: withDrops(cla("e"), drop("", 1, v3typepb.FractionalPercent_MILLION)),
+			want: &Endpoints{ClusterName: "e", DropOverloads: []DropOverload{{PerMillion: 1}}},
+		},
+		{
+			// Localities may come in any priority order; an empty locality
+			// (no region, zone or sub-zone) is a locality like any other.
+			rule: "R-17.5",
+			name: "priorities out of order and an empty locality",
+			give: cla("e",
+				locality("b", 1, 1, lbEndpoint("10.0.0.2", 1)),
+				&v3endpointpb.LocalityLbEndpoints{Locality: &v3corepb.Locality{}, LoadBalancingWeight: wrapperspb.UInt32(1), LbEndpoints: []*v3endpointpb.LbEndpoint{lbEndpoint("10.0.0.1", 1)}},
+			),
+			want: &Endpoints{ClusterName: "e", Localities: []Locality{
+				loc("b", 1, 1, ep("10.0.0.2:1")),
+				{Weight: 1, Endpoints: []Endpoint{ep("10.0.0.1:1")}},
+			}},
+		},
+		{
+			// R-17.5: endpoints of the same host on different ports are
+			// different addresses; so are IPv6 and IPv4 forms.
+			rule: "R-17.5",
+			name: "same host on two ports",
+			give: cla("e", locality("z", 0, 1, lbEndpoint("10.0.0.1", 1), lbEndpoint("10.0.0.1", 2), lbEndpoint("::ffff:10.0.0.1", 1))),
+			want: &Endpoints{ClusterName: "e", Localities: []Locality{loc("z", 0, 1, ep("10.0.0.1:1"), ep("10.0.0.1:2"), ep("[::ffff:10.0.0.1]:1"))}},
+		},
+		{
+			rule: "R-17.5",
+			name: "locality without endpoints",
+			give: cla("e", locality("z", 0, 5)),
+			want: &Endpoints{ClusterName: "e", Localities: []Locality{loc("z", 0, 5)}},
+		},
 
 		// Invalid resources: per-resource errors.
 		{
+			rule: "R-17.5",
 			name: "locality without locality",
 			give: cla("e", func() *v3endpointpb.LocalityLbEndpoints {
 				l := locality("z", 0, 1)
@@ -190,22 +257,26 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints[0].locality: missing",
 		},
 		{
+			rule:    "R-17.5",
 			name:    "priority gap",
 			give:    cla("e", locality("a", 0, 1), locality("b", 2, 1), locality("c", 2, 1)),
 			wantErr: "endpoints: priority 1 has no locality",
 		},
 		{
 			// R-17.5: checked after weight-0 localities are dropped.
+			rule:    "R-17.5",
 			name:    "priority gap from a weight-0 locality",
 			give:    cla("e", locality("a", 0, 0), locality("b", 1, 1)),
 			wantErr: "priority 0 has no locality",
 		},
 		{
+			rule:    "R-17.5",
 			name:    "priority beyond the number of localities",
 			give:    cla("e", locality("a", 0, 1), locality("b", 7, 1)),
 			wantErr: "endpoints[1].priority: priority 7 leaves a gap",
 		},
 		{
+			rule: "R-17.5",
 			name: "locality weight sum overflows",
 			give: cla("e",
 				locality("a", 0, math.MaxUint32, lbEndpoint("10.0.0.1", 1)),
@@ -214,11 +285,13 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints[1].load_balancing_weight: sum of locality weights of priority 0",
 		},
 		{
+			rule:    "R-17.5",
 			name:    "duplicate locality in a priority",
 			give:    cla("e", locality("a", 0, 1), locality("a", 0, 2)),
 			wantErr: `endpoints[1].locality: locality {region="r", zone="a", sub_zone=""} appears twice in priority 0`,
 		},
 		{
+			rule: "R-17.5",
 			name: "endpoint weight zero",
 			give: cla("e", locality("a", 0, 1, lbEndpoint("h", 1, func(e *v3endpointpb.LbEndpoint) {
 				e.LoadBalancingWeight = wrapperspb.UInt32(0)
@@ -226,6 +299,7 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints[0].lb_endpoints[0].load_balancing_weight: must be at least 1",
 		},
 		{
+			rule: "R-17.5",
 			name: "endpoint weight sum overflows",
 			give: cla("e", locality("a", 0, 1,
 				lbEndpoint("h1", 1, func(e *v3endpointpb.LbEndpoint) { e.LoadBalancingWeight = wrapperspb.UInt32(math.MaxUint32) }),
@@ -234,11 +308,13 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints[0].lb_endpoints[1].load_balancing_weight: sum of endpoint weights",
 		},
 		{
+			rule:    "R-17.5",
 			name:    "duplicate address across localities",
 			give:    cla("e", locality("a", 0, 1, lbEndpoint("h", 1)), locality("b", 0, 1, lbEndpoint("h", 1))),
 			wantErr: "endpoints[1].lb_endpoints[0].endpoint: duplicate address h:1",
 		},
 		{
+			rule: "R-17.5",
 			name: "duplicate additional address",
 			give: cla("e", locality("a", 0, 1,
 				lbEndpoint("h", 1),
@@ -249,11 +325,13 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints[0].lb_endpoints[1].endpoint: duplicate address h:1",
 		},
 		{
+			rule:    "R-17.5",
 			name:    "endpoint missing",
 			give:    cla("e", locality("a", 0, 1, &v3endpointpb.LbEndpoint{})),
 			wantErr: "endpoints[0].lb_endpoints[0].endpoint: missing",
 		},
 		{
+			rule: "R-17.5",
 			name: "named endpoint",
 			give: cla("e", locality("a", 0, 1, &v3endpointpb.LbEndpoint{
 				HostIdentifier: &v3endpointpb.LbEndpoint_EndpointName{EndpointName: "n"},
@@ -261,6 +339,7 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints[0].lb_endpoints[0].endpoint_name: named endpoints are not supported",
 		},
 		{
+			rule: "R-17.5",
 			name: "pipe address",
 			give: cla("e", locality("a", 0, 1, lbEndpoint("h", 1, func(e *v3endpointpb.LbEndpoint) {
 				e.GetEndpoint().Address = &v3corepb.Address{Address: &v3corepb.Address_Pipe{Pipe: &v3corepb.Pipe{Path: "/p"}}}
@@ -268,11 +347,13 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints[0].lb_endpoints[0].endpoint.address.socket_address: missing",
 		},
 		{
+			rule:    "R-17.5",
 			name:    "empty host",
 			give:    cla("e", locality("a", 0, 1, lbEndpoint("", 1))),
 			wantErr: "endpoint.address.socket_address.address: empty",
 		},
 		{
+			rule: "R-17.5",
 			name: "named port",
 			give: cla("e", locality("a", 0, 1, lbEndpoint("h", 1, func(e *v3endpointpb.LbEndpoint) {
 				e.GetEndpoint().GetAddress().GetSocketAddress().PortSpecifier = &v3corepb.SocketAddress_NamedPort{NamedPort: "http"}
@@ -280,6 +361,7 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "socket_address.named_port: named ports are not supported",
 		},
 		{
+			rule: "R-17.5",
 			name: "bad additional address",
 			give: cla("e", locality("a", 0, 1, lbEndpoint("h", 1, func(e *v3endpointpb.LbEndpoint) {
 				e.GetEndpoint().AdditionalAddresses = []*v3endpointpb.Endpoint_AdditionalAddress{{}}
@@ -287,9 +369,35 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoint.additional_addresses[0].address.socket_address: missing",
 		},
 		{
+			rule:    "R-17.5",
 			name:    "drop denominator unknown",
 			give:    withDrops(cla("e"), drop("a", 1, 99)),
 			wantErr: "policy.drop_overloads[0].drop_percentage.denominator: unsupported value 99",
+		},
+		{
+			// R-17.5: a duplicate among the addresses of one endpoint.
+			rule: "R-17.5",
+			name: "duplicate additional address of the same endpoint",
+			give: cla("e", locality("a", 0, 1, lbEndpoint("h", 1, func(e *v3endpointpb.LbEndpoint) {
+				e.GetEndpoint().AdditionalAddresses = []*v3endpointpb.Endpoint_AdditionalAddress{{Address: socketAddr("h", 1)}}
+			}))),
+			wantErr: "endpoints[0].lb_endpoints[0].endpoint: duplicate address h:1",
+		},
+		{
+			// R-17.5: a weight-0 locality is dropped before its endpoints are
+			// looked at, so it does not count for duplicates.
+			rule:    "R-17.5",
+			name:    "priority made only of weight-0 localities",
+			give:    cla("e", locality("a", 0, 1, lbEndpoint("h", 1)), locality("b", 1, 0, lbEndpoint("h", 1)), locality("c", 2, 1, lbEndpoint("g", 1))),
+			wantErr: "endpoints: priority 1 has no locality with a non-zero weight, but priority 2 has",
+		},
+		{
+			// grpc-go reads a missing drop_percentage as 0% (gRPC C++
+			// rejects it); nothing is dropped.
+			rule: "R-17.5",
+			name: "drop percentage missing",
+			give: withDrops(cla("e"), &v3endpointpb.ClusterLoadAssignment_Policy_DropOverload{Category: "c"}),
+			want: &Endpoints{ClusterName: "e", DropOverloads: []DropOverload{{Category: "c"}}},
 		},
 	}
 	return cases
@@ -341,4 +449,14 @@ func TestHealthStatus_String(t *testing.T) {
 			t.Errorf("%s: HealthStatus(%v) = %d, want %d", tc.name, tc.proto, got, tc.give)
 		}
 	}
+}
+
+// mustStruct returns m as a Struct.
+func mustStruct(t testing.TB, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatalf("structpb.NewStruct: %v", err)
+	}
+	return s
 }

@@ -52,12 +52,15 @@ func joinField(prefix, field string) string {
 	}
 }
 
-// withFieldPrefix returns err with prefix added in front of its Field when
+// withFieldPrefix returns nil for a nil err, and otherwise err with prefix added in front of its Field when
 // err is a *ValidationError, and err wrapped with the prefix as context
 // otherwise. Decoding helpers report fields relative to their own message
 // and their callers add the path on the way up, so that field paths are
 // only built on the error path.
 func withFieldPrefix(prefix string, err error) error {
+	if err == nil {
+		return nil
+	}
 	if ve, ok := err.(*ValidationError); ok {
 		return &ValidationError{Field: joinField(prefix, ve.Field), Reason: ve.Reason}
 	}

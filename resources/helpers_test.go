@@ -4,6 +4,7 @@ package resources
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,6 +31,14 @@ var cmpOpts = cmp.Options{
 	cmpopts.IgnoreUnexported(Listener{}, RouteConfig{}, Cluster{}, Endpoints{}),
 	protocmp.Transform(),
 	cmpopts.EquateEmpty(),
+	// Compiled regexes are compared by pattern; the tests of the regex
+	// helper check their full-match semantics.
+	cmp.Comparer(func(a, b *regexp.Regexp) bool {
+		if a == nil || b == nil {
+			return a == b
+		}
+		return a.String() == b.String()
+	}),
 }
 
 // rawer is implemented by every decoded value.
@@ -37,6 +46,7 @@ type rawer interface{ Raw() *anypb.Any }
 
 // decodeCase is one row of a decoder table test.
 type decodeCase[T any] struct {
+	rule    string // the rule of RULES.md the case checks, for example "R-17.3"
 	name    string
 	give    proto.Message // the resource, marshalled into an Any by the runner
 	want    T             // ignored when wantErr is set
@@ -49,6 +59,9 @@ type decodeCase[T any] struct {
 func runDecodeCases[T rawer](t *testing.T, typ Type[T], wantName func(proto.Message) string, cases []decodeCase[T]) {
 	t.Helper()
 	for _, tc := range cases {
+		if tc.rule == "" {
+			t.Errorf("case %q cites no rule", tc.name)
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			in := mustAny(t, tc.give)
 			name, got, err := typ.DecodeTyped(in)

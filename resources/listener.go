@@ -5,10 +5,12 @@ package resources
 import (
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v3httppb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 )
 
@@ -30,13 +32,6 @@ var ListenerType = NewType(TypeConfig[*Listener]{
 const (
 	// hcmTypeURL is the type of api_listener.api_listener.
 	hcmTypeURL = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
-	// routerTypeURL is the type of the router filter, the only terminal
-	// HTTP filter a gRPC client knows (gRFC A39).
-	routerTypeURL = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
-	// The two TypedStruct messages that may wrap a filter config; both have
-	// the real type URL in field 1 (type_url).
-	xdsTypedStructTypeURL  = "type.googleapis.com/xds.type.v3.TypedStruct"
-	udpaTypedStructTypeURL = "type.googleapis.com/udpa.type.v1.TypedStruct"
 
 	hcmField = "api_listener.api_listener"
 )
@@ -56,8 +51,9 @@ type Listener struct {
 	// RDS resource; nil when RouteConfigName is set.
 	InlineRouteConfig *RouteConfig
 	// HTTPFilters is the HTTP filter chain in order, never empty; the last
-	// filter, and only it, is the router. Optional filters without a
-	// typed_config are left out.
+	// filter, and only it, is the router. Optional filters that gRPC
+	// clients do not run (unknown types, server-only filters such as RBAC,
+	// or no typed_config) are left out.
 	HTTPFilters []HTTPFilter
 	// MaxStreamDuration is
 	// common_http_protocol_options.max_stream_duration, the default
@@ -72,24 +68,51 @@ type Listener struct {
 // Resource wrapper. The caller must not modify it.
 func (l *Listener) Raw() *anypb.Any { return l.raw }
 
-// HTTPFilter is one filter of the HttpConnectionManager's chain.
+// HTTPFilter is one filter of the HttpConnectionManager's chain: one the
+// gRPC client runs, with a valid config. The filters a client runs are
+// the router (envoy.extensions.filters.http.router.v3.Router) and fault
+// injection (envoy.extensions.filters.http.fault.v3.HTTPFault, gRFC A33),
+// the set of a default grpc-go build.
 type HTTPFilter struct {
-	// Name is the filter instance name, non-empty and unique in the chain.
+	// Name is the filter instance name, non-empty and unique in the chain;
+	// typed_per_filter_config entries of the RouteConfig refer to it.
 	Name string
-	// TypeURL is the type of the filter's config: typed_config's type URL,
-	// or, when typed_config is a TypedStruct (xds.type.v3 or
-	// udpa.type.v1), the type URL inside it.
+	// TypeURL is the type of the filter's config, which says what filter
+	// it is, for example
+	// "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault".
 	TypeURL string
-	// Config is typed_config as received (possibly a TypedStruct). It must
+	// Config is typed_config as received; it decodes as the message
+	// TypeURL names. It may share memory with the Listener's Raw and must
 	// not be modified.
 	Config *anypb.Any
-	// Optional is is_optional: a client that does not support TypeURL is
-	// to skip the filter rather than reject the Listener.
+	// Optional is is_optional.
 	Optional bool
 }
 
-// decodeListener decodes a client-side Listener.
+// decodeListener decodes a client-side Listener. The usual
+// shape of a client Listener is read straight from the wire (see
+// listener_wire.go); anything else goes through proto.Unmarshal. Both
+// paths feed listenerFromView, so they accept and reject the same
+// resources with the same errors.
 func decodeListener(inner *anypb.Any) (string, *Listener, error) {
+	var v hcmView
+	if name, ok := listenerFromWire(inner.GetValue(), &v); ok {
+		if name == "" {
+			return "", nil, errEmptyName("name")
+		}
+		out, err := listenerFromView(name, &v)
+		if err != nil {
+			return name, nil, err
+		}
+		out.raw = inner
+		return name, out, nil
+	}
+	return decodeListenerProto(inner)
+}
+
+// decodeListenerProto is the proto path of decodeListener, for every
+// Listener.
+func decodeListenerProto(inner *anypb.Any) (string, *Listener, error) {
 	lis := &v3listenerpb.Listener{}
 	if err := unmarshalResource(inner, lis, "Listener"); err != nil {
 		return "", nil, err
@@ -98,7 +121,11 @@ func decodeListener(inner *anypb.Any) (string, *Listener, error) {
 	if name == "" {
 		return "", nil, errEmptyName("name")
 	}
-	out, err := listenerFromProto(name, lis)
+	v, err := hcmViewFromListener(lis)
+	if err != nil {
+		return name, nil, err
+	}
+	out, err := listenerFromView(name, v)
 	if err != nil {
 		return name, nil, err
 	}
@@ -106,10 +133,35 @@ func decodeListener(inner *anypb.Any) (string, *Listener, error) {
 	return name, out, nil
 }
 
-func listenerFromProto(name string, lis *v3listenerpb.Listener) (*Listener, error) {
+// hcmView is what the decoder reads from the HttpConnectionManager of a
+// client Listener, whether it comes from a decoded proto or from the
+// wire.
+type hcmView struct {
+	routeSpecifier protowire.Number              // field number of the route_specifier set; 0 if none
+	rdsSource      configSourceKind              // rds.config_source
+	rdsName        string                        // rds.route_config_name
+	routeConfig    *v3routepb.RouteConfiguration // route_config, from the proto path only
+	xffHops        uint32                        // xff_num_trusted_hops
+	originalIPExt  bool                          // original_ip_detection_extensions not empty
+	maxStream      durationParts                 // common_http_protocol_options.max_stream_duration
+	filters        []filterView                  // http_filters
+}
+
+// filterView is one HttpFilter.
+type filterView struct {
+	name     string
+	cfg      *anypb.Any // typed_config; nil when unset
+	optional bool       // is_optional
+}
+
+// hcmViewFromListener checks the api_listener of lis and returns the view
+// of its HttpConnectionManager.
+func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, error) {
 	al := lis.GetApiListener()
 	if al == nil {
-		return nil, invalid("api_listener", "missing (server-side listeners are not supported)")
+		// A Listener without api_listener is a server-side (TCP) listener
+		// which this package does not decode yet.
+		return nil, invalid("api_listener", "missing: this is a server-side listener, which a client cannot use (server-side listeners are not supported)")
 	}
 	a := al.GetApiListener()
 	if a.GetTypeUrl() != hcmTypeURL {
@@ -119,45 +171,74 @@ func listenerFromProto(name string, lis *v3listenerpb.Listener) (*Listener, erro
 	if err := proto.Unmarshal(a.GetValue(), hcm); err != nil {
 		return nil, invalid(hcmField, "decoding HttpConnectionManager: %v", err)
 	}
-	// gRFC A41: these must be unset, else NACK.
-	if hcm.GetXffNumTrustedHops() != 0 {
-		return nil, invalid(hcmField+".xff_num_trusted_hops", "must be 0, got %d", hcm.GetXffNumTrustedHops())
+	v := &hcmView{
+		xffHops:       hcm.GetXffNumTrustedHops(),
+		originalIPExt: len(hcm.GetOriginalIpDetectionExtensions()) != 0,
+		maxStream:     durationPartsOf(hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration()),
 	}
-	if len(hcm.GetOriginalIpDetectionExtensions()) != 0 {
+	switch rs := hcm.GetRouteSpecifier().(type) {
+	case *v3httppb.HttpConnectionManager_Rds:
+		v.routeSpecifier = hcmRdsField
+		v.rdsSource = configSourceKindOf(rs.Rds.GetConfigSource())
+		v.rdsName = rs.Rds.GetRouteConfigName()
+	case *v3httppb.HttpConnectionManager_RouteConfig:
+		v.routeSpecifier, v.routeConfig = hcmRouteConfigField, rs.RouteConfig
+	case *v3httppb.HttpConnectionManager_ScopedRoutes:
+		v.routeSpecifier = hcmScopedRoutesField
+	}
+	if fs := hcm.GetHttpFilters(); len(fs) > 0 {
+		v.filters = make([]filterView, len(fs))
+		for i, f := range fs {
+			v.filters[i] = filterView{name: f.GetName(), cfg: f.GetTypedConfig(), optional: f.GetIsOptional()}
+		}
+	}
+	return v, nil
+}
+
+// listenerFromView validates the HttpConnectionManager of a client-side
+// Listener named name and converts it.
+func listenerFromView(name string, v *hcmView) (*Listener, error) {
+	// gRFC A41: these must be unset, else NACK.
+	if v.xffHops != 0 {
+		return nil, invalid(hcmField+".xff_num_trusted_hops", "must be 0, got %d", v.xffHops)
+	}
+	if v.originalIPExt {
 		return nil, invalid(hcmField+".original_ip_detection_extensions", "must be empty")
 	}
 
 	out := &Listener{Name: CanonicalName(name)}
-	switch rs := hcm.GetRouteSpecifier().(type) {
-	case *v3httppb.HttpConnectionManager_Rds:
-		if err := checkConfigSource(hcmField+".rds.config_source", rs.Rds.GetConfigSource()); err != nil {
+	switch v.routeSpecifier {
+	case hcmRdsField:
+		if err := checkConfigSourceKind(hcmField+".rds.config_source", v.rdsSource); err != nil {
 			return nil, err
 		}
-		if rs.Rds.GetRouteConfigName() == "" {
+		if v.rdsName == "" {
 			return nil, invalid(hcmField+".rds.route_config_name", "empty")
 		}
-		out.RouteConfigName = rs.Rds.GetRouteConfigName()
-	case *v3httppb.HttpConnectionManager_RouteConfig:
-		rc, err := routeConfigFromProto(rs.RouteConfig)
+		out.RouteConfigName = v.rdsName
+	case hcmRouteConfigField:
+		rc, err := routeConfigFromProto(v.routeConfig)
 		if err != nil {
 			return nil, withFieldPrefix(hcmField+".route_config", err)
 		}
 		out.InlineRouteConfig = rc
-	case *v3httppb.HttpConnectionManager_ScopedRoutes:
+	case hcmScopedRoutesField:
 		return nil, invalid(hcmField+".scoped_routes", "not supported, use rds or route_config")
 	default:
 		return nil, invalid(hcmField, "no route specifier, want rds or route_config")
 	}
 
-	if d := hcm.GetCommonHttpProtocolOptions().GetMaxStreamDuration(); d != nil {
-		v, err := duration(hcmField+".common_http_protocol_options.max_stream_duration", d)
+	if v.maxStream.set {
+		// Deliberately stricter than grpc-go, which uses AsDuration: an
+		// invalid or negative duration is malformed.
+		d, err := v.maxStream.duration(hcmField + ".common_http_protocol_options.max_stream_duration")
 		if err != nil {
 			return nil, err
 		}
-		out.MaxStreamDuration = v
+		out.MaxStreamDuration = d
 	}
 
-	filters, err := httpFiltersFromProto(hcmField+".http_filters", hcm.GetHttpFilters())
+	filters, err := httpFiltersFromView(hcmField+".http_filters", v.filters)
 	if err != nil {
 		return nil, err
 	}
@@ -165,52 +246,85 @@ func listenerFromProto(name string, lis *v3listenerpb.Listener) (*Listener, erro
 	return out, nil
 }
 
-// httpFiltersFromProto checks the HTTP filter chain (R-17.1, gRFC A39):
-// names non-empty and unique, the router last and only last. The config of
-// each filter is not validated here.
-func httpFiltersFromProto(field string, fs []*v3httppb.HttpFilter) ([]HTTPFilter, error) {
+// httpFiltersFromView validates the HTTP filter chain of a client-side
+// Listener (R-17.1, gRFC A39) and returns the filters the client runs:
+// names non-empty and unique; each config resolved through a TypedStruct
+// and valid for a filter gRPC knows; an unknown filter, or one clients do
+// not run, is an error unless is_optional, and then left out; the router
+// last, and only last. Error fields are relative to the Listener.
+func httpFiltersFromView(field string, fs []filterView) ([]HTTPFilter, error) {
 	out := make([]HTTPFilter, 0, len(fs))
-	index := make([]int, 0, len(fs)) // index in fs of each filter of out
-	seen := make(map[string]bool, len(fs))
+	var seen map[string]bool // for long chains only
+	if len(fs) > 8 {
+		seen = make(map[string]bool, len(fs))
+	}
 	for i, f := range fs {
-		name := f.GetName()
+		name := f.name
 		if name == "" {
 			return nil, invalid(indexed(field, i)+".name", "empty")
 		}
-		if seen[name] {
+		dup := seen[name]
+		if seen == nil {
+			for _, g := range fs[:i] {
+				dup = dup || g.name == name
+			}
+		} else {
+			seen[name] = true
+		}
+		if dup {
 			return nil, invalid(indexed(field, i)+".name", "duplicate filter name %q", name)
 		}
-		seen[name] = true
-		cfg := f.GetTypedConfig()
-		if cfg == nil {
-			if f.GetIsOptional() {
+		cfg := f.cfg
+		typeURL, typedStruct, err := filterConfigType(cfg)
+		if err != nil {
+			return nil, withFieldPrefix(indexed(field, i)+".typed_config", err)
+		}
+		impl := httpFilters[typeURL]
+		if impl == nil {
+			if f.optional {
 				continue
 			}
-			return nil, invalid(indexed(field, i)+".typed_config", "missing")
-		}
-		typeURL := cfg.GetTypeUrl()
-		if typeURL == xdsTypedStructTypeURL || typeURL == udpaTypedStructTypeURL {
-			inner, ok := scanStringField(cfg.GetValue(), 1)
-			if !ok || inner == "" {
-				return nil, invalid(indexed(field, i)+".typed_config", "TypedStruct without a type_url")
+			if cfg == nil {
+				return nil, invalid(indexed(field, i)+".typed_config", "missing")
 			}
-			typeURL = inner
+			return nil, invalid(indexed(field, i)+".typed_config", "unsupported filter type %q", typeURL)
 		}
-		out = append(out, HTTPFilter{Name: name, TypeURL: typeURL, Config: cfg, Optional: f.GetIsOptional()})
-		index = append(index, i)
+		// As grpc-go: the config is validated before it is known whether
+		// the client runs the filter, so an optional filter with a bad
+		// config is still an error.
+		if err := impl.parse(cfg, typedStruct); err != nil {
+			return nil, withFieldPrefix(indexed(field, i)+".typed_config", err)
+		}
+		if !impl.client {
+			if f.optional {
+				continue
+			}
+			return nil, invalid(indexed(field, i), "%s is not supported on clients", describeFilter(name, typeURL))
+		}
+		out = append(out, HTTPFilter{Name: name, TypeURL: typeURL, Config: cfg, Optional: f.optional})
+	}
+	// index returns the position in fs of a kept filter, for messages;
+	// names are unique.
+	index := func(name string) int {
+		for i, f := range fs {
+			if f.name == name {
+				return i
+			}
+		}
+		return -1
 	}
 	if len(out) == 0 {
 		return nil, invalid(field, "empty, the last filter must be the router")
 	}
 	// gRFC A39: a terminal filter anywhere but last, or a non-terminal
 	// filter last, is an error.
-	for k, f := range out[:len(out)-1] {
-		if f.TypeURL == routerTypeURL {
-			return nil, invalid(indexed(field, index[k]), "router filter %q is not the last filter", f.Name)
+	for _, f := range out[:len(out)-1] {
+		if httpFilters[f.TypeURL].terminal {
+			return nil, invalid(indexed(field, index(f.Name)), "terminal filter %q is not the last filter", f.Name)
 		}
 	}
-	if last := out[len(out)-1]; last.TypeURL != routerTypeURL {
-		return nil, invalid(indexed(field, index[len(out)-1]), "last filter %q has type %q, not the router", last.Name, last.TypeURL)
+	if last := out[len(out)-1]; !httpFilters[last.TypeURL].terminal {
+		return nil, invalid(indexed(field, index(last.Name)), "last filter %q (%s) is not a terminal filter such as the router", last.Name, last.TypeURL)
 	}
 	return out, nil
 }

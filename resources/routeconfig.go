@@ -4,13 +4,13 @@ package resources
 
 import (
 	"fmt"
-	"strings"
+	"regexp"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
 
 // RouteConfigTypeURL is the type URL of RDS resources.
@@ -38,9 +38,11 @@ type RouteConfig struct {
 	Name string
 	// VirtualHosts are the virtual hosts in the order received.
 	VirtualHosts []VirtualHost
-	// ClusterSpecifierPlugins are the cluster_specifier_plugins in the
-	// order received, nil when there are none; names are unique. Routes
-	// refer to them by name (RouteActionClusterSpecifierPlugin).
+	// ClusterSpecifierPlugins are the cluster_specifier_plugins that
+	// routes use, in the order received; nil when there are none. Names
+	// are unique. Routes refer to them by name
+	// (RouteActionClusterSpecifierPlugin). Plugins no route uses are left
+	// out ("RLS in xDS" design: the client does not provide them).
 	ClusterSpecifierPlugins []ClusterSpecifierPlugin
 
 	raw *anypb.Any // the resource as received (unwrapped); nil when inline
@@ -52,15 +54,19 @@ type RouteConfig struct {
 func (r *RouteConfig) Raw() *anypb.Any { return r.raw }
 
 // ClusterSpecifierPlugin is one entry of cluster_specifier_plugins (gRFC
-// A28, RLS in xDS). Whether its type is supported is up to the consumer.
+// A28, "RLS in xDS" design). The only plugin type gRPC supports is the
+// route lookup plugin (grpc.lookup.v1.RouteLookupClusterSpecifier), whose
+// route_lookup_config is validated as the RLS LB policy would. A plugin of another type is an error unless it is
+// optional; routes using an unsupported optional plugin are left out.
 type ClusterSpecifierPlugin struct {
 	// Name is extension.name, unique in the RouteConfig, never empty.
 	Name string
+	// TypeURL is the type of Config.
+	TypeURL string
 	// Config is extension.typed_config, never nil. It must not be
 	// modified.
 	Config *anypb.Any
-	// Optional is is_optional: routes that use an unsupported optional
-	// plugin are to be ignored rather than the resource rejected.
+	// Optional is is_optional.
 	Optional bool
 }
 
@@ -72,9 +78,16 @@ type VirtualHost struct {
 	// "*") in the order received.
 	Domains []string
 	// Routes are the usable routes in the order received: routes with
-	// query_parameters matchers, and routes whose action is "route" with a
-	// cluster specifier gRPC does not support, are left out (R-17.3).
+	// query_parameters matchers, routes whose action is "route" with a
+	// cluster specifier gRPC does not support, and routes using an
+	// unsupported optional cluster specifier plugin are left out (R-17.3).
 	Routes []Route
+	// RetryPolicy is the virtual host's retry_policy, the default of its
+	// routes; nil when unset.
+	RetryPolicy *RetryPolicy
+	// FilterOverrides is typed_per_filter_config, keyed by HTTP filter
+	// name; nil when empty. Route-level overrides take precedence.
+	FilterOverrides map[string]FilterOverride
 }
 
 // Route is one route: a match and what to do with matching RPCs.
@@ -85,6 +98,10 @@ type Route struct {
 	Match RouteMatch
 	// Action says where matching RPCs go.
 	Action RouteAction
+	// FilterOverrides is the route's typed_per_filter_config, keyed by
+	// HTTP filter name; nil when empty. It takes precedence over the
+	// virtual host's.
+	FilterOverrides map[string]FilterOverride
 }
 
 // RouteMatch is the match of a route (R-17.3). An RPC matches when its
@@ -98,8 +115,12 @@ type RouteMatch struct {
 	// Path is the full path of PathKindPath.
 	Path string
 	// SafeRegex is the RE2 pattern of PathKindSafeRegex, which must match
-	// the whole path. It is not compiled here.
+	// the whole path.
 	SafeRegex string
+	// Regex is SafeRegex compiled with full-match semantics (anchored at
+	// both ends), for PathKindSafeRegex only; nil otherwise. It is safe
+	// for concurrent use. CaseSensitive does not apply to it.
+	Regex *regexp.Regexp
 	// CaseSensitive is case_sensitive, true when unset. It applies to
 	// Prefix and Path.
 	CaseSensitive bool
@@ -138,7 +159,10 @@ func (k PathKind) String() string {
 
 // HeaderMatcher matches one request header (R-17.3). The deprecated
 // exact_match, prefix_match, suffix_match and contains_match forms are
-// reported like their string_match equivalents.
+// reported like their string_match equivalents. A name with upper-case
+// letters is lowercased, as grpc-go does: gRPC metadata keys are
+// lowercase. Header names are not otherwise checked (an empty name
+// matches no header).
 type HeaderMatcher struct {
 	// Name is the header name, lowercased (gRPC metadata keys are
 	// lowercase).
@@ -147,9 +171,11 @@ type HeaderMatcher struct {
 	Kind HeaderMatchKind
 	// Value is the string of HeaderMatchExact, HeaderMatchPrefix,
 	// HeaderMatchSuffix and HeaderMatchContains (non-empty for the last
-	// three), or the RE2 pattern of HeaderMatchSafeRegex (not compiled
-	// here; it must match the whole value).
+	// three), or the RE2 pattern of HeaderMatchSafeRegex.
 	Value string
+	// Regex is the pattern of HeaderMatchSafeRegex compiled with
+	// full-match semantics; nil for other kinds. Safe for concurrent use.
+	Regex *regexp.Regexp
 	// IgnoreCase is string_match.ignore_case; it applies to Exact, Prefix,
 	// Suffix and Contains.
 	IgnoreCase bool
@@ -220,6 +246,14 @@ type RouteAction struct {
 	// neither is set (the Listener's applies); zero means no limit. Only
 	// for the forwarding kinds.
 	MaxStreamDuration *time.Duration
+	// HashPolicies are the hash policies gRPC supports, in order, for
+	// the ring hash LB policy (gRFC A42); policies of other types, and
+	// filter_state policies for keys other than "io.grpc.channel_id", are
+	// left out. nil when there are none. Only for the forwarding kinds.
+	HashPolicies []HashPolicy
+	// RetryPolicy is the route's retry_policy; nil when unset, in which
+	// case the virtual host's applies. Only for the forwarding kinds.
+	RetryPolicy *RetryPolicy
 }
 
 // WeightedCluster is one cluster of a weighted_clusters action.
@@ -228,6 +262,75 @@ type WeightedCluster struct {
 	Name string
 	// Weight is the cluster's weight, ≥ 1.
 	Weight uint32
+	// FilterOverrides is the cluster's typed_per_filter_config, keyed by
+	// HTTP filter name; nil when empty. It takes precedence over the
+	// route's.
+	FilterOverrides map[string]FilterOverride
+}
+
+// RetryPolicy is a retry policy of a virtual host or route (gRFC A44),
+// with gRPC's defaults applied.
+type RetryPolicy struct {
+	// RetryOn are the status codes to retry, from retry_on, in increasing
+	// order without duplicates. gRPC knows "cancelled",
+	// "deadline-exceeded", "internal", "resource-exhausted" and
+	// "unavailable"; other conditions are ignored. Empty means RPCs are
+	// not retried.
+	RetryOn []codes.Code
+	// NumRetries is num_retries, ≥ 1; 1 when unset.
+	NumRetries uint32
+	// BaseInterval is retry_back_off.base_interval, > 0; 25ms when
+	// retry_back_off is unset.
+	BaseInterval time.Duration
+	// MaxInterval is retry_back_off.max_interval, > 0; ten times
+	// BaseInterval when unset. It may be smaller than BaseInterval, as
+	// in grpc-go.
+	MaxInterval time.Duration
+}
+
+// HashPolicy says how to compute the hash of an RPC for the ring hash LB
+// policy (gRFC A42).
+type HashPolicy struct {
+	// Kind says which of the fields below apply.
+	Kind HashPolicyKind
+	// HeaderName is the header of HashPolicyHeader, as received.
+	HeaderName string
+	// RegexRewrite, when not nil, rewrites the header value before
+	// hashing: every match is replaced by RegexSubstitution. Only for
+	// HashPolicyHeader. Safe for concurrent use.
+	RegexRewrite *regexp.Regexp
+	// RegexRewritePattern is the pattern of RegexRewrite, "" when unset.
+	RegexRewritePattern string
+	// RegexSubstitution is regex_rewrite.substitution.
+	RegexSubstitution string
+	// Terminal is terminal: when this policy produces a hash, the
+	// following policies are not evaluated.
+	Terminal bool
+}
+
+// HashPolicyKind is the kind of a hash policy. The zero value is not a
+// valid kind; Decode never returns it.
+type HashPolicyKind uint8
+
+// The hash policy kinds gRPC supports.
+const (
+	// HashPolicyHeader hashes the value of a request header.
+	HashPolicyHeader HashPolicyKind = iota + 1
+	// HashPolicyChannelID hashes the identity of the client channel
+	// (filter_state key "io.grpc.channel_id").
+	HashPolicyChannelID
+)
+
+// String returns "header" or "channel_id".
+func (k HashPolicyKind) String() string {
+	switch k {
+	case HashPolicyHeader:
+		return "header"
+	case HashPolicyChannelID:
+		return "channel_id"
+	default:
+		return fmt.Sprintf("HashPolicyKind(%d)", uint8(k))
+	}
 }
 
 // RouteActionKind is the kind of a route action. The zero value is not a
@@ -245,9 +348,12 @@ const (
 	// (route.cluster_specifier_plugin).
 	RouteActionClusterSpecifierPlugin
 	// RouteActionUnsupported is any action a gRPC client does not forward
-	// with: redirect, direct_response, filter_action,
-	// non_forwarding_action. RPCs matching such a route fail (R-17.3).
+	// with: redirect, direct_response, filter_action, or none. RPCs
+	// matching such a route fail (R-17.3).
 	RouteActionUnsupported
+	// RouteActionNonForwarding is non_forwarding_action, which gRPC
+	// servers use (gRFC A36); a client fails RPCs matching it.
+	RouteActionNonForwarding
 )
 
 // String returns the kind's name, for example "cluster".
@@ -261,6 +367,8 @@ func (k RouteActionKind) String() string {
 		return "cluster_specifier_plugin"
 	case RouteActionUnsupported:
 		return "unsupported"
+	case RouteActionNonForwarding:
+		return "non_forwarding"
 	default:
 		return fmt.Sprintf("RouteActionKind(%d)", uint8(k))
 	}
@@ -284,242 +392,101 @@ func decodeRouteConfig(inner *anypb.Any) (string, *RouteConfig, error) {
 	return name, out, nil
 }
 
+// pluginState is what routes need to know of a cluster specifier plugin.
+type pluginState struct {
+	supported bool // a type gRPC knows, with a valid config
+	used      bool // referenced by a kept route
+}
+
 // routeConfigFromProto validates and converts rc; field paths in errors are
 // relative to rc. It serves both RDS resources and inline route
 // configurations in a Listener (R-17.1).
 func routeConfigFromProto(rc *v3routepb.RouteConfiguration) (*RouteConfig, error) {
 	out := &RouteConfig{Name: CanonicalName(rc.GetName())}
-	var plugins map[string]bool
-	if csps := rc.GetClusterSpecifierPlugins(); len(csps) > 0 {
-		out.ClusterSpecifierPlugins = make([]ClusterSpecifierPlugin, 0, len(csps))
-		plugins = make(map[string]bool, len(csps))
-		for i, csp := range csps {
-			ext := csp.GetExtension()
-			switch {
-			case ext.GetName() == "":
-				return nil, invalid(indexed("cluster_specifier_plugins", i)+".extension.name", "empty")
-			case plugins[ext.GetName()]:
-				return nil, invalid(indexed("cluster_specifier_plugins", i)+".extension.name", "duplicate plugin name %q", ext.GetName())
-			case ext.GetTypedConfig() == nil:
-				return nil, invalid(indexed("cluster_specifier_plugins", i)+".extension.typed_config", "missing")
-			}
-			plugins[ext.GetName()] = true
+	plugins, err := pluginsFromProto(rc.GetClusterSpecifierPlugins())
+	if err != nil {
+		return nil, err
+	}
+	vhs := rc.GetVirtualHosts()
+	if len(vhs) > 0 {
+		out.VirtualHosts = make([]VirtualHost, len(vhs))
+	}
+	for i, vh := range vhs {
+		if err := virtualHostFromProto(&out.VirtualHosts[i], vh, plugins); err != nil {
+			return nil, withFieldPrefix(indexed("virtual_hosts", i), err)
+		}
+	}
+	// "RLS in xDS": plugins no route refers to are not given to consumers.
+	for _, csp := range rc.GetClusterSpecifierPlugins() {
+		ext := csp.GetExtension()
+		if ps := plugins[ext.GetName()]; ps != nil && ps.used {
 			out.ClusterSpecifierPlugins = append(out.ClusterSpecifierPlugins, ClusterSpecifierPlugin{
 				Name:     ext.GetName(),
+				TypeURL:  ext.GetTypedConfig().GetTypeUrl(),
 				Config:   ext.GetTypedConfig(),
 				Optional: csp.GetIsOptional(),
 			})
 		}
 	}
-	vhs := rc.GetVirtualHosts()
-	if len(vhs) > 0 {
-		out.VirtualHosts = make([]VirtualHost, 0, len(vhs))
-	}
-	for i, vh := range vhs {
-		routes, err := routesFromProto(vh.GetRoutes(), plugins)
-		if err != nil {
-			return nil, withFieldPrefix(indexed("virtual_hosts", i), err)
-		}
-		out.VirtualHosts = append(out.VirtualHosts, VirtualHost{
-			Name:    vh.GetName(),
-			Domains: vh.GetDomains(),
-			Routes:  routes,
-		})
-	}
 	return out, nil
 }
 
-// routesFromProto converts the routes of a virtual host; error fields are
-// relative to the VirtualHost. plugins holds the names of the
-// RouteConfiguration's cluster specifier plugins.
-func routesFromProto(routes []*v3routepb.Route, plugins map[string]bool) ([]Route, error) {
-	if len(routes) == 0 {
+// virtualHostFromProto converts vh into out; error fields are relative to
+// the VirtualHost.
+func virtualHostFromProto(out *VirtualHost, vh *v3routepb.VirtualHost, plugins map[string]*pluginState) error {
+	routes, err := routesFromProto(vh.GetRoutes(), plugins)
+	if err != nil {
+		return err
+	}
+	*out = VirtualHost{Name: vh.GetName(), Domains: vh.GetDomains(), Routes: routes}
+	if rp := vh.GetRetryPolicy(); rp != nil {
+		if out.RetryPolicy, err = retryPolicyFromProto(rp); err != nil {
+			return withFieldPrefix("retry_policy", err)
+		}
+	}
+	if out.FilterOverrides, err = filterOverridesFromProto(vh.GetTypedPerFilterConfig()); err != nil {
+		return withFieldPrefix("typed_per_filter_config", err)
+	}
+	return nil
+}
+
+// pluginsFromProto validates the cluster specifier plugins (R-17.3, "RLS
+// in xDS"): names non-empty and unique; a plugin of a type gRPC does not
+// support is an error unless it is optional; a supported one must have a
+// valid config. It returns the plugins by name, nil when there are none.
+func pluginsFromProto(csps []*v3routepb.ClusterSpecifierPlugin) (map[string]*pluginState, error) {
+	if len(csps) == 0 {
 		return nil, nil
 	}
-	out := make([]Route, 0, len(routes))
-	for i, r := range routes {
-		m := r.GetMatch()
-		if m == nil {
-			return nil, invalid(indexed("routes", i)+".match", "missing")
+	plugins := make(map[string]*pluginState, len(csps))
+	for i, csp := range csps {
+		field := indexed("cluster_specifier_plugins", i) + ".extension"
+		ext := csp.GetExtension()
+		name := ext.GetName()
+		switch {
+		case name == "":
+			// grpc-go keys plugins by name without checking it; an empty
+			// or repeated name makes the routes that use it ambiguous.
+			return nil, invalid(field+".name", "empty")
+		case plugins[name] != nil:
+			return nil, invalid(field+".name", "duplicate plugin name %q", name)
 		}
-		if len(m.GetQueryParameters()) > 0 {
-			// R-17.3: gRPC has no query; such a route never matches.
-			continue
-		}
-		match, err := routeMatchFromProto(m)
-		if err != nil {
-			return nil, withFieldPrefix(indexed("routes", i)+".match", err)
-		}
-		action, ok, err := routeActionFromProto(r, plugins)
-		if err != nil {
-			return nil, withFieldPrefix(indexed("routes", i), err)
-		}
-		if !ok {
-			continue
-		}
-		out = append(out, Route{Name: r.GetName(), Match: match, Action: action})
-	}
-	return out, nil
-}
-
-// routeMatchFromProto converts a RouteMatch; error fields are relative to
-// it.
-func routeMatchFromProto(m *v3routepb.RouteMatch) (RouteMatch, error) {
-	out := RouteMatch{CaseSensitive: true}
-	switch ps := m.GetPathSpecifier().(type) {
-	case *v3routepb.RouteMatch_Prefix:
-		out.PathKind, out.Prefix = PathKindPrefix, ps.Prefix
-	case *v3routepb.RouteMatch_Path:
-		out.PathKind, out.Path = PathKindPath, ps.Path
-	case *v3routepb.RouteMatch_SafeRegex:
-		// Not compiled here: full-match RE2 validation belongs to the
-		// safe-regex helper (R-17.3).
-		out.PathKind, out.SafeRegex = PathKindSafeRegex, ps.SafeRegex.GetRegex()
-	case nil:
-		return RouteMatch{}, invalid("", "no path specifier (prefix, path or safe_regex)")
-	default:
-		return RouteMatch{}, invalid("", "unsupported path specifier %T", ps)
-	}
-	if cs := m.GetCaseSensitive(); cs != nil {
-		out.CaseSensitive = cs.GetValue()
-	}
-	if hs := m.GetHeaders(); len(hs) > 0 {
-		out.Headers = make([]HeaderMatcher, 0, len(hs))
-		for i, h := range hs {
-			hm, err := headerMatcherFromProto(h)
-			if err != nil {
-				return RouteMatch{}, withFieldPrefix(indexed("headers", i), err)
+		ps := &pluginState{}
+		plugins[name] = ps
+		tc := ext.GetTypedConfig()
+		if tc.GetTypeUrl() != rlsPluginTypeURL {
+			if csp.GetIsOptional() {
+				continue // routes using it are left out
 			}
-			out.Headers = append(out.Headers, hm)
-		}
-	}
-	if rf := m.GetRuntimeFraction(); rf != nil {
-		pm, err := perMillion(rf.GetDefaultValue())
-		if err != nil {
-			return RouteMatch{}, withFieldPrefix("runtime_fraction.default_value", err)
-		}
-		out.FractionPerMillion = &pm
-	}
-	return out, nil
-}
-
-// headerMatcherFromProto converts a HeaderMatcher; error fields are
-// relative to it.
-func headerMatcherFromProto(h *v3routepb.HeaderMatcher) (HeaderMatcher, error) {
-	out := HeaderMatcher{Name: strings.ToLower(h.GetName()), Invert: h.GetInvertMatch()}
-	if out.Name == "" {
-		return HeaderMatcher{}, invalid("name", "empty")
-	}
-	switch hm := h.GetHeaderMatchSpecifier().(type) {
-	case *v3routepb.HeaderMatcher_ExactMatch:
-		out.Kind, out.Value = HeaderMatchExact, hm.ExactMatch
-	case *v3routepb.HeaderMatcher_SafeRegexMatch:
-		out.Kind, out.Value = HeaderMatchSafeRegex, hm.SafeRegexMatch.GetRegex()
-	case *v3routepb.HeaderMatcher_RangeMatch:
-		out.Kind, out.RangeStart, out.RangeEnd = HeaderMatchRange, hm.RangeMatch.GetStart(), hm.RangeMatch.GetEnd()
-	case *v3routepb.HeaderMatcher_PresentMatch:
-		out.Kind, out.Present = HeaderMatchPresent, hm.PresentMatch
-	case *v3routepb.HeaderMatcher_PrefixMatch:
-		out.Kind, out.Value = HeaderMatchPrefix, hm.PrefixMatch
-	case *v3routepb.HeaderMatcher_SuffixMatch:
-		out.Kind, out.Value = HeaderMatchSuffix, hm.SuffixMatch
-	case *v3routepb.HeaderMatcher_ContainsMatch:
-		out.Kind, out.Value = HeaderMatchContains, hm.ContainsMatch
-	case *v3routepb.HeaderMatcher_StringMatch:
-		sm := hm.StringMatch
-		out.IgnoreCase = sm.GetIgnoreCase()
-		switch p := sm.GetMatchPattern().(type) {
-		case *v3matcherpb.StringMatcher_Exact:
-			out.Kind, out.Value = HeaderMatchExact, p.Exact
-		case *v3matcherpb.StringMatcher_Prefix:
-			out.Kind, out.Value = HeaderMatchPrefix, p.Prefix
-		case *v3matcherpb.StringMatcher_Suffix:
-			out.Kind, out.Value = HeaderMatchSuffix, p.Suffix
-		case *v3matcherpb.StringMatcher_Contains:
-			out.Kind, out.Value = HeaderMatchContains, p.Contains
-		case *v3matcherpb.StringMatcher_SafeRegex:
-			out.Kind, out.Value = HeaderMatchSafeRegex, p.SafeRegex.GetRegex()
-		case nil:
-			return HeaderMatcher{}, invalid("string_match", "empty string matcher")
-		default:
-			return HeaderMatcher{}, invalid("string_match", "unsupported string matcher %T", p)
-		}
-	case nil:
-		return HeaderMatcher{}, invalid("", "no header match specifier")
-	default:
-		return HeaderMatcher{}, invalid("", "unsupported header match specifier %T", hm)
-	}
-	switch out.Kind {
-	case HeaderMatchPrefix, HeaderMatchSuffix, HeaderMatchContains:
-		if out.Value == "" {
-			return HeaderMatcher{}, invalid("", "empty %s match", out.Kind)
-		}
-	}
-	return out, nil
-}
-
-// routeActionFromProto converts the action of route r; error fields are
-// relative to the Route. ok is false when the route is to be left out (an
-// unsupported cluster specifier, R-17.3).
-func routeActionFromProto(r *v3routepb.Route, plugins map[string]bool) (RouteAction, bool, error) {
-	ra, isRoute := r.GetAction().(*v3routepb.Route_Route)
-	if !isRoute {
-		// redirect, direct_response, filter_action, non_forwarding_action
-		// or nothing: kept, and RPCs matching it fail.
-		return RouteAction{Kind: RouteActionUnsupported}, true, nil
-	}
-	a := ra.Route
-	var out RouteAction
-	switch cs := a.GetClusterSpecifier().(type) {
-	case *v3routepb.RouteAction_Cluster:
-		if cs.Cluster == "" {
-			return RouteAction{}, false, invalid("route.cluster", "empty")
-		}
-		out.Kind, out.Cluster = RouteActionCluster, cs.Cluster
-	case *v3routepb.RouteAction_WeightedClusters:
-		cls := cs.WeightedClusters.GetClusters()
-		out.Kind = RouteActionWeightedClusters
-		out.WeightedClusters = make([]WeightedCluster, 0, len(cls))
-		var sum uint64
-		for i, c := range cls {
-			w := c.GetWeight().GetValue()
-			if w == 0 {
-				continue // R-17.3: zero weights are skipped
+			if tc == nil {
+				return nil, invalid(field+".typed_config", "missing")
 			}
-			if c.GetName() == "" {
-				return RouteAction{}, false, invalid(indexed("route.weighted_clusters.clusters", i)+".name", "empty")
-			}
-			if !addWeight(&sum, w) {
-				return RouteAction{}, false, invalid("route.weighted_clusters", "sum of weights exceeds the uint32 range")
-			}
-			out.WeightedClusters = append(out.WeightedClusters, WeightedCluster{Name: c.GetName(), Weight: w})
+			return nil, invalid(field+".typed_config", "unsupported cluster specifier plugin type %q", tc.GetTypeUrl())
 		}
-		if sum == 0 {
-			return RouteAction{}, false, invalid("route.weighted_clusters", "no cluster with a non-zero weight")
+		if err := checkRLSPluginConfig(tc.GetValue()); err != nil {
+			return nil, withFieldPrefix(field+".typed_config", err)
 		}
-	case *v3routepb.RouteAction_ClusterSpecifierPlugin:
-		if !plugins[cs.ClusterSpecifierPlugin] {
-			return RouteAction{}, false, invalid("route.cluster_specifier_plugin", "plugin %q is not in cluster_specifier_plugins", cs.ClusterSpecifierPlugin)
-		}
-		out.Kind, out.ClusterSpecifierPlugin = RouteActionClusterSpecifierPlugin, cs.ClusterSpecifierPlugin
-	default:
-		// cluster_header, inline_cluster_specifier_plugin or none: the route
-		// is ignored (R-17.3).
-		return RouteAction{}, false, nil
+		ps.supported = true
 	}
-	if msd := a.GetMaxStreamDuration(); msd != nil {
-		// R-17.3: grpc_timeout_header_max is preferred.
-		d, field := msd.GetGrpcTimeoutHeaderMax(), "route.max_stream_duration.grpc_timeout_header_max"
-		if d == nil {
-			d, field = msd.GetMaxStreamDuration(), "route.max_stream_duration.max_stream_duration"
-		}
-		if d != nil {
-			v, err := duration(field, d)
-			if err != nil {
-				return RouteAction{}, false, err
-			}
-			out.MaxStreamDuration = &v
-		}
-	}
-	return out, true, nil
+	return plugins, nil
 }

@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"bytes"
 	"fmt"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -109,12 +110,11 @@ func (t Type[T]) DecodeTyped(inner *anypb.Any) (name string, value T, err error)
 	if inner.GetTypeUrl() != t.cfg.TypeURL {
 		return "", value, fmt.Errorf("%s: resource type URL %q does not match %q", t.cfg.TypeName, inner.GetTypeUrl(), t.cfg.TypeURL)
 	}
-	if t.cfg.NameField != 0 {
-		// Known before decoding, so a panic can still be attributed.
-		name, _ = t.Name(inner)
-	}
 	defer func() {
 		if r := recover(); r != nil {
+			// With a NameField the name is known without decoding, so the
+			// panic is a per-resource error.
+			name, _ = t.Name(inner)
 			var zero T
 			value = zero
 			err = fmt.Errorf("%s %q: decoder panic: %v", t.cfg.TypeName, name, r)
@@ -139,6 +139,36 @@ func (t Type[T]) Name(inner *anypb.Any) (string, bool) {
 		return "", false
 	}
 	return CanonicalName(n), true
+}
+
+// NameBytes is Name without allocating the name: it returns the bytes of
+// the name inside inner.Value, which alias them and must neither be
+// modified nor kept, when they are the canonical name; ok is false when
+// Name would fail or when the canonical form differs from the bytes (an
+// xdstp name with context parameters, R-5.2), in which case use Name. A
+// cache keyed by canonical name can be probed with m[string(b)] without
+// an allocation, which makes recognising an unchanged resource
+// allocation-free.
+//
+// It is not part of ResourceType; a caller can check for it with a type
+// assertion to interface{ NameBytes(*anypb.Any) ([]byte, bool) }.
+func (t Type[T]) NameBytes(inner *anypb.Any) ([]byte, bool) {
+	if t.cfg.NameField == 0 || inner == nil || inner.GetTypeUrl() != t.cfg.TypeURL {
+		return nil, false
+	}
+	b, ok := scanBytesField(inner.GetValue(), t.cfg.NameField)
+	if !ok || len(b) == 0 || !isCanonicalBytes(b) {
+		return nil, false
+	}
+	return b, true
+}
+
+// isCanonicalBytes reports whether CanonicalName leaves the name b alone.
+func isCanonicalBytes(b []byte) bool {
+	if !bytes.HasPrefix(b, []byte(xdstpScheme+":")) {
+		return true
+	}
+	return bytes.IndexByte(b, '?') < 0
 }
 
 func lastElement(typeURL string) string {

@@ -10,36 +10,124 @@ import (
 
 // scanStringField returns the value of the last occurrence of string field
 // num in the serialized message b, as proto.Unmarshal would see it (last
-// one wins). ok is false if b is malformed, the field is absent, or the
-// value is not valid UTF-8 (which proto.Unmarshal would reject).
+// one wins). ok is false if b is malformed at its top level, the field is
+// absent, or the value is not valid UTF-8 (which proto.Unmarshal would
+// reject).
+//
+// It is on the path of every resource of every response (the client
+// recognises unchanged resources by name and bytes), so one-byte tags and
+// lengths, the usual case, are decoded inline.
 func scanStringField(b []byte, num int32) (string, bool) {
+	v, ok := scanBytesField(b, num)
+	if !ok {
+		return "", false
+	}
+	return string(v), true
+}
+
+// scanBytesField is scanStringField without the copy: the returned slice
+// aliases b.
+func scanBytesField(b []byte, num int32) ([]byte, bool) {
 	var (
 		val   []byte
 		found bool
 	)
 	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return "", false
-		}
-		b = b[l:]
-		if n == protowire.Number(num) && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return "", false
+		var (
+			n   protowire.Number
+			typ protowire.Type
+		)
+		if c := b[0]; c < 0x80 {
+			n, typ = protowire.Number(c>>3), protowire.Type(c&7)
+			if n == 0 {
+				return nil, false
 			}
-			val, found = v, true
+			b = b[1:]
+		} else {
+			var l int
+			if n, typ, l = protowire.ConsumeTag(b); l < 0 {
+				return nil, false
+			}
+			b = b[l:]
+		}
+		if typ != protowire.BytesType {
+			m := protowire.ConsumeFieldValue(n, typ, b)
+			if m < 0 {
+				return nil, false
+			}
 			b = b[m:]
 			continue
 		}
-		m := protowire.ConsumeFieldValue(n, typ, b)
-		if m < 0 {
-			return "", false
+		var size uint64
+		if len(b) > 0 && b[0] < 0x80 {
+			size, b = uint64(b[0]), b[1:]
+		} else {
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return nil, false
+			}
+			size, b = v, b[m:]
 		}
-		b = b[m:]
+		if size > uint64(len(b)) {
+			return nil, false
+		}
+		if n == protowire.Number(num) {
+			val, found = b[:size], true
+		}
+		b = b[size:]
 	}
 	if !found || !utf8.Valid(val) {
-		return "", false
+		return nil, false
 	}
-	return string(val), true
+	return val, true
+}
+
+// wireIter iterates over the fields of a serialized message:
+//
+//	for it := (wireIter{b: b}); it.next(); {
+//		switch it.num { … it.val, it.u … }
+//	}
+//
+// After next returns false, bad reports whether b was malformed. The
+// decoders' fast paths use it on bytes that passed wireCheck.
+type wireIter struct {
+	b   []byte
+	num protowire.Number // of the current field
+	typ protowire.Type   // of the current field
+	val []byte           // the value of a length-delimited field
+	u   uint64           // the value of a varint field
+	bad bool
+}
+
+func (it *wireIter) next() bool {
+	if len(it.b) == 0 {
+		return false
+	}
+	num, typ, n := protowire.ConsumeTag(it.b)
+	if n < 0 {
+		it.bad = true
+		return false
+	}
+	it.b = it.b[n:]
+	it.num, it.typ, it.val, it.u = num, typ, nil, 0
+	switch typ {
+	case protowire.BytesType:
+		it.val, n = protowire.ConsumeBytes(it.b)
+	case protowire.VarintType:
+		it.u, n = protowire.ConsumeVarint(it.b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, it.b)
+	}
+	if n < 0 {
+		it.bad = true
+		return false
+	}
+	it.b = it.b[n:]
+	return true
+}
+
+// bytesField reports whether the current field is length-delimited field
+// num.
+func (it *wireIter) bytesField(num protowire.Number) bool {
+	return it.num == num && it.typ == protowire.BytesType
 }

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	v1udpatypepb "github.com/cncf/xds/go/udpa/type/v1"
+	v3xdstypepb "github.com/cncf/xds/go/xds/type/v3"
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3wrrpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
+	v3leastrequestpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
+	v3pickfirstpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
+	v3ringhashpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
+	v3wrrlocalitypb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
+)
+
+const (
+	defaultRingHashMinSize = 1024
+	defaultRingHashMaxSize = 8 * 1024 * 1024
+	ringHashSizeLimit      = 8 * 1024 * 1024 // both bounds, gRFC A42
+
+	defaultLeastRequestChoiceCount = 2 // gRFC A48
+
+	// maxLBPolicyDepth is the nesting gRFC A52 allows in
+	// load_balancing_policy: "Configurations that require more than 16
+	// levels of recursion are considered invalid".
+	maxLBPolicyDepth = 16
+)
+
+// LBPolicy is the load balancing policy of a cluster, from
+// load_balancing_policy when set (gRFC A52), else from lb_policy and its
+// config (R-17.4). The fields of the other kinds are zero.
+type LBPolicy struct {
+	// Kind is the endpoint picking policy.
+	Kind LBPolicyKind
+	// WeightedByLocality reports whether a locality is first picked by
+	// locality weight, and Kind applied to the endpoints of that locality
+	// (gRPC's xds_wrr_locality policy). It is true for lb_policy
+	// ROUND_ROBIN (gRPC runs it as xds_wrr_locality with round_robin
+	// inside), and for a load_balancing_policy WrrLocality, whose
+	// endpoint_picking_policy gives Kind.
+	WeightedByLocality bool
+	// RingHashMinSize and RingHashMaxSize bound the ring size of
+	// LBPolicyRingHash, in entries: 1 ≤ min ≤ max ≤ 8,388,608. Unset or
+	// zero values default to 1024 and 8,388,608 (gRFC A42). gRPC caps
+	// both at GRPC_RING_HASH_CAP (default 4096) when it builds the ring.
+	RingHashMinSize, RingHashMaxSize uint64
+	// LeastRequestChoiceCount is the number of endpoints LBPolicyLeastRequest
+	// compares, ≥ 2, default 2 (gRFC A48). gRPC uses at most 10.
+	LeastRequestChoiceCount uint32
+	// PickFirstShuffleAddressList is shuffle_address_list of
+	// LBPolicyPickFirst (gRFC A62).
+	PickFirstShuffleAddressList bool
+	// WeightedRoundRobin is the config of LBPolicyWeightedRoundRobin
+	// (gRFC A58); nil for other kinds.
+	WeightedRoundRobin *WeightedRoundRobinConfig
+}
+
+// WeightedRoundRobinConfig is the config of the client-side weighted
+// round robin policy (gRFC A58), with its defaults applied.
+type WeightedRoundRobinConfig struct {
+	// EnableOOBLoadReport is enable_oob_load_report; false by default.
+	EnableOOBLoadReport bool
+	// OOBReportingPeriod is oob_reporting_period; 10s by default.
+	OOBReportingPeriod time.Duration
+	// BlackoutPeriod is blackout_period; 10s by default.
+	BlackoutPeriod time.Duration
+	// WeightExpirationPeriod is weight_expiration_period; 3m by default.
+	WeightExpirationPeriod time.Duration
+	// WeightUpdatePeriod is weight_update_period; 1s by default. gRPC
+	// raises values below 100ms to 100ms.
+	WeightUpdatePeriod time.Duration
+	// ErrorUtilizationPenalty is error_utilization_penalty, ≥ 0; 1 by
+	// default.
+	ErrorUtilizationPenalty float32
+}
+
+// LBPolicyKind is a load balancing policy. The zero value is not a valid
+// kind; Decode never returns it.
+type LBPolicyKind uint8
+
+// The supported load balancing policies.
+const (
+	// LBPolicyRoundRobin is round robin: lb_policy ROUND_ROBIN or
+	// load_balancing_policy RoundRobin.
+	LBPolicyRoundRobin LBPolicyKind = iota + 1
+	// LBPolicyRingHash is ring hash with the XX_HASH function (gRFC A42).
+	LBPolicyRingHash
+	// LBPolicyLeastRequest is least request (gRFC A48).
+	LBPolicyLeastRequest
+	// LBPolicyPickFirst is pick first (load_balancing_policy only).
+	LBPolicyPickFirst
+	// LBPolicyWeightedRoundRobin is client-side weighted round robin
+	// (load_balancing_policy only, gRFC A58).
+	LBPolicyWeightedRoundRobin
+)
+
+// String returns the policy's name, for example "ROUND_ROBIN".
+func (k LBPolicyKind) String() string {
+	switch k {
+	case LBPolicyRoundRobin:
+		return "ROUND_ROBIN"
+	case LBPolicyRingHash:
+		return "RING_HASH"
+	case LBPolicyLeastRequest:
+		return "LEAST_REQUEST"
+	case LBPolicyPickFirst:
+		return "PICK_FIRST"
+	case LBPolicyWeightedRoundRobin:
+		return "WEIGHTED_ROUND_ROBIN"
+	default:
+		return fmt.Sprintf("LBPolicyKind(%d)", uint8(k))
+	}
+}
+
+// legacyLBPolicy reads lb_policy and its config (R-17.4, gRFC A42, A48).
+// It is checked even when load_balancing_policy is set, as grpc-go does.
+func legacyLBPolicy(c *v3clusterpb.Cluster) (LBPolicy, error) {
+	switch c.GetLbPolicy() {
+	case v3clusterpb.Cluster_ROUND_ROBIN:
+		return LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true}, nil
+	case v3clusterpb.Cluster_RING_HASH:
+		rh := c.GetRingHashLbConfig()
+		if hf := rh.GetHashFunction(); hf != v3clusterpb.Cluster_RingHashLbConfig_XX_HASH {
+			return LBPolicy{}, invalid("ring_hash_lb_config.hash_function", "unsupported hash function %v, want XX_HASH", hf)
+		}
+		p, err := ringHashPolicy(rh.GetMinimumRingSize().GetValue(), rh.GetMaximumRingSize().GetValue())
+		return p, withFieldPrefix("ring_hash_lb_config", err)
+	case v3clusterpb.Cluster_LEAST_REQUEST:
+		p := LBPolicy{Kind: LBPolicyLeastRequest, LeastRequestChoiceCount: defaultLeastRequestChoiceCount}
+		if cc := c.GetLeastRequestLbConfig().GetChoiceCount(); cc != nil {
+			p.LeastRequestChoiceCount = cc.GetValue()
+		}
+		if p.LeastRequestChoiceCount < 2 {
+			return LBPolicy{}, invalid("least_request_lb_config.choice_count", "%d, must be at least 2", p.LeastRequestChoiceCount)
+		}
+		return p, nil
+	default:
+		return LBPolicy{}, invalid("lb_policy", "unsupported policy %v", c.GetLbPolicy())
+	}
+}
+
+// ringHashPolicy applies gRPC's ring size defaults and bounds; zero means
+// unset. Error fields are relative to the ring hash config.
+//
+// grpc-go checks the bounds of lb_policy RING_HASH only when the LB
+// policy is built, so it accepts the Cluster and fails the channel; gRPC
+// C++ and Java NACK it, as this package does, so that the error reaches
+// the management server.
+func ringHashPolicy(minSize, maxSize uint64) (LBPolicy, error) {
+	p := LBPolicy{Kind: LBPolicyRingHash, RingHashMinSize: defaultRingHashMinSize, RingHashMaxSize: defaultRingHashMaxSize}
+	if minSize != 0 {
+		p.RingHashMinSize = minSize
+	}
+	if maxSize != 0 {
+		p.RingHashMaxSize = maxSize
+	}
+	switch {
+	case p.RingHashMinSize > ringHashSizeLimit:
+		return LBPolicy{}, invalid("minimum_ring_size", "%d exceeds the limit %d", p.RingHashMinSize, ringHashSizeLimit)
+	case p.RingHashMaxSize > ringHashSizeLimit:
+		return LBPolicy{}, invalid("maximum_ring_size", "%d exceeds the limit %d", p.RingHashMaxSize, ringHashSizeLimit)
+	case p.RingHashMinSize > p.RingHashMaxSize:
+		return LBPolicy{}, invalid("", "minimum_ring_size %d is greater than maximum_ring_size %d", p.RingHashMinSize, p.RingHashMaxSize)
+	}
+	return p, nil
+}
+
+// The type URLs of the load_balancing_policy extensions gRPC supports
+// (gRFC A52 and the policies added since).
+const (
+	lbRoundRobinTypeURL   = "type.googleapis.com/envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin"
+	lbRingHashTypeURL     = "type.googleapis.com/envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash"
+	lbLeastRequestTypeURL = "type.googleapis.com/envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest"
+	lbPickFirstTypeURL    = "type.googleapis.com/envoy.extensions.load_balancing_policies.pick_first.v3.PickFirst"
+	lbWRRTypeURL          = "type.googleapis.com/envoy.extensions.load_balancing_policies.client_side_weighted_round_robin.v3.ClientSideWeightedRoundRobin"
+	lbWRRLocalityTypeURL  = "type.googleapis.com/envoy.extensions.load_balancing_policies.wrr_locality.v3.WrrLocality"
+	xdsTypedStructTypeURL = "type.googleapis.com/xds.type.v3.TypedStruct"
+	udpaTypedStructURL    = "type.googleapis.com/udpa.type.v1.TypedStruct"
+)
+
+// lbEntry is one policy of a LoadBalancingPolicy: its typed_config.
+type lbEntry struct {
+	typeURL string
+	value   []byte
+}
+
+// lbList is a LoadBalancingPolicy, decoded (proto) or serialized (wire,
+// the endpoint_picking_policy fields of a WrrLocality). Its policies are
+// visited in order without being collected, so that the usual case
+// allocates nothing.
+type lbList struct {
+	proto *v3clusterpb.LoadBalancingPolicy
+	wire  []byte
+}
+
+var (
+	wrrLocalityDesc = (*v3wrrlocalitypb.WrrLocality)(nil).ProtoReflect().Descriptor()
+	lbPolicyDesc    = (*v3clusterpb.LoadBalancingPolicy)(nil).ProtoReflect().Descriptor()
+	lbPolicyPolDesc = (*v3clusterpb.LoadBalancingPolicy_Policy)(nil).ProtoReflect().Descriptor()
+
+	wrrLocalityChildField = fieldNumber(wrrLocalityDesc, "endpoint_picking_policy")
+	lbPoliciesField       = fieldNumber(lbPolicyDesc, "policies")
+	lbPolicyTECField      = fieldNumber(lbPolicyPolDesc, "typed_extension_config")
+	tecTypedConfigField   = protowire.Number(2) // TypedExtensionConfig.typed_config
+)
+
+// each calls f with the policies in order until f returns true. It
+// returns false, having stopped, when a serialized policy repeats a
+// singular message field, which proto.Unmarshal would merge: the caller
+// then uses the proto path. (Repeated endpoint_picking_policy fields are
+// merged by appending their policies, which is what visiting them in
+// order does.)
+func (l lbList) each(f func(i int, e lbEntry) bool) bool {
+	if l.wire == nil {
+		for i, p := range l.proto.GetPolicies() {
+			tc := p.GetTypedExtensionConfig().GetTypedConfig()
+			if f(i, lbEntry{typeURL: tc.GetTypeUrl(), value: tc.GetValue()}) {
+				return true
+			}
+		}
+		return true
+	}
+	i := 0
+	for it := (wireIter{b: l.wire}); it.next(); {
+		if !it.bytesField(wrrLocalityChildField) {
+			continue
+		}
+		for pit := (wireIter{b: it.val}); pit.next(); {
+			if !pit.bytesField(lbPoliciesField) {
+				continue
+			}
+			tec, count := singleField(pit.val, lbPolicyTECField)
+			var tc []byte
+			if count == 1 {
+				tc, count = singleField(tec, tecTypedConfigField)
+			}
+			if count > 1 {
+				return false
+			}
+			typeURL, value := anyFields(tc)
+			if f(i, lbEntry{typeURL: lbTypeURL(typeURL), value: value}) {
+				return true
+			}
+			i++
+		}
+	}
+	return true
+}
+
+// lbTypeURL returns the type URL b as a string, without allocating for
+// the types this package knows.
+func lbTypeURL(b []byte) string {
+	switch string(b) {
+	case lbRoundRobinTypeURL:
+		return lbRoundRobinTypeURL
+	case lbRingHashTypeURL:
+		return lbRingHashTypeURL
+	case lbLeastRequestTypeURL:
+		return lbLeastRequestTypeURL
+	case lbPickFirstTypeURL:
+		return lbPickFirstTypeURL
+	case lbWRRTypeURL:
+		return lbWRRTypeURL
+	case lbWRRLocalityTypeURL:
+		return lbWRRLocalityTypeURL
+	}
+	return string(b)
+}
+
+// wrrLocalityChild returns the endpoint_picking_policy of a serialized
+// WrrLocality: read from the wire when the bytes are valid (the usual
+// child is a RoundRobin, which needs nothing more), decoded otherwise.
+func wrrLocalityChild(b []byte) (lbList, error) {
+	if err := wireCheck(b, wrrLocalityDesc); err == nil {
+		return lbList{wire: b}, nil
+	}
+	m := &v3wrrlocalitypb.WrrLocality{}
+	if err := unmarshalLBConfig(b, m); err != nil {
+		return lbList{}, err
+	}
+	return lbList{proto: m.GetEndpointPickingPolicy()}, nil
+}
+
+// lbPolicyFromProto converts load_balancing_policy (gRFC A52): the first
+// policy of the list gRPC supports is used, unsupported ones are skipped,
+// and an error in a supported one, no supported policy, or nesting deeper
+// than 16 levels is an error. depth is the nesting level, 0 at the top.
+// Error fields are relative to the LoadBalancingPolicy.
+//
+// Custom policies in a TypedStruct are skipped (after checking that the
+// TypedStruct decodes): they name policies of the data plane's own
+// registry, which this package cannot see. grpc-go uses one if its
+// registry has it.
+func lbPolicyFromProto(l lbList, depth int) (LBPolicy, error) {
+	if depth >= maxLBPolicyDepth {
+		return LBPolicy{}, invalid("", "nested more than %d levels deep", maxLBPolicyDepth)
+	}
+	var (
+		p     LBPolicy
+		err   error
+		found bool
+	)
+	complete := l.each(func(i int, e lbEntry) bool {
+		p, found, err = lbPolicyEntry(e, depth)
+		if err != nil {
+			err = withFieldPrefix(indexed("policies", i)+".typed_extension_config.typed_config", err)
+		}
+		return found || err != nil
+	})
+	if !complete {
+		// A serialized list that proto.Unmarshal would merge: decode it.
+		m := &v3wrrlocalitypb.WrrLocality{}
+		if err := unmarshalLBConfig(l.wire, m); err != nil {
+			return LBPolicy{}, err
+		}
+		return lbPolicyFromProto(lbList{proto: m.GetEndpointPickingPolicy()}, depth)
+	}
+	switch {
+	case err != nil:
+		return LBPolicy{}, err
+	case found:
+		return p, nil
+	}
+	return LBPolicy{}, invalid("policies", "no supported policy (gRPC supports round_robin, ring_hash, least_request, pick_first, client_side_weighted_round_robin and wrr_locality)")
+}
+
+// lbPolicyEntry converts one policy; found is false for a policy gRPC
+// does not support, which is skipped. Error fields are relative to the
+// policy's typed_config.
+func lbPolicyEntry(e lbEntry, depth int) (p LBPolicy, found bool, err error) {
+	switch e.typeURL {
+	case lbRoundRobinTypeURL:
+		// As grpc-go, the RoundRobin config is not decoded: gRPC's round
+		// robin has no settings.
+		return LBPolicy{Kind: LBPolicyRoundRobin}, true, nil
+	case lbRingHashTypeURL:
+		m := &v3ringhashpb.RingHash{}
+		if err = unmarshalLBConfig(e.value, m); err != nil {
+			return LBPolicy{}, true, err
+		}
+		if m.GetHashFunction() != v3ringhashpb.RingHash_XX_HASH {
+			// grpc-go wants XX_HASH exactly, so an unset (DEFAULT_HASH)
+			// hash function is an error too.
+			return LBPolicy{}, true, invalid("hash_function", "unsupported hash function %v, want XX_HASH", m.GetHashFunction())
+		}
+		p, err = ringHashPolicy(m.GetMinimumRingSize().GetValue(), m.GetMaximumRingSize().GetValue())
+		return p, true, err
+	case lbLeastRequestTypeURL:
+		m := &v3leastrequestpb.LeastRequest{}
+		if err = unmarshalLBConfig(e.value, m); err != nil {
+			return LBPolicy{}, true, err
+		}
+		p = LBPolicy{Kind: LBPolicyLeastRequest, LeastRequestChoiceCount: defaultLeastRequestChoiceCount}
+		if cc := m.GetChoiceCount(); cc != nil {
+			p.LeastRequestChoiceCount = cc.GetValue()
+		}
+		if p.LeastRequestChoiceCount < 2 {
+			return LBPolicy{}, true, invalid("choice_count", "%d, must be at least 2", p.LeastRequestChoiceCount)
+		}
+		return p, true, nil
+	case lbPickFirstTypeURL:
+		m := &v3pickfirstpb.PickFirst{}
+		if err = unmarshalLBConfig(e.value, m); err != nil {
+			return LBPolicy{}, true, err
+		}
+		return LBPolicy{Kind: LBPolicyPickFirst, PickFirstShuffleAddressList: m.GetShuffleAddressList()}, true, nil
+	case lbWRRTypeURL:
+		p, err = wrrPolicy(e.value)
+		return p, true, err
+	case lbWRRLocalityTypeURL:
+		child, err := wrrLocalityChild(e.value)
+		if err != nil {
+			return LBPolicy{}, true, err
+		}
+		p, err = lbPolicyFromProto(child, depth+1)
+		if err != nil {
+			return LBPolicy{}, true, withFieldPrefix("endpoint_picking_policy", err)
+		}
+		p.WeightedByLocality = true
+		return p, true, nil
+	case xdsTypedStructTypeURL:
+		// A custom policy: skipped once the TypedStruct decodes.
+		return LBPolicy{}, false, unmarshalLBConfig(e.value, &v3xdstypepb.TypedStruct{})
+	case udpaTypedStructURL:
+		return LBPolicy{}, false, unmarshalLBConfig(e.value, &v1udpatypepb.TypedStruct{})
+	default:
+		// "Any entry not in the above list is unsupported and will be
+		// skipped." (A52)
+		return LBPolicy{}, false, nil
+	}
+}
+
+func unmarshalLBConfig(b []byte, m proto.Message) error {
+	if err := proto.Unmarshal(b, m); err != nil {
+		return invalid("", "decoding %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
+	}
+	return nil
+}
+
+// wrrPolicy converts a ClientSideWeightedRoundRobin config with the
+// defaults of gRFC A58; error fields are relative to it.
+func wrrPolicy(b []byte) (LBPolicy, error) {
+	m := &v3wrrpb.ClientSideWeightedRoundRobin{}
+	if err := unmarshalLBConfig(b, m); err != nil {
+		return LBPolicy{}, err
+	}
+	c := &WeightedRoundRobinConfig{
+		EnableOOBLoadReport:     m.GetEnableOobLoadReport().GetValue(),
+		OOBReportingPeriod:      10 * time.Second,
+		BlackoutPeriod:          10 * time.Second,
+		WeightExpirationPeriod:  3 * time.Minute,
+		WeightUpdatePeriod:      time.Second,
+		ErrorUtilizationPenalty: 1,
+	}
+	if err := optDuration("oob_reporting_period", m.GetOobReportingPeriod(), &c.OOBReportingPeriod); err != nil {
+		return LBPolicy{}, err
+	}
+	if err := optDuration("blackout_period", m.GetBlackoutPeriod(), &c.BlackoutPeriod); err != nil {
+		return LBPolicy{}, err
+	}
+	if err := optDuration("weight_expiration_period", m.GetWeightExpirationPeriod(), &c.WeightExpirationPeriod); err != nil {
+		return LBPolicy{}, err
+	}
+	if err := optDuration("weight_update_period", m.GetWeightUpdatePeriod(), &c.WeightUpdatePeriod); err != nil {
+		return LBPolicy{}, err
+	}
+	if p := m.GetErrorUtilizationPenalty(); p != nil {
+		// grpc-go fails to encode NaN and infinities into its JSON config,
+		// so they are errors there too.
+		if v := float64(p.GetValue()); v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return LBPolicy{}, invalid("error_utilization_penalty", "%v, must be a finite number ≥ 0", p.GetValue())
+		}
+		c.ErrorUtilizationPenalty = p.GetValue()
+	}
+	return LBPolicy{Kind: LBPolicyWeightedRoundRobin, WeightedRoundRobin: c}, nil
+}

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3tlspb "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+)
+
+const (
+	// tlsTransportSocketName is the only transport socket gRPC knows.
+	tlsTransportSocketName = "envoy.transport_sockets.tls"
+	upstreamTLSTypeURL     = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+)
+
+// SecurityConfig is the TLS configuration of a cluster (gRFC A29): where
+// the client gets its root certificates, and its identity certificate for
+// mutual TLS, from certificate provider instances of the bootstrap.
+type SecurityConfig struct {
+	// RootInstanceName names the certificate provider instance (in the
+	// bootstrap's certificate_providers) of the root certificates that
+	// validate servers; never empty.
+	RootInstanceName string
+	// RootCertName is the certificate name passed to that provider.
+	RootCertName string
+	// IdentityInstanceName names the certificate provider instance of the
+	// client's identity certificate, "" when the client presents none.
+	IdentityInstanceName string
+	// IdentityCertName is the certificate name passed to that provider.
+	IdentityCertName string
+	// SubjectAltNameMatchers are match_subject_alt_names: the server's
+	// certificate must have a SAN that one of them matches; nil means any
+	// SAN.
+	SubjectAltNameMatchers []StringMatcher
+}
+
+// securityFromCluster validates the transport socket of c (R-17.4, gRFC
+// A29) and returns its security config, nil when there is no transport
+// socket (plaintext, or the channel's fallback credentials). Error fields
+// are relative to the Cluster.
+//
+// As grpc-go with its defaults: the HTTP/1.1 proxy transport socket
+// (GRPC_EXPERIMENTAL_XDS_HTTP_CONNECT), system root certificates
+// (GRPC_EXPERIMENTAL_XDS_SYSTEM_ROOT_CERTS) and SNI
+// (GRPC_EXPERIMENTAL_XDS_SNI) are not supported: the proxy socket is an
+// unsupported type, system_root_certs alone leaves no root provider, and
+// sni is ignored.
+func securityFromCluster(c *v3clusterpb.Cluster) (*SecurityConfig, error) {
+	if len(c.GetTransportSocketMatches()) != 0 {
+		return nil, invalid("transport_socket_matches", "not supported")
+	}
+	ts := c.GetTransportSocket()
+	if ts == nil {
+		return nil, nil
+	}
+	if ts.GetName() != tlsTransportSocketName {
+		return nil, invalid("transport_socket.name", "%q, want %q", ts.GetName(), tlsTransportSocketName)
+	}
+	tc := ts.GetTypedConfig()
+	if tc.GetTypeUrl() != upstreamTLSTypeURL {
+		return nil, invalid("transport_socket.typed_config", "type URL %q, want %q", tc.GetTypeUrl(), upstreamTLSTypeURL)
+	}
+	ctx := &v3tlspb.UpstreamTlsContext{}
+	if err := proto.Unmarshal(tc.GetValue(), ctx); err != nil {
+		return nil, invalid("transport_socket.typed_config", "decoding UpstreamTlsContext: %v", err)
+	}
+	const field = "transport_socket.typed_config.common_tls_context"
+	common := ctx.GetCommonTlsContext()
+	if common == nil {
+		return nil, invalid(field, "missing")
+	}
+	if common.GetTlsParams() != nil {
+		return nil, invalid(field+".tls_params", "not supported")
+	}
+	if common.GetCustomHandshaker() != nil {
+		return nil, invalid(field+".custom_handshaker", "not supported")
+	}
+	// grpc-go reads the A29 fields first and falls back to the deprecated
+	// certificate provider fields when they give nothing; an error from
+	// the A29 fields is reported only if the fallback fails too.
+	sc, err := securityFromCommon(common)
+	if sc == nil || sc.isEmpty() {
+		old, oldErr := securityFromDeprecated(common)
+		if oldErr != nil {
+			if err != nil {
+				return nil, withFieldPrefix(field, err)
+			}
+			return nil, withFieldPrefix(field, oldErr)
+		}
+		sc = old
+	}
+	if sc.RootInstanceName == "" {
+		if err != nil {
+			return nil, withFieldPrefix(field, err)
+		}
+		return nil, invalid(field, "no root certificate provider instance (validation_context.ca_certificate_provider_instance)")
+	}
+	return sc, nil
+}
+
+func (sc *SecurityConfig) isEmpty() bool {
+	return sc.RootInstanceName == "" && sc.RootCertName == "" && sc.IdentityInstanceName == "" &&
+		sc.IdentityCertName == "" && len(sc.SubjectAltNameMatchers) == 0
+}
+
+// securityFromCommon reads the gRFC A29 fields of common; error fields
+// are relative to it.
+func securityFromCommon(common *v3tlspb.CommonTlsContext) (*SecurityConfig, error) {
+	identity := common.GetTlsCertificateProviderInstance()
+	if identity == nil && len(common.GetTlsCertificates()) != 0 {
+		return nil, invalid("tls_certificates", "not supported, use tls_certificate_provider_instance")
+	}
+	if identity == nil && len(common.GetTlsCertificateSdsSecretConfigs()) != 0 {
+		return nil, invalid("tls_certificate_sds_secret_configs", "not supported, use tls_certificate_provider_instance")
+	}
+	sc := &SecurityConfig{IdentityInstanceName: identity.GetInstanceName(), IdentityCertName: identity.GetCertificateName()}
+	var (
+		vc    *v3tlspb.CertificateValidationContext
+		field string
+	)
+	switch t := common.GetValidationContextType().(type) {
+	case *v3tlspb.CommonTlsContext_ValidationContext:
+		vc, field = t.ValidationContext, "validation_context"
+	case *v3tlspb.CommonTlsContext_CombinedValidationContext:
+		vc, field = t.CombinedValidationContext.GetDefaultValidationContext(), "combined_validation_context.default_validation_context"
+	case nil:
+		return sc, nil
+	default:
+		return nil, invalid("", "unsupported validation context %s", oneofName(common.ProtoReflect(), "validation_context_type"))
+	}
+	switch {
+	case len(vc.GetVerifyCertificateSpki()) != 0:
+		return nil, invalid(field+".verify_certificate_spki", "not supported")
+	case len(vc.GetVerifyCertificateHash()) != 0:
+		return nil, invalid(field+".verify_certificate_hash", "not supported")
+	case vc.GetRequireSignedCertificateTimestamp().GetValue():
+		return nil, invalid(field+".require_signed_certificate_timestamp", "not supported")
+	case vc.GetCrl() != nil:
+		return nil, invalid(field+".crl", "not supported")
+	case vc.GetCustomValidatorConfig() != nil:
+		return nil, invalid(field+".custom_validator_config", "not supported")
+	}
+	root := vc.GetCaCertificateProviderInstance()
+	if root == nil {
+		return nil, invalid(field+".ca_certificate_provider_instance", "missing")
+	}
+	sc.RootInstanceName, sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
+	ms, err := sanMatchers(vc)
+	if err != nil {
+		return nil, withFieldPrefix(field, err)
+	}
+	sc.SubjectAltNameMatchers = ms
+	return sc, nil
+}
+
+// securityFromDeprecated reads the deprecated certificate provider fields
+// of common, as grpc-go still does; error fields are relative to it.
+func securityFromDeprecated(common *v3tlspb.CommonTlsContext) (*SecurityConfig, error) {
+	sc := &SecurityConfig{}
+	if id := common.GetTlsCertificateCertificateProviderInstance(); id != nil {
+		sc.IdentityInstanceName, sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
+	}
+	switch t := common.GetValidationContextType().(type) {
+	case *v3tlspb.CommonTlsContext_CombinedValidationContext:
+		if def := t.CombinedValidationContext.GetDefaultValidationContext(); def != nil {
+			ms, err := sanMatchers(def)
+			if err != nil {
+				return nil, withFieldPrefix("combined_validation_context.default_validation_context", err)
+			}
+			sc.SubjectAltNameMatchers = ms
+		}
+		if pi := t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); pi != nil {
+			sc.RootInstanceName, sc.RootCertName = pi.GetInstanceName(), pi.GetCertificateName()
+		}
+	case *v3tlspb.CommonTlsContext_ValidationContextCertificateProviderInstance:
+		sc.RootInstanceName, sc.RootCertName = t.ValidationContextCertificateProviderInstance.GetInstanceName(), t.ValidationContextCertificateProviderInstance.GetCertificateName()
+	case nil:
+	default:
+		return nil, invalid("", "unsupported validation context %s", oneofName(common.ProtoReflect(), "validation_context_type"))
+	}
+	return sc, nil
+}
+
+// sanMatchers converts match_subject_alt_names; error fields are relative
+// to the CertificateValidationContext.
+func sanMatchers(vc *v3tlspb.CertificateValidationContext) ([]StringMatcher, error) {
+	sms := vc.GetMatchSubjectAltNames()
+	if len(sms) == 0 {
+		return nil, nil
+	}
+	out := make([]StringMatcher, len(sms))
+	for i, m := range sms {
+		sm, err := stringMatcherFromProto(m)
+		if err != nil {
+			return nil, withFieldPrefix(indexed("match_subject_alt_names", i), err)
+		}
+		out[i] = sm
+	}
+	return out, nil
+}

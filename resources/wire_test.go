@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resources
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+)
+
+// TestDurationParts checks that the allocation-free duration conversion
+// agrees with durationpb's, errors included.
+func TestDurationParts(t *testing.T) {
+	for _, d := range []*durationpb.Duration{
+		{}, {Seconds: 1, Nanos: 5}, {Nanos: 999_999_999}, {Seconds: -1}, {Nanos: -1}, {Seconds: 1, Nanos: -1},
+		{Nanos: 1e9}, {Seconds: math.MaxInt64 / int64(time.Second)}, {Seconds: 315576000000}, {Seconds: 315576000001},
+	} {
+		want, wantErr := duration("f", d)
+		got, gotErr := durationPartsOf(d).duration("f")
+		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("duration(%v) = %v, %v; durationpb gives %v, %v", d, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// TestWireCheck checks wireCheck against proto.Unmarshal on crafted
+// inputs: unknown fields, wire type mismatches, packed fields, maps,
+// invalid UTF-8 and field numbers out of range.
+func TestWireCheck(t *testing.T) {
+	md := (*v3clusterpb.Cluster)(nil).ProtoReflect().Descriptor()
+	tag := func(b []byte, n protowire.Number, typ protowire.Type) []byte { return protowire.AppendTag(b, n, typ) }
+	valid := mustAny(t, edsCluster("c", "s")).GetValue()
+	meta, err := proto.Marshal(&v3corepb.Metadata{FilterMetadata: map[string]*structpb.Struct{"a": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"valid":                    valid,
+		"empty":                    nil,
+		"unknown varint":           protowire.AppendVarint(tag(nil, 9999, protowire.VarintType), 1),
+		"name as varint":           protowire.AppendVarint(tag(nil, 1, protowire.VarintType), 1),
+		"name invalid UTF-8":       protowire.AppendBytes(tag(nil, 1, protowire.BytesType), []byte{0xff}),
+		"truncated length":         protowire.AppendVarint(tag(nil, 1, protowire.BytesType), 10),
+		"field number 0":           {0x00, 0x01},
+		"field number too large":   protowire.AppendVarint(protowire.AppendVarint(nil, uint64(protowire.MaxValidNumber+1)<<3), 1),
+		"end group":                tag(nil, 5, protowire.EndGroupType),
+		"unknown group":            tag(tag(nil, 9999, protowire.StartGroupType), 9999, protowire.EndGroupType),
+		"unterminated group":       tag(nil, 9999, protowire.StartGroupType),
+		"metadata map":             protowire.AppendBytes(tag(nil, 25, protowire.BytesType), meta),
+		"map entry invalid key":    protowire.AppendBytes(tag(nil, 25, protowire.BytesType), protowire.AppendBytes(tag(nil, 1, protowire.BytesType), protowire.AppendBytes(tag(nil, 1, protowire.BytesType), []byte{0xff}))),
+		"packed repeated enum":     protowire.AppendBytes(tag(nil, 1000, protowire.BytesType), []byte{1, 2, 3}),
+		"nested message malformed": protowire.AppendBytes(tag(nil, 3, protowire.BytesType), []byte{0x0a, 0x05}),
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			werr := wireCheck(b, md)
+			perr := proto.Unmarshal(b, &v3clusterpb.Cluster{})
+			if (werr == nil) != (perr == nil) {
+				t.Fatalf("wireCheck() = %v, proto.Unmarshal() = %v", werr, perr)
+			}
+		})
+	}
+}
+
+// TestType_NameBytes checks that NameBytes agrees with Name, and declines
+// names whose canonical form differs.
+func TestType_NameBytes(t *testing.T) {
+	cases := []struct {
+		name   string
+		give   *anypb.Any
+		wantOK bool
+	}{
+		{name: "plain", give: mustAny(t, edsCluster("c", "s")), wantOK: true},
+		{name: "xdstp without parameters", give: mustAny(t, edsCluster("xdstp://a/envoy.config.cluster.v3.Cluster/c", "s")), wantOK: true},
+		{name: "xdstp with parameters", give: mustAny(t, edsCluster("xdstp://a/envoy.config.cluster.v3.Cluster/c?b=1&a=2", "s"))},
+		{name: "no name", give: mustAny(t, edsCluster("", "s"))},
+		{name: "wrong type", give: mustAny(t, cla("c"))},
+		{name: "nil", give: nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, ok := ClusterType.NameBytes(tc.give)
+			if ok != tc.wantOK {
+				t.Fatalf("NameBytes() ok = %v, want %v", ok, tc.wantOK)
+			}
+			if name, _ := ClusterType.Name(tc.give); ok && string(b) != name {
+				t.Fatalf("NameBytes() = %q, Name() = %q", b, name)
+			}
+		})
+	}
+}
