@@ -4,6 +4,7 @@ package client
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -170,7 +171,15 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 			continue
 		}
 		p := pending{index: i, inner: inner}
-		p.name, _ = typ.Name(inner)
+		if nb, ok := typ.(nameByteser); ok {
+			p.nameBytes, ok = nb.NameBytes(inner)
+			if !ok {
+				p.nameBytes = nil
+			}
+		}
+		if p.nameBytes == nil {
+			p.name, _ = typ.Name(inner)
+		}
 		items = append(items, p)
 	}
 	return items, topErrs
@@ -231,10 +240,14 @@ func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []deco
 	if !ts.typ.AllResourcesRequiredInSotW() || topLevelErrs {
 		return resErrs
 	}
-	for _, name := range sortedKeys(ts.entries) {
-		if count[name] > 0 {
-			continue
+	var missing []string
+	for name := range ts.entries {
+		if count[name] == 0 {
+			missing = append(missing, name)
 		}
+	}
+	slices.Sort(missing) // deletions in name order
+	for _, name := range missing {
 		rs := ts.entries[name]
 		if rs.value == nil {
 			// Never received (R-9.7: the timer decides) or already

@@ -36,9 +36,18 @@ type pending struct {
 	index       int
 	inner       *anypb.Any // unwrapped
 	name        string     // "" when unknown before decoding
+	nameBytes   []byte     // the canonical name inside inner.Value, when the type can find it without copying (SotW); aliases inner
 	unrequested bool       // name is known and not subscribed: not decoded
 	cachedRaw   *anypb.Any // the cached resource of that name, if any
 	cachedValue any        // its decoded value
+}
+
+// nameByteser is implemented by resource types that can find a resource's
+// canonical name without copying it (resources.Type.NameBytes), which lets
+// the client recognise an unchanged or unrequested resource without
+// allocating.
+type nameByteser interface {
+	NameBytes(inner *anypb.Any) ([]byte, bool)
 }
 
 // lookupType returns the registered type of typeURL, or nil. The registry
@@ -86,15 +95,26 @@ func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resource
 // subscribed, every resource is wanted.
 func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 	for i := range items {
-		if items[i].name == "" {
+		it := &items[i]
+		var rs *resourceState
+		switch {
+		case it.nameBytes != nil:
+			// m[string(b)] does not allocate; an entry's name is reused.
+			if rs = ts.entries[string(it.nameBytes)]; rs != nil {
+				it.name = rs.name
+			} else if len(ts.wildcard) > 0 {
+				it.name = string(it.nameBytes)
+			}
+		case it.name != "":
+			rs = ts.entries[it.name]
+		default:
 			continue
 		}
-		rs := ts.entries[items[i].name]
 		switch {
 		case rs == nil:
-			items[i].unrequested = len(ts.wildcard) == 0
+			it.unrequested = len(ts.wildcard) == 0
 		case rs.raw != nil:
-			items[i].cachedRaw, items[i].cachedValue = rs.raw, rs.value
+			it.cachedRaw, it.cachedValue = rs.raw, rs.value
 		}
 	}
 }
@@ -105,6 +125,11 @@ func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 func decodeAll(typ resources.ResourceType, items []pending) (results []decoded, topErrs []error) {
 	results = make([]decoded, 0, len(items))
 	for _, p := range items {
+		if p.unrequested {
+			// Not decoded, validated, NACKed or counted: its name is no
+			// entry's, so it cannot matter to the deletion rule either.
+			continue
+		}
 		d, err := decodeOne(typ, p)
 		if err != nil {
 			topErrs = append(topErrs, err)
@@ -115,14 +140,9 @@ func decodeAll(typ resources.ResourceType, items []pending) (results []decoded, 
 	return results, topErrs
 }
 
-// decodeOne decodes p unless it is unrequested or its bytes equal the
-// cached ones. A failure without a resource name is returned as err.
+// decodeOne decodes p unless its bytes equal the cached ones. A failure
+// without a resource name is returned as err.
 func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
-	if p.unrequested {
-		// Not decoded, validated or NACKed; its name still counts as
-		// present for the SotW deletion rule.
-		return decoded{name: p.name}, nil
-	}
 	if p.cachedRaw != nil && bytes.Equal(p.cachedRaw.GetValue(), p.inner.GetValue()) {
 		// Same bytes as cached: not decoded again.
 		return decoded{name: p.name, value: p.cachedValue, raw: p.inner}, nil
