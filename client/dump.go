@@ -7,6 +7,8 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/proxyless/xds/resources"
+
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -51,4 +53,26 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 		}
 	}
 	return cc
+}
+
+// ResourceVersion returns the version of the cached value of the resource
+// of type typeURL named name (canonicalised like Watch's names): the
+// version_info of the SotW response that last carried it valid, or its own
+// version in delta; "" when nothing is cached for that name (not watched,
+// not received yet, deleted, or never valid). It is what Dump reports as
+// version_info for the resource, in O(1).
+//
+// Called from a watcher's ResourceChanged before done, it is the version
+// of the value being delivered, since the stream reads no further
+// response until done. Called elsewhere it may be newer than the
+// last value a watcher received. It is safe for concurrent use.
+func (c *Client) ResourceVersion(typeURL, name string) string {
+	name = resources.CanonicalName(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rs := c.resources[typeURL][name]
+	if rs == nil || rs.value == nil {
+		return ""
+	}
+	return rs.version
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -82,4 +83,42 @@ func TestDump_StatusesAndErrorState(t *testing.T) {
 			t.Fatalf("Dump().node = %v, want the client's node", got.GetNode())
 		}
 	})
+}
+
+// TestDump_ResourceVersion checks ResourceVersion: inside ResourceChanged
+// (before done) it is the version of the value delivered; it stays at the
+// last valid version after a NACK, as Dump's version_info does;
+// it is "" for names not cached.
+func TestDump_ResourceVersion(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	versions := make(chan string, 10)
+	defer client.Watch(c, resources.ClusterType, "a", watcher.Funcs[*resources.Cluster]{
+		OnChanged: func(*resources.Cluster) { versions <- c.ResourceVersion(resources.ClusterTypeURL, "a") },
+	})()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a")
+	if v := c.ResourceVersion(resources.ClusterTypeURL, "a"); v != "" {
+		t.Fatalf("ResourceVersion before any response = %q, want empty", v)
+	}
+	sendAndWait(t, ms,
+		discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", "v1")),
+		discoveryResponse(resources.ClusterTypeURL, "2", testutil.Cluster("a", "v2")),
+		discoveryResponse(resources.ClusterTypeURL, "3", invalidCluster("a")))
+	for _, want := range []string{"1", "2"} {
+		select {
+		case got := <-versions:
+			if got != want {
+				t.Fatalf("ResourceVersion in ResourceChanged = %q, want %q", got, want)
+			}
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		}
+	}
+	if v := c.ResourceVersion(resources.ClusterTypeURL, "a"); v != "2" {
+		t.Fatalf("ResourceVersion after a NACK of version 3 = %q, want the cached version 2", v)
+	}
+	if v := c.ResourceVersion(resources.ClusterTypeURL, "unknown"); v != "" {
+		t.Fatalf("ResourceVersion of an unknown name = %q, want empty", v)
+	}
 }
