@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	grpcresolver "google.golang.org/grpc/resolver"
+
+	"github.com/proxyless/xds/resources"
+)
+
+// EndpointInfo is what the resolver knows of one endpoint it hands to the
+// channel: where the endpoint comes from in the xDS configuration. Every
+// resolver.Endpoint of a State carries one in its Attributes; read it with
+// EndpointInfoFromEndpoint, for example from a custom balancer. It is
+// comparable, and compared with == when grpc compares attributes.
+type EndpointInfo struct {
+	// RouteCluster is the cluster the route names (a cluster of its
+	// weighted_clusters, or its single cluster), canonical; for an
+	// aggregate cluster, the aggregate cluster.
+	RouteCluster string
+	// Cluster is the cluster the endpoint belongs to, canonical: the leaf
+	// (EDS or LOGICAL_DNS) cluster; equal to RouteCluster unless that is an
+	// aggregate cluster.
+	Cluster string
+	// ClusterWeight is the weight of RouteCluster in the route's
+	// weighted_clusters (the sum, when it is listed more than once); 0
+	// when the route names a single cluster.
+	ClusterWeight uint32
+	// Locality is the endpoint's locality.
+	Locality resources.LocalityID
+	// Priority is the priority of the locality, 0 being the highest. Only
+	// the endpoints of one priority per cluster are in a State.
+	Priority uint32
+	// LocalityWeight is the locality's load_balancing_weight, ≥ 1.
+	LocalityWeight uint32
+	// Weight is the endpoint's load_balancing_weight, ≥ 1.
+	Weight uint32
+	// HealthStatus is the health status the management server sent:
+	// HealthStatusHealthy or HealthStatusUnknown, the only ones that make
+	// an endpoint usable.
+	HealthStatus resources.HealthStatus
+	// Hostname is the endpoint's hostname, "" if unset.
+	Hostname string
+}
+
+// endpointInfoKey is the attribute key of EndpointInfo.
+type endpointInfoKey struct{}
+
+// EndpointInfoFromEndpoint returns the EndpointInfo the resolver attached
+// to ep, and false if ep has none (it did not come from this resolver).
+func EndpointInfoFromEndpoint(ep grpcresolver.Endpoint) (EndpointInfo, bool) {
+	info, ok := ep.Attributes.Value(endpointInfoKey{}).(EndpointInfo)
+	return info, ok
+}
+
+// setEndpointInfo returns ep with info in its attributes.
+func setEndpointInfo(ep grpcresolver.Endpoint, info EndpointInfo) grpcresolver.Endpoint {
+	ep.Attributes = ep.Attributes.WithValue(endpointInfoKey{}, info)
+	return ep
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	"fmt"
+
+	grpcresolver "google.golang.org/grpc/resolver"
+
+	// The balancers the service configs of this package name. Importing
+	// them registers them with grpc (their own init); this package has no
+	// init of its own.
+	_ "google.golang.org/grpc/balancer/leastrequest"
+	_ "google.golang.org/grpc/balancer/pickfirst"
+	_ "google.golang.org/grpc/balancer/ringhash"
+	_ "google.golang.org/grpc/balancer/roundrobin"
+	_ "google.golang.org/grpc/balancer/weightedroundrobin"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/depmgr"
+)
+
+// NewBuilder returns a grpc resolver.Builder for the targets
+// "xds:///name" and "xds://authority/name" (the scheme can be changed with
+// WithScheme), whose resolvers watch the xDS configuration of the target
+// through c. Give it to a ClientConn with grpc.WithResolvers; nothing is
+// registered globally:
+//
+//	cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(resolver.NewBuilder(c)), ...)
+//
+// The Builder does not own c: the caller closes c after closing every
+// ClientConn that uses the Builder. A Builder may serve any number of
+// ClientConns; each Build starts its own dependency manager, and the
+// client shares the watches of the resources they have in common. See the
+// package doc. NewBuilder panics if c is nil (programmer error).
+func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
+	if c == nil {
+		panic("resolver: NewBuilder with a nil client")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &builder{client: c, opts: o}
+}
+
+// builder implements grpcresolver.Builder. It is immutable.
+type builder struct {
+	client *client.Client
+	opts   options
+}
+
+// Scheme returns the scheme of the targets b resolves.
+func (b *builder) Scheme() string { return b.opts.scheme }
+
+// Build starts resolving target: it maps the target to a Listener name
+// (R-5.5, gRFC A47) and starts a dependency manager on it. It returns
+// without waiting for any resource. It fails if the target names no
+// service, if its authority is not in the bootstrap's authorities (the
+// error wraps bootstrap.ErrUnknownAuthority), or if the ring hash header
+// option is invalid.
+func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, _ grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+	t := target.String()
+	endpoint := target.Endpoint()
+	if endpoint == "" {
+		return nil, fmt.Errorf("resolver: target %q names no service: want %s:///name or %s://authority/name", t, b.opts.scheme, b.opts.scheme)
+	}
+	listener, err := b.client.BootstrapConfig().ListenerResourceName(target.URL.Host, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("resolver: target %q: %w", t, err)
+	}
+	hashHeader := b.opts.ringHashHeader
+	if hashHeader == "" {
+		hashHeader = randomHashHeader
+	} else if err := validateHashHeader(hashHeader); err != nil {
+		return nil, fmt.Errorf("resolver: WithRingHashRequestHashHeader: %w", err)
+	}
+	failSC := cc.ParseServiceConfig(failServiceConfig)
+	if failSC.Err != nil {
+		// Cannot happen: pick_first is always registered.
+		return nil, fmt.Errorf("resolver: grpc rejects the pick_first service config: %w", failSC.Err)
+	}
+	r := &xdsResolver{
+		cc:             cc,
+		target:         t,
+		ringHashHeader: hashHeader,
+		failSC:         failSC,
+		logger:         b.opts.logger.With("target", t, "listener", listener),
+	}
+	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
+	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With("target", t)))
+	dopts = append(dopts, b.opts.depmgrOpts...)
+	r.logger.Debug("starting", "data_plane_authority", endpoint)
+	r.manager = depmgr.New(b.client, listener, r, dopts...)
+	return r, nil
+}

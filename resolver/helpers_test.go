@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resolver"
+	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/testutil/leakcheck"
+
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+)
+
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+
+const (
+	// defaultTestTimeout bounds waits for what must happen.
+	defaultTestTimeout = 10 * time.Second
+	// defaultTestShortTimeout bounds waits for what must not happen.
+	defaultTestShortTimeout = 10 * time.Millisecond
+)
+
+// backend is a real gRPC server on 127.0.0.1 serving the interop
+// TestService, whose UnaryCall answers with the server's ID.
+type backend struct {
+	testgrpc.UnimplementedTestServiceServer
+	id   string
+	addr string // host:port
+	port uint32
+}
+
+func (b *backend) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	return &testgrpc.SimpleResponse{ServerId: b.id, Hostname: b.addr}, nil
+}
+
+// startBackend starts a backend named id, stopped when the test ends.
+func startBackend(t *testing.T, id string) *backend {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listening: %v", err)
+	}
+	b := &backend{id: id, addr: lis.Addr().String(), port: uint32(lis.Addr().(*net.TCPAddr).Port)}
+	s := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(s, b)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Serve(lis) // returns when Stop is called
+	}()
+	t.Cleanup(func() {
+		s.Stop()
+		<-done
+	})
+	return b
+}
+
+// env is a management server and an xDS client using it.
+type env struct {
+	ms     *testutil.ManagementServer
+	client *client.Client
+}
+
+// newEnv starts a management server and a client whose bootstrap is
+// edited by editBootstrap, if not nil. Both are stopped when the test
+// ends, after the ClientConns made by dial.
+func newEnv(t *testing.T, bopts testutil.BootstrapOptions, editBootstrap func(map[string]any)) *env {
+	t.Helper()
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	raw := ms.Bootstrap(bopts)
+	if editBootstrap != nil {
+		raw = editJSON(t, raw, editBootstrap)
+	}
+	cfg, err := bootstrap.Parse(raw)
+	if err != nil {
+		t.Fatalf("bootstrap.Parse: %v", err)
+	}
+	c, err := client.New(cfg, client.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return &env{ms: ms, client: c}
+}
+
+// dial returns a TestService client for target through a resolver built
+// with opts, and its ClientConn, closed when the test ends.
+func (e *env) dial(t *testing.T, target string, opts ...resolver.Option) (testgrpc.TestServiceClient, *grpc.ClientConn) {
+	t.Helper()
+	opts = append([]resolver.Option{resolver.WithLogger(testLogger(t))}, opts...)
+	cc, err := grpc.NewClient(target,
+		grpc.WithResolvers(resolver.NewBuilder(e.client, opts...)),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("grpc.NewClient(%q): %v", target, err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return testgrpc.NewTestServiceClient(cc), cc
+}
+
+// testLogger logs to t at Debug, until the test ends.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}
+
+// unaryServerID makes one RPC and returns the ID of the server that
+// answered.
+func unaryServerID(ctx context.Context, tc testgrpc.TestServiceClient) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{FillServerId: true})
+	if err != nil {
+		return "", err
+	}
+	return resp.GetServerId(), nil
+}
+
+// waitForServer makes RPCs until one is answered by the server id, and
+// returns an error describing the last RPC when ctx ends first.
+func waitForServer(ctx context.Context, tc testgrpc.TestServiceClient, id string) error {
+	var last string
+	for ctx.Err() == nil {
+		got, err := unaryServerID(ctx, tc)
+		if err == nil && got == id {
+			return nil
+		}
+		last = fmt.Sprintf("server %q, error %v", got, err)
+	}
+	return fmt.Errorf("no RPC reached server %q before the deadline; last RPC: %s", id, last)
+}
+
+// verifyServer makes n RPCs and checks that the server id answers each.
+func verifyServer(ctx context.Context, tc testgrpc.TestServiceClient, id string, n int) error {
+	for i := range n {
+		got, err := unaryServerID(ctx, tc)
+		if err != nil || got != id {
+			return fmt.Errorf("RPC %d of %d: server %q, error %v; want server %q", i+1, n, got, err, id)
+		}
+	}
+	return nil
+}
+
+// lbEndpoint returns an endpoint 127.0.0.1:port of health h.
+func lbEndpoint(port uint32, h v3corepb.HealthStatus) *v3endpointpb.LbEndpoint {
+	return &v3endpointpb.LbEndpoint{
+		HostIdentifier: &v3endpointpb.LbEndpoint_Endpoint{Endpoint: &v3endpointpb.Endpoint{
+			Address: &v3corepb.Address{Address: &v3corepb.Address_SocketAddress{SocketAddress: &v3corepb.SocketAddress{
+				Address:       "127.0.0.1",
+				PortSpecifier: &v3corepb.SocketAddress_PortValue{PortValue: port},
+			}}},
+		}},
+		HealthStatus: h,
+	}
+}
+
+// localityEndpoints returns a locality named zone of priority prio.
+func localityEndpoints(zone string, prio uint32, eps ...*v3endpointpb.LbEndpoint) *v3endpointpb.LocalityLbEndpoints {
+	return &v3endpointpb.LocalityLbEndpoints{
+		Locality:            &v3corepb.Locality{Region: "r", Zone: zone},
+		LbEndpoints:         eps,
+		LoadBalancingWeight: wrapperspb.UInt32(1),
+		Priority:            prio,
+	}
+}
+
+// chain is testutil.Chain for the listener "svc" with one endpoint per
+// backend.
+func chain(bs ...*backend) testutil.Resources {
+	ports := make([]uint32, len(bs))
+	for i, b := range bs {
+		ports[i] = b.port
+	}
+	return testutil.Chain(testutil.ChainOptions{Listener: "svc", Ports: ports})
+}
+
+// editJSON decodes the JSON object raw, lets edit change it, and encodes
+// it again.
+func editJSON(t *testing.T, raw []byte, edit func(map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("decoding %s: %v", raw, err)
+	}
+	edit(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatalf("encoding: %v", err)
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	"log/slog"
+	"strings"
+
+	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/xdslog"
+)
+
+// DefaultScheme is the URI scheme of the targets a Builder resolves when
+// WithScheme is not given: "xds", as in "xds:///name".
+const DefaultScheme = "xds"
+
+// randomHashHeader is the request hash header configured for ring_hash
+// when neither the route nor WithRingHashRequestHashHeader gives one:
+// RPCs do not carry it, so each RPC gets a random hash, as an xDS route
+// without hash policies gives in gRPC (gRFC A42).
+const randomHashHeader = "x-proxyless-xds-random-hash"
+
+// Option configures a Builder.
+type Option func(*options)
+
+type options struct {
+	scheme         string
+	logger         *slog.Logger
+	depmgrOpts     []depmgr.Option
+	ringHashHeader string // "" means randomHashHeader
+}
+
+func defaultOptions() options {
+	return options{scheme: DefaultScheme, logger: xdslog.Discard()}
+}
+
+// WithScheme sets the URI scheme of the targets the Builder resolves, so
+// that several Builders (for example on different clients) can serve one
+// ClientConn, or so that the scheme does not clash with another "xds"
+// resolver. The scheme is lowercased, as grpc lowercases the target's
+// scheme before it looks for a resolver. "" means DefaultScheme.
+func WithScheme(scheme string) Option {
+	return func(o *options) {
+		if scheme == "" {
+			scheme = DefaultScheme
+		}
+		o.scheme = strings.ToLower(scheme)
+	}
+}
+
+// WithLogger sets the logger of the resolvers the Builder builds and of
+// their dependency managers. The default discards everything. Ambient
+// errors and errors reported to the channel are logged at Warn, every
+// State pushed to the channel at Debug. A depmgr.WithLogger given to
+// WithDepMgrOptions takes precedence for the dependency manager.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithDepMgrOptions adds options for the dependency manager (package
+// depmgr) each resolver starts, for example depmgr.WithDNSResolver for the
+// hosts of LOGICAL_DNS clusters. They are applied after the resolver's
+// own, which set the data-plane authority (see the package doc, "Targets")
+// and the logger; so a depmgr.WithDataPlaneAuthority given here replaces
+// the target's for every resolver of the Builder.
+func WithDepMgrOptions(opts ...depmgr.Option) Option {
+	return func(o *options) {
+		o.depmgrOpts = append(o.depmgrOpts, opts...)
+	}
+}
+
+// WithRingHashRequestHashHeader sets the header whose value is hashed to
+// pick an endpoint of a cluster whose load balancing policy is RING_HASH
+// when the route has no hash policy (gRFC A76, ring_hash's
+// requestHashHeader). RPCs that do not carry the header get a random hash.
+// Without this option every RPC gets a random hash. The header name must
+// be a valid gRPC metadata key that does not end in "-bin"; it is
+// lowercased. Build fails if it is invalid. See the package doc, "What is
+// honoured".
+func WithRingHashRequestHashHeader(name string) Option {
+	return func(o *options) {
+		o.ringHashHeader = strings.ToLower(name)
+	}
+}

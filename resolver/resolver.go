@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	"fmt"
+	"log/slog"
+
+	grpcresolver "google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/proxyless/xds/depmgr"
+)
+
+// failServiceConfig is the service config pushed, with no endpoint, when
+// the configuration is unusable: pick_first, which then fails RPCs with
+// the error reported next (see xdsResolver.fail).
+const failServiceConfig = `{"loadBalancingConfig":[{"pick_first":{}}]}`
+
+// xdsResolver is the resolver of one ClientConn's target. It is the
+// depmgr.Watcher of its Manager: the Manager calls Update, Error and
+// AmbientError serially on its own goroutine, and every call to cc is
+// made from there, so cc's calls are ordered; after manager.Close returns
+// none is made.
+type xdsResolver struct {
+	// Initialized at creation time and read-only afterwards. manager is
+	// set by Build before it returns, and used only by ResolveNow and
+	// Close, which grpc calls after Build returned.
+	cc             grpcresolver.ClientConn
+	target         string                     // the target, for messages
+	ringHashHeader string                     // the request hash header of ring_hash without route hash policies
+	failSC         *serviceconfig.ParseResult // failServiceConfig, parsed
+	logger         *slog.Logger
+	manager        *depmgr.Manager
+}
+
+// ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
+// again; EDS endpoints come when the management server sends them.
+func (r *xdsResolver) ResolveNow(grpcresolver.ResolveNowOptions) {
+	r.manager.ResolveNow()
+}
+
+// Close cancels every watch of the resolver and waits until it makes no
+// more calls to the ClientConn.
+func (r *xdsResolver) Close() {
+	r.manager.Close()
+	r.logger.Debug("closed")
+}
+
+// Update turns a complete configuration into a State for the channel, or
+// fails the channel when the configuration cannot be used (see the package
+// doc, "Errors").
+func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
+	res, err := resolve(snapshotOf(cfg), r.ringHashHeader)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	sc := r.cc.ParseServiceConfig(res.serviceConfig)
+	if sc.Err != nil {
+		// serviceConfig names only registered balancers, with configs
+		// their parsers accept (see the tests): only a grpc change can
+		// bring this.
+		r.fail(fmt.Errorf("grpc rejects the service config %s: %w", res.serviceConfig, sc.Err))
+		return
+	}
+	r.logger.Debug("updating the channel", "route", res.route, "endpoints", len(res.endpoints), "service_config", res.serviceConfig)
+	if err := r.cc.UpdateState(grpcresolver.State{Endpoints: res.endpoints, ServiceConfig: sc}); err != nil {
+		// The balancer did not like the state; grpc has already acted on it.
+		r.logger.Debug("the channel rejected the state", "error", err)
+	}
+}
+
+// Error fails the channel: the Listener or its RouteConfiguration is
+// unusable (gRFC A74, A88).
+func (r *xdsResolver) Error(err error) {
+	r.fail(err)
+}
+
+// AmbientError logs err; the last State stays in use.
+func (r *xdsResolver) AmbientError(err error) {
+	r.logger.Warn("ambient error, keeping the last configuration", "error", err)
+}
+
+// fail makes new RPCs fail with UNAVAILABLE and an error naming the
+// target and err. A resolver error alone is not enough once the channel
+// has endpoints: its balancer would keep using them. So, as gRPC Go's own
+// xDS resolver does, it first pushes a State with no endpoint and
+// pick_first, which drops every connection and fails RPCs, then reports
+// the error, which pick_first, now failing, puts in the RPCs' status.
+func (r *xdsResolver) fail(err error) {
+	err = fmt.Errorf("resolver: %s: %w", r.target, err)
+	r.logger.Warn("the configuration is unusable; failing RPCs", "error", err)
+	// UpdateState returns balancer.ErrBadResolverState: pick_first has
+	// no address. That is the point.
+	_ = r.cc.UpdateState(grpcresolver.State{ServiceConfig: r.failSC})
+	r.cc.ReportError(err)
+}
