@@ -1,0 +1,568 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package depmgr
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/resources"
+)
+
+// The cluster graph. Roots are the top-level clusters; cluster nodes are
+// the Cluster watches, shared by every root that reaches them; a leaf
+// cluster node is bound to the endpoints node (EDS) or DNS node
+// (LOGICAL_DNS) its value names, shared by every cluster that names it.
+//
+// A node exists while something reaches it: a cluster node while a root's
+// last resolution visited it (its roots), an endpoints or DNS node while a
+// cluster node is bound to it (its users). When the last one lets go, its
+// watch is cancelled, by the end of the update. A change of a node's data marks the roots
+// that reach it dirty, and updateLocked resolves only those again: one
+// ClusterLoadAssignment change costs a walk of the subtrees that lead to
+// it, whatever the number of clusters.
+
+// root is a top-level cluster. Guarded by m.mu.
+type root struct {
+	name     string         // canonical
+	static   bool           // named by a route of the virtual host in use
+	dynamic  int            // SubscribeToCluster references not cancelled
+	dirty    bool           // queued in m.dirty
+	removed  bool           // no longer a root; ignore if dirty
+	complete bool           // the last resolution found every resource of the subtree
+	result   *ClusterResult // the result of the last complete resolution; nil before one
+	reach    []*clusterNode // the cluster nodes the last resolution visited
+}
+
+// clusterNode is the watch of one Cluster resource. It implements
+// watcher.Watcher[*resources.Cluster]; its callbacks act only while it is
+// the Manager's node of its name.
+type clusterNode struct {
+	m    *Manager // read-only
+	name string   // read-only; canonical
+
+	// Guarded by m.mu.
+	cancel   func()             // cancels the client watch
+	received bool               // a value or a resource error was received
+	value    *resources.Cluster // nil before a value and after a resource error
+	version  string             // value's version_info
+	err      error              // the resource error; nil when value is set
+	eds      *endpointsNode     // the endpoints of an EDS value
+	dns      *dnsNode           // the addresses of a LOGICAL_DNS value
+	leaf     *ClusterConfig     // the config of a leaf value whose endpoints are known; else nil
+	result   *ClusterResult     // leaf or err as a result, made on demand; nil when stale
+	roots    []*root            // the roots whose last resolution visited the node
+	visited  uint64             // the epoch of the last resolution that visited it
+}
+
+// endpointsNode is the watch of one ClusterLoadAssignment. It implements
+// watcher.Watcher[*resources.Endpoints].
+type endpointsNode struct {
+	m    *Manager // read-only
+	name string   // read-only; canonical
+
+	// Guarded by m.mu.
+	cancel   func()               // cancels the client watch
+	received bool                 // a value or a resource error was received
+	value    *resources.Endpoints // empty after a resource error; nil before anything
+	version  string               // value's version_info
+	note     error                // the resource error, if any
+	users    []*clusterNode       // the cluster nodes bound to it
+}
+
+// rootLocked returns the root name, creating it (dirty, so that it is
+// resolved by the next updateLocked) if needed.
+func (m *Manager) rootLocked(name string) *root {
+	r := m.roots[name]
+	if r == nil {
+		r = &root{name: name}
+		m.roots[name] = r
+		m.markRootDirtyLocked(r)
+	}
+	return r
+}
+
+func (m *Manager) markRootDirtyLocked(r *root) {
+	if !r.dirty {
+		r.dirty = true
+		m.dirty = append(m.dirty, r)
+	}
+}
+
+// markDirtyLocked marks every root that reaches n dirty.
+func (m *Manager) markDirtyLocked(n *clusterNode) {
+	for _, r := range n.roots {
+		m.markRootDirtyLocked(r)
+	}
+}
+
+// setStaticRootsLocked makes names the static roots: roots that
+// are no longer named lose their static reference, and are removed unless
+// subscribed to; new ones are created.
+func (m *Manager) setStaticRootsLocked(names map[string]struct{}) {
+	for name := range m.static {
+		if _, ok := names[name]; ok {
+			continue
+		}
+		r := m.roots[name]
+		m.setRootStaticLocked(r, false)
+		if r.dynamic == 0 {
+			m.removeRootLocked(r)
+		}
+	}
+	for name := range names {
+		if _, ok := m.static[name]; !ok {
+			m.setRootStaticLocked(m.rootLocked(name), true)
+		}
+	}
+	m.static = names
+}
+
+// setRootStaticLocked and setRootCompleteLocked keep incompleteStatic in
+// step with the roots' flags.
+func (m *Manager) setRootStaticLocked(r *root, static bool) {
+	if r.static == static {
+		return
+	}
+	r.static = static
+	if !r.complete {
+		if static {
+			m.incompleteStatic++
+		} else {
+			m.incompleteStatic--
+		}
+	}
+}
+
+func (m *Manager) setRootCompleteLocked(r *root, complete bool) {
+	if r.complete == complete {
+		return
+	}
+	r.complete = complete
+	if r.static {
+		if complete {
+			m.incompleteStatic--
+		} else {
+			m.incompleteStatic++
+		}
+	}
+}
+
+// removeRootLocked removes r, which is neither static nor subscribed to,
+// and lets go of what it reached.
+func (m *Manager) removeRootLocked(r *root) {
+	r.removed = true
+	for _, n := range r.reach {
+		m.unlinkLocked(n, r)
+	}
+	r.reach = nil
+	delete(m.roots, r.name)
+	if r.result != nil {
+		m.results.delete(r.name)
+		m.changed = true
+	}
+}
+
+// unlinkLocked removes r from the roots of n. A node no root reaches any
+// more is dropped by dropOrphansLocked, at the end of the update: a root
+// resolved later in the same update may reach it again (a cluster moved
+// from under an aggregate to the route table), and its watch and cached
+// value are then kept.
+func (m *Manager) unlinkLocked(n *clusterNode, r *root) {
+	if i := slices.Index(n.roots, r); i >= 0 {
+		n.roots = slices.Delete(n.roots, i, i+1)
+	}
+	if len(n.roots) == 0 {
+		m.orphans = append(m.orphans, n)
+	}
+}
+
+// dropOrphansLocked cancels the watches of the cluster nodes no root
+// reaches any more, and lets go of their endpoints and DNS nodes.
+func (m *Manager) dropOrphansLocked() {
+	for i, n := range m.orphans {
+		m.orphans[i] = nil
+		if len(n.roots) > 0 || m.clusters[n.name] != n {
+			continue
+		}
+		m.logger.Debug("cancelling the watch of an unreachable Cluster", xdslog.KeyResource, n.name)
+		n.cancel()
+		n.value = nil
+		m.bindLocked(n)
+		delete(m.clusters, n.name)
+	}
+	m.orphans = m.orphans[:0]
+}
+
+// clusterNodeLocked returns the node of the cluster name, creating it and
+// starting its watch if needed.
+func (m *Manager) clusterNodeLocked(name string) *clusterNode {
+	n := m.clusters[name]
+	if n == nil {
+		n = &clusterNode{m: m, name: name}
+		m.clusters[name] = n
+		n.cancel = client.Watch(m.client, resources.ClusterType, name, n)
+	}
+	return n
+}
+
+// resolveRootLocked walks the subtree of r again: it starts the watches of
+// the clusters it meets for the first time, lets go of those r no longer
+// reaches, and records r's result if the subtree is complete.
+func (m *Manager) resolveRootLocked(r *root) {
+	m.epoch++
+	t := traversal{m: m, root: r, epoch: m.epoch}
+	complete, graphErr := t.visit(r.name, 0)
+	for _, n := range r.reach {
+		if n.visited != m.epoch {
+			m.unlinkLocked(n, r)
+		}
+	}
+	r.reach = t.reach
+	m.setRootCompleteLocked(r, complete)
+
+	var res *ClusterResult
+	switch {
+	case graphErr != nil:
+		res = &ClusterResult{Name: r.name, Err: graphErr}
+	case !complete:
+		// The last complete result, if any, stays: a dynamic root keeps
+		// it, and a static one holds publication back.
+		return
+	default:
+		res = t.result()
+	}
+	if r.result != nil && sameResult(r.result, res) {
+		return
+	}
+	if graphErr != nil || res.Err != nil {
+		m.logger.Warn("cluster unusable", xdslog.KeyResource, r.name, xdslog.KeyError, res.Err)
+	}
+	r.result = res
+	m.results.set(r.name, res)
+	m.changed = true
+}
+
+// traversal is one walk of a root's subtree, depth first in priority
+// order.
+type traversal struct {
+	m     *Manager
+	root  *root
+	epoch uint64
+
+	reach   []*clusterNode   // nodes visited, in order
+	path    []string         // the aggregate clusters from the root to the current node
+	top     *clusterNode     // the root's own node
+	leaves  []*ClusterConfig // leaf configs met, each once
+	skipped []*ClusterResult // clusters with an error met under the root
+}
+
+// visit walks the cluster name at depth (the root is at 0). It reports
+// whether everything under name is known, and returns an error that makes
+// the whole graph unusable: too deep, or a cycle.
+func (t *traversal) visit(name string, depth int) (complete bool, graphErr error) {
+	if depth >= MaxAggregateDepth {
+		return true, fmt.Errorf("%w: %s -> %s", ErrMaxDepthExceeded, strings.Join(t.path, " -> "), name)
+	}
+	if i := slices.Index(t.path, name); i >= 0 {
+		return true, fmt.Errorf("%w: %s -> %s", ErrAggregateCycle, strings.Join(t.path[i:], " -> "), name)
+	}
+	n := t.m.clusterNodeLocked(name)
+	if n.visited == t.epoch {
+		return true, nil // met before on another path: its leaves are listed already
+	}
+	n.visited = t.epoch
+	t.reach = append(t.reach, n)
+	if !slices.Contains(n.roots, t.root) {
+		n.roots = append(n.roots, t.root)
+	}
+	if depth == 0 {
+		t.top = n
+	}
+	switch {
+	case !n.received:
+		return false, nil
+	case n.err != nil:
+		if depth > 0 {
+			t.skipped = append(t.skipped, n.resultLocked())
+		}
+		return true, nil
+	case n.value.Kind == resources.ClusterKindAggregate:
+		t.path = append(t.path, name)
+		complete = true
+		for _, child := range n.value.AggregateClusters {
+			c, err := t.visit(resources.CanonicalName(child), depth+1)
+			if err != nil {
+				return true, err
+			}
+			complete = complete && c
+		}
+		t.path = t.path[:len(t.path)-1]
+		return complete, nil
+	case n.leaf == nil:
+		return false, nil // waiting for its endpoints
+	default:
+		t.leaves = append(t.leaves, n.leaf)
+		return true, nil
+	}
+}
+
+// result is the result of a complete walk without graph error.
+func (t *traversal) result() *ClusterResult {
+	n := t.top
+	if n.err != nil || n.value.Kind != resources.ClusterKindAggregate {
+		return n.resultLocked()
+	}
+	if len(t.leaves) == 0 {
+		err := fmt.Errorf("%w under %q", ErrNoLeafClusters, n.name)
+		if len(t.skipped) > 0 {
+			errs := make([]error, 0, len(t.skipped)+1)
+			errs = append(errs, err)
+			for _, s := range t.skipped {
+				errs = append(errs, fmt.Errorf("skipped %q: %w", s.Name, s.Err))
+			}
+			err = errors.Join(errs...)
+		}
+		return &ClusterResult{Name: n.name, Err: err}
+	}
+	return &ClusterResult{Name: n.name, Config: &ClusterConfig{
+		Name:           n.name,
+		Cluster:        n.value,
+		ClusterVersion: n.version,
+		Leaves:         t.leaves,
+		Skipped:        t.skipped,
+	}}
+}
+
+// resultLocked returns n's leaf config or error as a result, reusing the
+// last one made while they are unchanged.
+func (n *clusterNode) resultLocked() *ClusterResult {
+	if n.result == nil {
+		if n.err != nil {
+			n.result = &ClusterResult{Name: n.name, Err: n.err}
+		} else {
+			n.result = &ClusterResult{Name: n.name, Config: n.leaf}
+		}
+	}
+	return n.result
+}
+
+// ResourceChanged records a new value of the Cluster.
+func (n *clusterNode) ResourceChanged(c *resources.Cluster, done func()) {
+	defer done() // after the rebuild: the client reads on once it is taken in
+	m := n.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.clusters[n.name] != n || n.value == c {
+		return // cancelled while this call was queued, or the same value again
+	}
+	n.received, n.value, n.err, n.result = true, c, nil, nil
+	n.version = m.versionOf(resources.ClusterType, n.name)
+	m.bindLocked(n)
+	m.refreshLeafLocked(n)
+	m.markDirtyLocked(n)
+	m.updateLocked()
+}
+
+// ResourceError records that the Cluster is unusable: it becomes an error
+// of every root that reaches it (at the top) or is skipped (under an
+// aggregate).
+func (n *clusterNode) ResourceError(err error, done func()) {
+	defer done()
+	m := n.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.clusters[n.name] != n {
+		return
+	}
+	n.received, n.value, n.version, n.err, n.result = true, nil, "", err, nil
+	m.bindLocked(n)
+	m.refreshLeafLocked(n)
+	m.markDirtyLocked(n)
+	m.updateLocked()
+}
+
+// AmbientError leaves the last value in use.
+func (n *clusterNode) AmbientError(err error, done func()) {
+	defer done()
+	n.m.logger.Info("ambient error of a cluster; its last value stays", xdslog.KeyResource, n.name, xdslog.KeyError, err)
+}
+
+// bindLocked binds n to the endpoints or DNS node its value names,
+// letting go of the one it was bound to if that differs; a node without a
+// leaf value is bound to nothing.
+func (m *Manager) bindLocked(n *clusterNode) {
+	var edsName, dnsKey string
+	if v := n.value; v != nil {
+		switch v.Kind {
+		case resources.ClusterKindEDS:
+			edsName = v.EDSServiceName
+			if edsName == "" {
+				edsName = v.Name
+			}
+			edsName = resources.CanonicalName(edsName)
+		case resources.ClusterKindLogicalDNS:
+			dnsKey = net.JoinHostPort(v.DNSHost, strconv.FormatUint(uint64(v.DNSPort), 10))
+		}
+	}
+	if n.eds != nil && n.eds.name != edsName {
+		m.releaseEndpointsLocked(n)
+	}
+	if n.dns != nil && n.dns.key != dnsKey {
+		m.releaseDNSLocked(n)
+	}
+	if edsName != "" && n.eds == nil {
+		n.eds = m.acquireEndpointsLocked(edsName, n)
+	}
+	if dnsKey != "" && n.dns == nil {
+		n.dns = m.acquireDNSLocked(dnsKey, n.value.DNSHost, n.value.DNSPort, n)
+	}
+}
+
+// refreshLeafLocked updates n's leaf config from its value and its
+// endpoints, and reports whether it changed. An unchanged config keeps its
+// identity.
+func (m *Manager) refreshLeafLocked(n *clusterNode) bool {
+	var (
+		eps     *resources.Endpoints
+		version string
+		note    error
+	)
+	switch {
+	case n.eds != nil && n.eds.received:
+		eps, version, note = n.eds.value, n.eds.version, n.eds.note
+	case n.dns != nil && n.dns.received:
+		eps, note = n.dns.value, n.dns.note
+	default:
+		changed := n.leaf != nil
+		n.leaf = nil
+		if changed {
+			n.result = nil
+		}
+		return changed
+	}
+	if l := n.leaf; l != nil && l.Cluster == n.value && l.ClusterVersion == n.version &&
+		l.Endpoints == eps && l.EndpointsVersion == version && sameError(l.ResolutionNote, note) {
+		return false
+	}
+	n.leaf = &ClusterConfig{
+		Name:             n.name,
+		Cluster:          n.value,
+		ClusterVersion:   n.version,
+		Endpoints:        eps,
+		EndpointsVersion: version,
+		ResolutionNote:   note,
+	}
+	n.result = nil
+	return true
+}
+
+// acquireEndpointsLocked returns the endpoints node name with user among
+// its users, creating it and starting its watch if needed.
+func (m *Manager) acquireEndpointsLocked(name string, user *clusterNode) *endpointsNode {
+	e := m.endpoints[name]
+	if e == nil {
+		e = &endpointsNode{m: m, name: name}
+		m.endpoints[name] = e
+		e.cancel = client.Watch(m.client, resources.EndpointsType, name, e)
+	}
+	e.users = append(e.users, user)
+	return e
+}
+
+// releaseEndpointsLocked unbinds n from its endpoints node, and cancels
+// that node's watch when n was its last user.
+func (m *Manager) releaseEndpointsLocked(n *clusterNode) {
+	e := n.eds
+	n.eds = nil
+	if i := slices.Index(e.users, n); i >= 0 {
+		e.users = slices.Delete(e.users, i, i+1)
+	}
+	if len(e.users) == 0 {
+		m.logger.Debug("cancelling the watch of an unreachable ClusterLoadAssignment", xdslog.KeyResource, e.name)
+		e.cancel()
+		delete(m.endpoints, e.name)
+	}
+}
+
+// ResourceChanged records new endpoints.
+func (e *endpointsNode) ResourceChanged(v *resources.Endpoints, done func()) {
+	defer done()
+	m := e.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.endpoints[e.name] != e || (e.value == v && e.note == nil) {
+		return
+	}
+	e.received, e.value, e.note = true, v, nil
+	e.version = m.versionOf(resources.EndpointsType, e.name)
+	m.endpointsChangedLocked(e.users)
+}
+
+// ResourceError records that the endpoints are unusable: the clusters
+// bound to e get an empty endpoint set and err as ResolutionNote.
+func (e *endpointsNode) ResourceError(err error, done func()) {
+	defer done()
+	m := e.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || m.endpoints[e.name] != e {
+		return
+	}
+	m.logger.Warn("endpoints unusable", xdslog.KeyResource, e.name, xdslog.KeyError, err)
+	e.received, e.value, e.version, e.note = true, &resources.Endpoints{ClusterName: e.name}, "", err
+	m.endpointsChangedLocked(e.users)
+}
+
+// AmbientError leaves the last endpoints in use.
+func (e *endpointsNode) AmbientError(err error, done func()) {
+	defer done()
+	e.m.logger.Info("ambient error of endpoints; the last ones stay", xdslog.KeyResource, e.name, xdslog.KeyError, err)
+}
+
+// endpointsChangedLocked refreshes the leaf configs of users after their
+// endpoints changed, and resolves the roots that reach them.
+func (m *Manager) endpointsChangedLocked(users []*clusterNode) {
+	for _, u := range users {
+		if m.refreshLeafLocked(u) {
+			m.markDirtyLocked(u)
+		}
+	}
+	m.updateLocked()
+}
+
+// sameResult reports whether a and b say the same: the same resources, by
+// identity, the same versions and the same errors, by message. It is the
+// equality that keeps identical snapshots from being published twice.
+func sameResult(a, b *ClusterResult) bool {
+	if a == b {
+		return true
+	}
+	return a.Name == b.Name && sameError(a.Err, b.Err) && sameConfig(a.Config, b.Config)
+}
+
+func sameConfig(a, b *ClusterConfig) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	return a.Name == b.Name && a.Cluster == b.Cluster && a.ClusterVersion == b.ClusterVersion &&
+		a.Endpoints == b.Endpoints && a.EndpointsVersion == b.EndpointsVersion &&
+		sameError(a.ResolutionNote, b.ResolutionNote) &&
+		slices.Equal(a.Leaves, b.Leaves) && slices.EqualFunc(a.Skipped, b.Skipped, sameResult)
+}
+
+func sameError(a, b error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a == b || a.Error() == b.Error()
+}

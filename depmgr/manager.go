@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package depmgr
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/serializer"
+	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/resources"
+)
+
+// Watcher receives the configurations of a Manager. Its methods are
+// called serially, on a goroutine the Manager owns; see the package doc,
+// "Concurrency" and "Errors".
+type Watcher interface {
+	// Update delivers a new complete configuration. cfg is immutable and
+	// may be shared with later snapshots; it must not be modified. It
+	// clears an error reported by Error.
+	Update(cfg *XDSConfig)
+
+	// Error reports that the whole configuration is unusable (a resource
+	// error of the Listener or its RouteConfiguration, or no matching
+	// virtual host): the last configuration must no longer be used. RPCs
+	// should fail until the next Update (gRFC A88, "Propagating Status").
+	Error(err error)
+
+	// AmbientError reports a problem that leaves the last configuration
+	// valid, for example a rejected (NACKed) update of the Listener; it is
+	// for logging.
+	AmbientError(err error)
+}
+
+// Funcs adapts functions to a Watcher. A nil function ignores its event.
+type Funcs struct {
+	OnUpdate       func(cfg *XDSConfig)
+	OnError        func(err error)
+	OnAmbientError func(err error)
+}
+
+// Update calls f.OnUpdate, if set.
+func (f Funcs) Update(cfg *XDSConfig) {
+	if f.OnUpdate != nil {
+		f.OnUpdate(cfg)
+	}
+}
+
+// Error calls f.OnError, if set.
+func (f Funcs) Error(err error) {
+	if f.OnError != nil {
+		f.OnError(err)
+	}
+}
+
+// AmbientError calls f.OnAmbientError, if set.
+func (f Funcs) AmbientError(err error) {
+	if f.OnAmbientError != nil {
+		f.OnAmbientError(err)
+	}
+}
+
+// Manager watches a Listener and everything it leads to through a
+// client, and publishes complete configurations to a Watcher. Create it
+// with New and release it with Close. See the package doc.
+type Manager struct {
+	// Initialized at creation time and read-only afterwards.
+	client       *client.Client
+	listenerName string // canonical
+	authority    string // the data-plane authority the virtual host is selected for
+	nodeID       string
+	watcher      Watcher
+	opts         options
+	logger       *slog.Logger
+	ctx          context.Context        // cancelled by Close; DNS lookups run under it
+	cancel       context.CancelFunc     // cancels ctx
+	serializer   *serializer.Serializer // runs the Watcher's methods
+	closeOnce    sync.Once
+	dnsWG        sync.WaitGroup // the DNS goroutines
+
+	// mu guards everything below, and the fields of the roots and nodes
+	// marked "guarded by m.mu". Client watches are started and cancelled
+	// with mu held: neither waits for a watcher callback, so a callback
+	// blocked on mu cannot deadlock them. mu is never held while a Watcher
+	// method runs.
+	mu     sync.Mutex
+	closed bool // set by Close
+
+	// The Listener and its RouteConfiguration.
+	lisCancel  func()              // cancels the Listener watch
+	lis        *resources.Listener // the last Listener received; nil before it and after a resource error
+	lisVersion string              // its version_info
+	rds        *rdsWatch           // the RDS watch lis asks for; nil with an inline route config or no lis
+	cur        current             // what is in use; zero when no configuration is usable
+
+	// The clusters.
+	static    map[string]struct{}       // the clusters named by cur.vh's routes
+	roots     map[string]*root          // every top-level cluster: static or dynamic
+	clusters  map[string]*clusterNode   // every Cluster watch, by cluster name
+	endpoints map[string]*endpointsNode // every ClusterLoadAssignment watch, by name
+	dns       map[string]*dnsNode       // every DNS lookup, by host:port
+	dirty     []*root                   // roots to resolve again
+	orphans   []*clusterNode            // cluster nodes that lost their last root in this update
+	epoch     uint64                    // incremented by every root resolution
+	results   *clusterMapBuilder        // the last complete result of every root that has one
+	// incompleteStatic counts the static roots whose subtree is not
+	// complete; a snapshot is published only when it is zero.
+	incompleteStatic int
+
+	// Publication.
+	changed bool      // the next snapshot differs from the last one delivered
+	pending *delivery // the state delivery queued and not started, if any
+}
+
+// current is the configuration in use: the Listener and the
+// RouteConfiguration it names (or holds inline), and the selected virtual
+// host. They always belong together.
+type current struct {
+	lis        *resources.Listener
+	lisVersion string
+	rc         *resources.RouteConfig
+	rcVersion  string
+	vh         *resources.VirtualHost // nil when no configuration is usable
+}
+
+// New returns a Manager that watches the Listener listenerName through c
+// and delivers its configurations to w. It starts the Listener watch at
+// once, and returns without waiting for anything. c must outlive the
+// Manager: close the Manager first. New panics if c or w is nil
+// (programmer error).
+func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Manager {
+	if c == nil || w == nil {
+		panic("depmgr: New with a nil client or watcher")
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.authority == "" {
+		o.authority = listenerName
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	name := resources.CanonicalName(listenerName)
+	m := &Manager{
+		client:       c,
+		listenerName: name,
+		authority:    o.authority,
+		nodeID:       c.NodeID(),
+		watcher:      w,
+		opts:         o,
+		logger:       o.logger.With(xdslog.KeyNodeID, c.NodeID(), "listener", name),
+		ctx:          ctx,
+		cancel:       cancel,
+		serializer:   serializer.New(ctx),
+		roots:        make(map[string]*root),
+		clusters:     make(map[string]*clusterNode),
+		endpoints:    make(map[string]*endpointsNode),
+		dns:          make(map[string]*dnsNode),
+		results:      newClusterMapBuilder(),
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lisCancel = client.Watch(c, resources.ListenerType, name, listenerWatcher{m})
+	return m
+}
+
+// Close cancels every watch and DNS lookup of the Manager and waits for
+// every goroutine it started, including a Watcher method in progress.
+// Watcher methods not started yet are not called. Close is idempotent. It
+// must not be called from a Watcher method, since it waits for it to
+// return.
+func (m *Manager) Close() {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		m.lisCancel()
+		m.stopRDSLocked()
+		for _, n := range m.clusters {
+			n.cancel()
+		}
+		for _, e := range m.endpoints {
+			e.cancel()
+		}
+		for _, d := range m.dns {
+			d.cancel()
+		}
+		clear(m.clusters)
+		clear(m.endpoints)
+		clear(m.dns)
+		clear(m.roots)
+		m.dirty = nil
+		m.mu.Unlock()
+
+		m.cancel()
+		<-m.serializer.Done()
+		m.dnsWG.Wait()
+	})
+}
+
+// SubscribeToCluster adds the cluster name to the top-level clusters of
+// the configuration, whether or not a route names it: for routes
+// whose cluster is chosen per RPC (cluster specifier plugins), and for
+// RPCs in flight on a cluster the route table no longer names (gRFC A74).
+// Subscriptions are counted: the cluster stays until every cancel func
+// returned for it was called. A dynamically subscribed cluster does not
+// hold publication back: it is among the snapshot's clusters
+// (XDSConfig.Cluster) once its subtree is complete. cancel is idempotent.
+// SubscribeToCluster and cancel may be called from a Watcher method. After
+// Close they do nothing.
+func (m *Manager) SubscribeToCluster(name string) (cancel func()) {
+	name = resources.CanonicalName(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return func() {}
+	}
+	r := m.rootLocked(name)
+	r.dynamic++
+	m.updateLocked()
+	return sync.OnceFunc(func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.closed {
+			return
+		}
+		r.dynamic--
+		if r.dynamic == 0 && !r.static {
+			m.removeRootLocked(r)
+		}
+		m.updateLocked()
+	})
+}
+
+// ResolveNow asks for every LOGICAL_DNS host to be resolved again now,
+// rather than at the end of its refresh interval; a gRPC channel does so
+// when it cannot connect to the addresses it has. It does not wait for
+// the lookups. It may be called from a Watcher method.
+func (m *Manager) ResolveNow() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range m.dns {
+		select {
+		case d.now <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// updateLocked resolves the roots marked dirty again, and publishes a
+// snapshot if one is due.
+func (m *Manager) updateLocked() {
+	for len(m.dirty) > 0 {
+		r := m.dirty[len(m.dirty)-1]
+		m.dirty = m.dirty[:len(m.dirty)-1]
+		r.dirty = false
+		if !r.removed {
+			m.resolveRootLocked(r)
+		}
+	}
+	m.dropOrphansLocked()
+	m.maybePublishLocked()
+}
+
+// maybePublishLocked publishes a snapshot when the configuration is
+// complete and differs from the last one delivered.
+func (m *Manager) maybePublishLocked() {
+	if m.closed || !m.changed || m.cur.vh == nil || m.incompleteStatic > 0 {
+		return
+	}
+	m.changed = false
+	cfg := &XDSConfig{
+		Listener:           m.cur.lis,
+		ListenerVersion:    m.cur.lisVersion,
+		RouteConfig:        m.cur.rc,
+		RouteConfigVersion: m.cur.rcVersion,
+		VirtualHost:        m.cur.vh,
+		clusters:           m.results.snapshot(),
+	}
+	m.logger.Debug("publishing a configuration", "clusters", cfg.NumClusters())
+	m.deliverStateLocked(cfg, nil)
+}
+
+// failLocked makes the whole configuration unusable with err: the
+// route table's clusters are no longer watched, and the Watcher
+// gets err. The next usable configuration is published even if it equals
+// the last one.
+func (m *Manager) failLocked(err error) {
+	m.cur = current{}
+	m.setStaticRootsLocked(nil)
+	m.changed = true
+	m.logger.Warn("the configuration is unusable", xdslog.KeyError, err)
+	m.deliverStateLocked(nil, err)
+}
+
+// delivery is one Update or Error call for the Watcher, queued on the
+// serializer. Until it starts, a newer state replaces its content.
+type delivery struct {
+	cfg *XDSConfig // guarded by m.mu
+	err error      // guarded by m.mu; set for Error
+}
+
+// deliverStateLocked queues Update(cfg), or Error(err) when err is not
+// nil. If a state delivery is queued and has not started, it is replaced,
+// so that a slow Watcher gets the latest state and never a stale one.
+func (m *Manager) deliverStateLocked(cfg *XDSConfig, err error) {
+	if d := m.pending; d != nil {
+		d.cfg, d.err = cfg, err
+		return
+	}
+	d := &delivery{cfg: cfg, err: err}
+	m.pending = d
+	m.serializer.Schedule(func() {
+		m.mu.Lock()
+		if m.pending == d {
+			m.pending = nil
+		}
+		cfg, err, closed := d.cfg, d.err, m.closed
+		m.mu.Unlock()
+		switch {
+		case closed:
+		case err != nil:
+			m.watcher.Error(err)
+		default:
+			m.watcher.Update(cfg)
+		}
+	})
+}
+
+// deliverAmbientLocked queues AmbientError(err). A state that comes later
+// is delivered after it.
+func (m *Manager) deliverAmbientLocked(err error) {
+	m.pending = nil // a later state must not jump ahead of err
+	m.serializer.Schedule(func() {
+		m.mu.Lock()
+		closed := m.closed
+		m.mu.Unlock()
+		if !closed {
+			m.watcher.AmbientError(err)
+		}
+	})
+}
+
+// versionOf returns the version_info of the value of the resource (typ,
+// name) that the client is handing over. It is exact when called from
+// ResourceChanged before done, as the Manager does: the stream reads no
+// further response until then.
+func (m *Manager) versionOf(typ resources.ResourceType, name string) string {
+	return m.client.ResourceVersion(typ.TypeURL(), name)
+}
+
+// errorf returns an error of the Manager's own, naming the node once as
+// the client's errors do.
+func (m *Manager) errorf(format string, a ...any) error {
+	return fmt.Errorf("%w (node %q)", fmt.Errorf(format, a...), m.nodeID)
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package depmgr
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/proxyless/xds/internal/xdslog"
+)
+
+// DefaultDNSRefreshInterval is how often the host of a LOGICAL_DNS cluster
+// is resolved again when WithDNSRefreshInterval is not given.
+const DefaultDNSRefreshInterval = 30 * time.Second
+
+// DNSResolver resolves the hosts of LOGICAL_DNS clusters. *net.Resolver
+// implements it. LookupHost returns the addresses (IP literals) of host,
+// or an error; it must return soon after ctx is done, which happens when
+// the cluster goes away or the Manager is closed. It is called from a
+// goroutine per host, possibly concurrently for different hosts.
+type DNSResolver interface {
+	LookupHost(ctx context.Context, host string) (addrs []string, err error)
+}
+
+// Option configures a Manager.
+type Option func(*options)
+
+type options struct {
+	authority   string
+	dnsResolver DNSResolver
+	dnsRefresh  time.Duration
+	logger      *slog.Logger
+}
+
+func defaultOptions() options {
+	return options{
+		dnsResolver: net.DefaultResolver,
+		dnsRefresh:  DefaultDNSRefreshInterval,
+		logger:      xdslog.Discard(),
+	}
+}
+
+// WithDataPlaneAuthority sets the authority the virtual host is selected
+// for. The default is the Listener name. A gRPC resolver passes
+// the path of its target without the leading "/", which differs
+// from the Listener name when a listener name template applies.
+func WithDataPlaneAuthority(authority string) Option {
+	return func(o *options) { o.authority = authority }
+}
+
+// WithDNSResolver sets the resolver of the hosts of LOGICAL_DNS clusters.
+// The default is net.DefaultResolver. nil means the default.
+func WithDNSResolver(r DNSResolver) Option {
+	return func(o *options) {
+		if r != nil {
+			o.dnsResolver = r
+		}
+	}
+}
+
+// WithDNSRefreshInterval sets how long after a successful lookup the host
+// of a LOGICAL_DNS cluster is resolved again; it also caps the delay
+// between retries of failed lookups. Zero or negative means
+// DefaultDNSRefreshInterval (30 s).
+func WithDNSRefreshInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.dnsRefresh = d
+		}
+	}
+}
+
+// WithLogger sets the logger. The default discards everything. Whole-config
+// errors, and cluster, endpoint and DNS errors, are logged at Warn;
+// ambient errors at Info; watches started and cancelled at Debug.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}

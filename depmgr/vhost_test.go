@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package depmgr
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/proxyless/xds/resources"
+)
+
+// TestDepMgr_VirtualHost_Selection checks the virtual host selection of
+// exact > suffix wildcard > prefix wildcard > "*", the longest
+// pattern within a kind, the first of equals, ASCII case ignored, and an
+// invalid pattern anywhere failing the lookup.
+func TestDepMgr_VirtualHost_Selection(t *testing.T) {
+	vhs := func(domains ...[]string) *resources.RouteConfig {
+		rc := &resources.RouteConfig{Name: "rc"}
+		for i, d := range domains {
+			rc.VirtualHosts = append(rc.VirtualHosts, resources.VirtualHost{Name: string(rune('a' + i)), Domains: d})
+		}
+		return rc
+	}
+	tests := []struct {
+		name      string
+		authority string
+		rc        *resources.RouteConfig
+		want      string // virtual host name; "" for an error
+	}{
+		{"exact beats suffix", "api.example.com", vhs([]string{"*.example.com"}, []string{"api.example.com"}), "b"},
+		{"suffix beats prefix", "api.example.com", vhs([]string{"api.*"}, []string{"*.com"}), "b"},
+		{"prefix beats universal", "api.example.com", vhs([]string{"*"}, []string{"api.*"}), "b"},
+		{"universal", "anything", vhs([]string{"other"}, []string{"*"}), "b"},
+		{"longest suffix", "a.b.example.com", vhs([]string{"*.com"}, []string{"*.example.com"}, []string{"*.b.example.com"}), "c"},
+		{"longest prefix", "api.v1.example", vhs([]string{"api.v1.*"}, []string{"api.*"}), "a"},
+		{"first of equals", "x.foo", vhs([]string{"*.foo"}, []string{"*.foo"}), "a"},
+		{"several domains", "b.example.com", vhs([]string{"a.example.com", "b.example.com"}), "a"},
+		{"case ignored", "API.Example.COM", vhs([]string{"*"}, []string{"api.example.com"}), "b"},
+		{"case ignored in wildcards", "Api.Example.com", vhs([]string{"*.EXAMPLE.com"}), "a"},
+		{"suffix needs the whole suffix", "example.com", vhs([]string{"*.example.com"}), ""},
+		{"no match", "svc", vhs([]string{"other"}), ""},
+		{"no virtual hosts", "svc", vhs(), ""},
+		{"invalid pattern elsewhere", "svc", vhs([]string{"svc"}, []string{"a*b"}), ""},
+		{"empty pattern", "svc", vhs([]string{"svc", ""}), ""},
+		{"two wildcards", "svc", vhs([]string{"svc"}, []string{"*svc*"}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := selectVirtualHost(tt.authority, tt.rc)
+			if tt.want == "" {
+				if !errors.Is(err, ErrNoVirtualHost) {
+					t.Fatalf("selectVirtualHost = %v, %v; want an error wrapping ErrNoVirtualHost", got, err)
+				}
+				return
+			}
+			if err != nil || got.Name != tt.want {
+				t.Fatalf("selectVirtualHost = %+v, %v; want virtual host %q", got, err, tt.want)
+			}
+		})
+	}
+}
