@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/depmgr"
 	// The demo runs the library's test management server in-process: that
 	// is its purpose, so this is the one non-test file that imports
 	// testutil.
@@ -41,11 +43,12 @@ var demoCommand = &command{
     -> ClusterLoadAssignments "eds-greeter" (3 endpoints, 2 priorities)
        and "eds-greeter-canary" (1 endpoint)
 
-It creates a client of that server, follows the Listener and everything it
-leads to, as a gRPC channel would, and prints every update. Every
---interval it changes an endpoint (flips the health of one, moves another
-to a new port) so you can watch updates flow. It runs until interrupted
-(Ctrl-C) or until --duration has passed, then exits 0.`,
+It creates a client of that server and resolves the Listener as a gRPC
+channel does (gRFC A74, the same view as "xdsctl resolve"): each time the
+whole tree is known, it prints it, from the Listener down to every
+endpoint. Every --interval it changes an endpoint (flips the health of
+one, moves another to a new port) so you can watch updates flow. It runs
+until interrupted (Ctrl-C) or until --duration has passed, then exits 0.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		duration := fs.Duration("duration", 0, "stop after this long; 0 means run until interrupted")
 		interval := fs.Duration("interval", defaultDemoInterval, "how often an endpoint changes")
@@ -101,15 +104,23 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration) erro
 	defer c.Close()
 
 	fmt.Fprintf(e.stdout, "xdsctl demo: management server on %s, client node %q.\n", ms.Address(), demoNodeID)
-	fmt.Fprintf(e.stdout, "Following Listener %q and everything it leads to; an endpoint changes every %v. Ctrl-C to stop.\n\n", demoListener, interval)
-	var writeErr error // set on the client's callback goroutine; read after c.Close
-	f := followChain(c, e, demoListener, func(ev event) {
+	fmt.Fprintf(e.stdout, "Resolving Listener %q: every complete configuration is printed; an endpoint changes every %v. Ctrl-C to stop.\n\n", demoListener, interval)
+	var writeErr error // set by the Manager's Watcher goroutine; read after m.Close
+	write := func(s string) {
 		if writeErr == nil {
-			if _, err := e.stdout.Write([]byte(formatEventText(ev))); err != nil {
+			if _, err := io.WriteString(e.stdout, s); err != nil {
 				writeErr = fmt.Errorf("writing output: %w", err)
 			}
 		}
+	}
+	m := depmgr.New(c, demoListener, depmgr.Funcs{
+		OnUpdate: func(cfg *depmgr.XDSConfig) {
+			write(formatConfigText(cfg, e.now()) + "\n")
+		},
+		OnError:        func(err error) { write(string(formatConfigError(outputText, "error", err, e.now()))) },
+		OnAmbientError: func(err error) { write(string(formatConfigError(outputText, "ambient_error", err, e.now()))) },
 	})
+	defer m.Close()
 
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -124,8 +135,7 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration) erro
 			ms.Update("", mesh.resources())
 		}
 	}
-	f.stop()
-	c.Close() // waits for a callback in progress, so writeErr is settled
+	m.Close() // waits for a Watcher method in progress, so writeErr is settled
 	if writeErr != nil {
 		return writeErr
 	}

@@ -7,18 +7,19 @@ import (
 	"testing"
 )
 
-// demoResources match what the demo prints for the four resource kinds.
-// Versions are not pinned: an update may come before the first response.
+// demoResources match what the demo prints of its mesh, from the Listener
+// down to the endpoints. Versions are not pinned: an update may come
+// before the first response.
 var demoResources = []*regexp.Regexp{
-	regexp.MustCompile(`\] Listener greeter\.example\.com \(version \d+\): routes via RouteConfiguration "route-greeter"`),
-	regexp.MustCompile(`\] RouteConfiguration route-greeter \(version \d+\): 1 virtual host\n`),
-	regexp.MustCompile(`-> weighted clusters "cluster-greeter" \(weight 90\), "cluster-greeter-canary" \(weight 10\)\n`),
-	regexp.MustCompile(`\] Cluster cluster-greeter \(version \d+\): EDS, EDS service name "eds-greeter",`),
-	regexp.MustCompile(`\] Cluster cluster-greeter-canary \(version \d+\): EDS, EDS service name "eds-greeter-canary",`),
-	regexp.MustCompile(`\] ClusterLoadAssignment eds-greeter \(version \d+\): 3 endpoints in 2 localities\n`),
-	regexp.MustCompile(`\n  priority 1, locality us-west1/us-west1-a, weight 1\n`),
-	regexp.MustCompile(`\n    127\.0\.0\.1:50051 weight=1 health=HEALTHY\n`),
-	regexp.MustCompile(`\] ClusterLoadAssignment eds-greeter-canary \(version \d+\): 1 endpoint in 1 locality\n`),
+	regexp.MustCompile(`\] Listener greeter\.example\.com \(version \d+\): routes via RouteConfiguration "route-greeter"\n`),
+	regexp.MustCompile(`\n  RouteConfiguration route-greeter \(version \d+\): virtual host "greeter", domains \[greeter\.example\.com\]\n`),
+	regexp.MustCompile(`\n    prefix "/helloworld\.Greeter/" -> weighted clusters "cluster-greeter" \(weight 90\), "cluster-greeter-canary" \(weight 10\)\n`),
+	regexp.MustCompile(`\n  Cluster cluster-greeter \(version \d+\): EDS, EDS service name "eds-greeter",`),
+	regexp.MustCompile(`\n  Cluster cluster-greeter-canary \(version \d+\): EDS, EDS service name "eds-greeter-canary",`),
+	regexp.MustCompile(`\n    ClusterLoadAssignment eds-greeter \(version \d+\): 3 endpoints in 2 localities\n`),
+	regexp.MustCompile(`\n      priority 1, locality us-west1/us-west1-a, weight 1\n`),
+	regexp.MustCompile(`\n        127\.0\.0\.1:50051 weight=1 health=HEALTHY\n`),
+	regexp.MustCompile(`\n    ClusterLoadAssignment eds-greeter-canary \(version \d+\): 1 endpoint in 1 locality\n`),
 }
 
 // missing returns the patterns of want that s does not match.
@@ -32,9 +33,9 @@ func missing(s string, want ...*regexp.Regexp) []string {
 	return out
 }
 
-// TestDemo_Duration checks that the demo prints the four resource kinds,
-// changes endpoints every --interval, and exits 0 on its own after
-// --duration.
+// TestDemo_Duration checks that the demo prints the resolved mesh,
+// changes endpoints every --interval and prints the configurations that
+// have the change, and exits 0 on its own after --duration.
 func TestDemo_Duration(t *testing.T) {
 	r := startRun(t, "demo", "--duration", "1s", "--interval", "100ms")
 	if code := r.wait(t); code != exitOK {
@@ -43,6 +44,7 @@ func TestDemo_Duration(t *testing.T) {
 	out := r.stdout.String()
 	if m := missing(out, append(demoResources,
 		regexp.MustCompile(`\] demo: the management server changes the health of 127\.0\.0\.1:50052 in "eds-greeter" to UNHEALTHY \(version 2\)\n`),
+		regexp.MustCompile(`\n        127\.0\.0\.1:50052 weight=1 health=UNHEALTHY\n`),
 		regexp.MustCompile(`\nxdsctl demo: stopped after \d+ updates\.\n$`),
 	)...); len(m) > 0 {
 		t.Errorf("demo output lacks %q; it is:\n%s", m, out)
@@ -53,14 +55,14 @@ func TestDemo_Duration(t *testing.T) {
 }
 
 // TestDemo_Interrupted checks that a demo without --duration shows
-// updates flowing (endpoints of a later version) and exits 0 when
+// updates flowing (a configuration of a later version) and exits 0 when
 // interrupted.
 func TestDemo_Interrupted(t *testing.T) {
 	ctx := testContext(t)
 	r := startRun(t, "demo", "--interval", "50ms")
 	// The server may coalesce quick updates, so any later version will do.
-	laterEndpoints := regexp.MustCompile(`\] ClusterLoadAssignment eds-greeter \(version ([2-9]|[1-9][0-9]+)\)`)
-	waitForOutput(ctx, t, &r.stdout, "the four kinds and an update", func(s string) bool {
+	laterEndpoints := regexp.MustCompile(`\n    ClusterLoadAssignment eds-greeter \(version ([2-9]|[1-9][0-9]+)\)`)
+	waitForOutput(ctx, t, &r.stdout, "the mesh and an update", func(s string) bool {
 		return len(missing(s, append(demoResources, laterEndpoints)...)) == 0
 	})
 	if code := r.stop(t); code != exitOK {

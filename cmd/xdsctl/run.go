@@ -42,7 +42,7 @@ type command struct {
 
 // commands lists the subcommands, in the order usage shows them. Each
 // command lives in its own file.
-var commands = []*command{demoCommand, watchCommand, statusCommand}
+var commands = []*command{demoCommand, watchCommand, resolveCommand, statusCommand, validateCommand}
 
 // env is what a command writes to and reads the time from.
 type env struct {
@@ -254,12 +254,14 @@ type clientFlags struct {
 	bootstrap       string
 	resourceTimeout time.Duration
 	logLevel        string
+	delta           bool
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "the gRPC xDS bootstrap `file`; default: from GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG")
 	fs.DurationVar(&f.resourceTimeout, "resource-timeout", 0, "how long to wait for a requested resource before it is reported not to exist; 0 means the client's default (15s)")
 	fs.StringVar(&f.logLevel, "log-level", "", "log the client's activity to stderr at this `level` (debug, info, warn or error); default: no logs")
+	fs.BoolVar(&f.delta, "delta", false, "speak incremental (delta) xDS to every management server (DeltaAggregatedResources); default: SotW, unless a server's bootstrap entry lists the \"delta_ads\" server feature")
 }
 
 // options validates the flags and returns the client options they ask for.
@@ -270,6 +272,9 @@ func (f *clientFlags) options(stderr io.Writer) ([]client.Option, error) {
 	var opts []client.Option
 	if f.resourceTimeout > 0 {
 		opts = append(opts, client.WithWatchExpiryTimeout(f.resourceTimeout))
+	}
+	if f.delta {
+		opts = append(opts, client.WithDelta())
 	}
 	if f.logLevel != "" {
 		var lvl slog.Level
