@@ -51,11 +51,19 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 		ts             *typeState
 		version, nonce string
 		detail         *statuspb.Status
+		// changed: the request changes what the stream asks for (a
+		// subscription change, or the type's first request on the
+		// stream). Only such a request can start does-not-exist timers:
+		// an ACK without a change names what the previous request of the
+		// stream named, whose timers run already. Not walking the
+		// names keeps the ACKs of a large subscription cheap.
+		changed bool
 	)
 	if len(ss.acks) > 0 {
 		a := ss.acks[0]
 		ss.acks = ss.acks[1:]
 		ts, version, nonce, detail = ch.types[a.typeURL], a.version, a.nonce, a.detail
+		changed = ts.dirty || !ts.sentOnStream
 	} else {
 		for _, t := range ch.c.registry.Types() {
 			cand := ch.types[t.TypeURL()]
@@ -68,7 +76,7 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 				// would be a (legacy) wildcard subscription.
 				continue
 			}
-			ts, version, nonce = cand, cand.sotw.version, cand.nonce
+			ts, version, nonce, changed = cand, cand.sotw.version, cand.nonce, true
 			break
 		}
 	}
@@ -76,6 +84,10 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 		return nil
 	}
 	names := ts.subscribedNamesLocked()
+	var requested []string
+	if changed {
+		requested = names
+	}
 	ts.dirty = false
 	ts.sentOnStream = true
 	req := &v3discoverypb.DiscoveryRequest{
@@ -89,7 +101,7 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 	return &outgoing{
 		msg:       req,
 		typeURL:   req.GetTypeUrl(),
-		requested: names,
+		requested: requested,
 		attrs: []any{xdslog.KeyVersionInfo, version, xdslog.KeyNonce, nonce,
 			"names", len(names), "nack", detail != nil},
 	}

@@ -101,6 +101,11 @@ type typeState struct {
 	// it is not empty.
 	wildcard []*watchEntry
 
+	// names caches subscribedNamesLocked; nil when the subscription
+	// changed since. Requests share it (read-only), so it is replaced,
+	// never modified: SotW ACKs of a large subscription then cost no sort.
+	names []string
+
 	nonce        string // nonce last received on the current stream
 	sentOnStream bool   // a request of this type was sent on the current stream
 	dirty        bool   // the subscription changed since the last request
@@ -111,8 +116,11 @@ type typeState struct {
 
 // subscribedNamesLocked returns the names the subscription asks for,
 // sorted: every entry with watchers and, if subscribed, the wildcard "*"
-// (which sorts first).
+// (which sorts first). The slice is shared and must not be modified.
 func (ts *typeState) subscribedNamesLocked() []string {
+	if ts.names != nil {
+		return ts.names
+	}
 	names := make([]string, 0, len(ts.entries)+1)
 	if len(ts.wildcard) > 0 {
 		names = append(names, wildcardName)
@@ -123,6 +131,7 @@ func (ts *typeState) subscribedNamesLocked() []string {
 		}
 	}
 	slices.Sort(names)
+	ts.names = names
 	return names
 }
 
@@ -213,6 +222,7 @@ func (ch *channel) unsubscribeLocked(rs *resourceState, drop bool) {
 // starting it when it is not running.
 func (ch *channel) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
 	ts.dirty = true
+	ts.names = nil
 	ch.proto.subscriptionChangedLocked(ts, name, subscribed)
 	if subscribed && !ch.running && !ch.c.closed {
 		ch.running = true
