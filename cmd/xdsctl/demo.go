@@ -32,7 +32,7 @@ const defaultDemoInterval = 2 * time.Second
 
 var demoCommand = &command{
 	name:     "demo",
-	synopsis: "[--duration D] [--interval D]",
+	synopsis: "[--duration D] [--interval D] [--delta]",
 	summary:  "run a small mesh in-process and watch its updates flow",
 	help: `Demo starts an in-process management server serving a small mesh:
 
@@ -48,10 +48,13 @@ channel does (gRFC A74, the same view as "xdsctl resolve"): each time the
 whole tree is known, it prints it, from the Listener down to every
 endpoint. Every --interval it changes an endpoint (flips the health of
 one, moves another to a new port) so you can watch updates flow. It runs
-until interrupted (Ctrl-C) or until --duration has passed, then exits 0.`,
+until interrupted (Ctrl-C) or until --duration has passed, then exits 0.
+With --delta the client speaks incremental xDS (DeltaAggregatedResources)
+to the same server.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		duration := fs.Duration("duration", 0, "stop after this long; 0 means run until interrupted")
 		interval := fs.Duration("interval", defaultDemoInterval, "how often an endpoint changes")
+		delta := fs.Bool("delta", false, "speak incremental (delta) xDS to the demo server")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("unexpected arguments %q", args)
@@ -62,7 +65,7 @@ until interrupted (Ctrl-C) or until --duration has passed, then exits 0.`,
 			if *interval <= 0 {
 				return usageErrorf("--interval must be positive, got %v", *interval)
 			}
-			return runDemo(ctx, e, *duration, *interval)
+			return runDemo(ctx, e, *duration, *interval, *delta)
 		}
 	},
 }
@@ -79,7 +82,7 @@ const (
 )
 
 // runDemo implements the demo command.
-func runDemo(ctx context.Context, e *env, duration, interval time.Duration) error {
+func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delta bool) error {
 	if duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)
@@ -97,7 +100,11 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration) erro
 	if err != nil {
 		return fmt.Errorf("parsing the demo bootstrap: %w", err)
 	}
-	c, err := client.New(cfg)
+	var opts []client.Option
+	if delta {
+		opts = append(opts, client.WithDelta())
+	}
+	c, err := client.New(cfg, opts...)
 	if err != nil {
 		return fmt.Errorf("creating the xDS client: %w", err)
 	}

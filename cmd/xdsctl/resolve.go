@@ -17,7 +17,7 @@ import (
 
 var resolveCommand = &command{
 	name:     "resolve",
-	synopsis: "[--bootstrap FILE] [--once] [--output text|json] [--authority A] [--resource-timeout D] LISTENER",
+	synopsis: "[--bootstrap FILE] [--delta] [--once] [--output text|json] [--authority A] [--resource-timeout D] LISTENER",
 	summary:  "print the complete configuration a Listener leads to, as a gRPC channel sees it",
 	help: `Resolve follows a Listener and everything it leads to, as a gRPC channel does
 (gRFC A74): its RouteConfiguration, the virtual host selected for the

@@ -20,7 +20,7 @@ import (
 
 // Exit codes of run.
 const (
-	exitOK      = 0 // success, including an interrupted demo or watch
+	exitOK      = 0 // success, including an interrupted demo, watch or resolve
 	exitFailure = 1 // a runtime failure: bootstrap, connection, output
 	exitUsage   = 2 // a usage error: unknown command, flag or resource type
 )
@@ -174,7 +174,7 @@ func printUsage(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  %-8s %s\n", "help", "print this text, or the help of a command")
 	b.WriteString("\n" + resourceArgHelp + "\n")
-	b.WriteString("Exit status: 0 on success (also when demo or watch is interrupted),\n")
+	b.WriteString("Exit status: 0 on success (also when demo, watch or resolve is interrupted),\n")
 	b.WriteString("1 on a runtime failure, 2 on a usage error.\n")
 	io.WriteString(w, b.String())
 }

@@ -20,7 +20,7 @@ const defaultStatusWait = 5 * time.Second
 
 var statusCommand = &command{
 	name:     "status",
-	synopsis: "[--bootstrap FILE] [--wait D] [--output text|json] [--resource-timeout D] TYPE/NAME...",
+	synopsis: "[--bootstrap FILE] [--delta] [--wait D] [--output text|json] [--resource-timeout D] TYPE/NAME...",
 	summary:  "subscribe to resources and print the client's CSDS dump",
 	help: `Status subscribes to the named resources, waits until each of them has been
 received, reported missing or invalid, or failed to connect, or until --wait

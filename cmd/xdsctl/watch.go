@@ -18,7 +18,7 @@ import (
 
 var watchCommand = &command{
 	name:     "watch",
-	synopsis: "[--bootstrap FILE] [--output text|json] [--resource-timeout D] TYPE/NAME...",
+	synopsis: "[--bootstrap FILE] [--delta] [--output text|json] [--resource-timeout D] TYPE/NAME...",
 	summary:  "print every update of resources until interrupted",
 	help: `Watch subscribes to the named resources and prints every event the client
 delivers for them (changed, resource_error, ambient_error) until it is
