@@ -5,52 +5,26 @@ package testutil
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"slices"
 	"sync"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// deltaADSStream is the server side of one delta ADS stream, as the gRPC
-// and the in-memory paths both provide it. Send and Recv may be called
-// concurrently with each other, but not with themselves. Recv must return
-// once Context is done.
-type deltaADSStream interface {
-	Send(*v3discoverypb.DeltaDiscoveryResponse) error
-	Recv() (*v3discoverypb.DeltaDiscoveryRequest, error)
-	Context() context.Context
-}
+// deltaADSStream is the server side of one delta ADS stream.
+type deltaADSStream = streamConn[*v3discoverypb.DeltaDiscoveryRequest, *v3discoverypb.DeltaDiscoveryResponse]
 
 // deltaStream is the state of one accepted delta stream.
 type deltaStream struct {
-	// Initialized at creation time and read-only afterwards.
-	id              int64         // StreamID, server-wide (shared with SotW streams)
-	broken          chan struct{} // closed by BreakStreams (under ms.mu, which then forgets the stream)
-	snapshotChanged chan struct{} // cap 1; Update signals it without blocking
-	sendReady       chan struct{} // cap 1; signalled when sendQueue grows
-	sendQuit        chan struct{} // closed by the handler to stop the sender
-	sendFailed      chan error    // cap 1; the sender's Send error
-
-	// Guarded by sendMu. Responses go out in queue order.
-	sendMu    sync.Mutex
-	sendQueue []*v3discoverypb.DeltaDiscoveryResponse
+	streamCore[*v3discoverypb.DeltaDiscoveryResponse]
 
 	// Only accessed from the stream's handler goroutine (serveDelta).
-	gotFirst bool                       // the first request was handled
-	node     *v3corepb.Node             // node of the first request; may be nil
-	nodeID   string                     // node.GetId(): selects the snapshot
-	types    map[string]*deltaTypeState // per type URL, once requested
-	order    []string                   // type URLs in order of their first request
+	types map[string]*deltaTypeState // per type URL, once requested
 }
 
 // deltaTypeState is a delta stream's subscription to one type URL and what
@@ -65,168 +39,26 @@ type deltaTypeState struct {
 func (ts *deltaTypeState) wants(name string) bool { return ts.wildcard || ts.names[name] }
 
 func newDeltaStream(id int64) *deltaStream {
-	return &deltaStream{
-		id:              id,
-		broken:          make(chan struct{}),
-		snapshotChanged: make(chan struct{}, 1),
-		sendReady:       make(chan struct{}, 1),
-		sendQuit:        make(chan struct{}),
-		sendFailed:      make(chan error, 1),
-		types:           make(map[string]*deltaTypeState),
-	}
+	return &deltaStream{streamCore: newStreamCore[*v3discoverypb.DeltaDiscoveryResponse](id), types: make(map[string]*deltaTypeState)}
 }
 
-// openDeltaStream registers a new delta stream, or returns the status
-// error a stream must end with when the server is stopped or rejects
-// streams.
-func (ms *ManagementServer) openDeltaStream() (*deltaStream, error) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	if ms.isStopped {
-		return nil, errStopped
-	}
-	if ms.rejectErr != nil {
-		return nil, status.Error(codes.Unavailable, ms.rejectErr.Error())
-	}
-	ms.lastStreamID++
-	s := newDeltaStream(ms.lastStreamID)
-	ms.deltaStreams[s.id] = s
-	close(ms.streamOpened)
-	ms.streamOpened = make(chan struct{})
-	return s, nil
-}
-
-// closeDeltaStream unregisters s when its handler ends.
-func (ms *ManagementServer) closeDeltaStream(s *deltaStream) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	if ms.deltaStreams[s.id] == s {
-		delete(ms.deltaStreams, s.id)
-	}
-}
-
-// deltaRecvResult is one result of deltaADSStream.Recv.
-type deltaRecvResult struct {
-	req *v3discoverypb.DeltaDiscoveryRequest
-	err error
-}
-
-// serveDelta runs one delta ADS stream, with the same goroutines, ending
-// conditions and guarantees as serveSotW.
+// serveDelta runs one delta ADS stream (see serveStream).
 func (ms *ManagementServer) serveDelta(st deltaADSStream) error {
-	s, err := ms.openDeltaStream()
+	s, err := openStreamIn(ms, ms.deltaStreams, newDeltaStream)
 	if err != nil {
 		return err
 	}
-	ctx := st.Context()
-
-	received := make(chan deltaRecvResult)
-	recvQuit := make(chan struct{})
-	defer close(recvQuit)
-	ms.wg.Add(1) // legal: this handler is counted, so the counter is not zero
-	go func() {
-		defer ms.wg.Done()
-		for {
-			req, err := st.Recv()
-			select {
-			case received <- deltaRecvResult{req, err}:
-			case <-recvQuit:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-
-	senderDone := make(chan struct{})
-	go func() {
-		defer close(senderDone)
-		s.sendLoop(st)
-	}()
-	defer func() {
-		close(s.sendQuit)
-		<-senderDone
-	}()
-	// Runs first: SendDeltaResponse and Update stop choosing this stream.
-	defer ms.closeDeltaStream(s)
-
-	for {
-		select {
-		case r := <-received:
-			if r.err != nil {
-				if errors.Is(r.err, io.EOF) {
-					return nil // the client half-closed: end the stream with OK
-				}
-				return r.err
-			}
-			ms.handleDeltaRequest(s, r.req)
-		case <-s.snapshotChanged:
-			ms.pushDeltaSnapshot(s)
-		case err := <-s.sendFailed:
-			return err
-		case <-s.broken:
-			return status.Error(codes.Unavailable, "testutil: stream broken by BreakStreams")
-		case <-ms.stopped:
-			return errStopped
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		}
-	}
-}
-
-// sendLoop sends the queued responses in order until sendQuit is closed or
-// a Send fails.
-func (s *deltaStream) sendLoop(st deltaADSStream) {
-	for {
-		select {
-		case <-s.sendReady:
-		case <-s.sendQuit:
-			return
-		}
-		for {
-			select {
-			case <-s.sendQuit:
-				return
-			default:
-			}
-			s.sendMu.Lock()
-			if len(s.sendQueue) == 0 {
-				s.sendMu.Unlock()
-				break
-			}
-			resp := s.sendQueue[0]
-			s.sendQueue[0] = nil
-			s.sendQueue = s.sendQueue[1:]
-			s.sendMu.Unlock()
-			if err := st.Send(resp); err != nil {
-				s.sendFailed <- err // cap 1, and the only send
-				return
-			}
-		}
-	}
-}
-
-// enqueue queues resp for sending; it never blocks.
-func (s *deltaStream) enqueue(resp *v3discoverypb.DeltaDiscoveryResponse) {
-	s.sendMu.Lock()
-	s.sendQueue = append(s.sendQueue, resp)
-	s.sendMu.Unlock()
-	select {
-	case s.sendReady <- struct{}{}:
-	default:
-	}
+	return serveStream(ms, st, &s.streamCore,
+		func(req *v3discoverypb.DeltaDiscoveryRequest) { ms.handleDeltaRequest(s, req) },
+		func() { ms.pushDeltaSnapshot(s) },
+		func() { closeStreamIn(ms, ms.deltaStreams, s.id, s) })
 }
 
 // handleDeltaRequest records req, applies the subscription change it
 // carries and answers from the node's snapshot when something is owed.
 // It runs on the stream's handler goroutine.
 func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoverypb.DeltaDiscoveryRequest) {
-	if !s.gotFirst {
-		s.gotFirst = true
-		s.node = req.GetNode()
-		s.nodeID = s.node.GetId()
-	}
+	s.noteNode(req.GetNode())
 	ms.recordRequest(&Request{StreamID: s.id, Node: s.node, Delta: req})
 	if ms.opts.Manual {
 		return
@@ -446,34 +278,15 @@ func (ms *ManagementServer) snapshotHas(snap *snapshot, typeURL, name string) bo
 // first, or an error if the server was stopped.
 func (ms *ManagementServer) SendDeltaResponse(ctx context.Context, resp *v3discoverypb.DeltaDiscoveryResponse) (nonce string, err error) {
 	out := proto.Clone(resp).(*v3discoverypb.DeltaDiscoveryResponse)
-	for {
-		ms.mu.Lock()
-		if ms.isStopped {
-			ms.mu.Unlock()
-			return "", errServerStopped
+	return ms.sendScripted(ctx, "delta stream", func() (string, bool) {
+		s, ok := newestStreamLocked(ms.deltaStreams)
+		if !ok {
+			return "", false
 		}
-		var newest *deltaStream
-		for _, s := range ms.deltaStreams {
-			if newest == nil || s.id > newest.id {
-				newest = s
-			}
+		if out.GetNonce() == "" {
+			out.Nonce = ms.nextNonce()
 		}
-		if newest != nil {
-			if out.GetNonce() == "" {
-				out.Nonce = ms.nextNonce()
-			}
-			newest.enqueue(out)
-			ms.mu.Unlock()
-			return out.GetNonce(), nil
-		}
-		opened := ms.streamOpened
-		ms.mu.Unlock()
-		select {
-		case <-opened:
-		case <-ctx.Done():
-			return "", fmt.Errorf("testutil: waiting for an open delta stream: %w", ctx.Err())
-		case <-ms.stopped:
-			return "", errServerStopped
-		}
-	}
+		s.enqueue(out)
+		return out.GetNonce(), true
+	})
 }

@@ -101,34 +101,15 @@ func (ms *ManagementServer) WaitForRequest(ctx context.Context, match func(*Requ
 // ctx.Err() if ctx ends first, or an error if the server was stopped.
 func (ms *ManagementServer) SendResponse(ctx context.Context, resp *v3discoverypb.DiscoveryResponse) (nonce string, err error) {
 	out := proto.Clone(resp).(*v3discoverypb.DiscoveryResponse)
-	for {
-		ms.mu.Lock()
-		if ms.isStopped {
-			ms.mu.Unlock()
-			return "", errServerStopped
+	return ms.sendScripted(ctx, "stream", func() (string, bool) {
+		s, ok := newestStreamLocked(ms.streams)
+		if !ok {
+			return "", false
 		}
-		var newest *sotwStream
-		for _, s := range ms.streams {
-			if newest == nil || s.id > newest.id {
-				newest = s
-			}
+		if out.GetNonce() == "" {
+			out.Nonce = ms.nextNonce()
 		}
-		if newest != nil {
-			if out.GetNonce() == "" {
-				out.Nonce = ms.nextNonce()
-			}
-			newest.enqueue(out)
-			ms.mu.Unlock()
-			return out.GetNonce(), nil
-		}
-		opened := ms.streamOpened
-		ms.mu.Unlock()
-		select {
-		case <-opened:
-		case <-ctx.Done():
-			return "", fmt.Errorf("testutil: waiting for an open stream: %w", ctx.Err())
-		case <-ms.stopped:
-			return "", errServerStopped
-		}
-	}
+		s.enqueue(out)
+		return out.GetNonce(), true
+	})
 }

@@ -71,7 +71,7 @@ type ManagementServer struct {
 
 	// Guarded by mu. mu is never held while blocking, and never held while
 	// calling user code or a stream's Send. Lock order: inMemoryTransport.mu,
-	// then mu, then sotwStream.sendMu.
+	// then mu, then a stream's streamCore.sendMu.
 	mu             sync.Mutex
 	isStopped      bool                   // Stop was called; enter refuses
 	rejectErr      error                  // RejectStreams; nil accepts new streams
@@ -224,34 +224,6 @@ func (ms *ManagementServer) OpenStreams() int {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return len(ms.streams) + len(ms.deltaStreams)
-}
-
-// openStream registers a new stream, or returns the status error a stream
-// must end with when the server is stopped or rejects streams.
-func (ms *ManagementServer) openStream() (*sotwStream, error) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	if ms.isStopped {
-		return nil, errStopped
-	}
-	if ms.rejectErr != nil {
-		return nil, status.Error(codes.Unavailable, ms.rejectErr.Error())
-	}
-	ms.lastStreamID++
-	s := newSotWStream(ms.lastStreamID)
-	ms.streams[s.id] = s
-	close(ms.streamOpened)
-	ms.streamOpened = make(chan struct{})
-	return s, nil
-}
-
-// closeStream unregisters s when its handler ends.
-func (ms *ManagementServer) closeStream(s *sotwStream) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	if ms.streams[s.id] == s {
-		delete(ms.streams, s.id)
-	}
 }
 
 // nextNonce returns a nonce no other response of this server carries.
