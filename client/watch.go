@@ -97,8 +97,17 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		rs.ch.subscribeLocked(rs)
 	}
 
-	// a new watcher learns the current state at once. These calls
-	// are not tied to a response, so their done is not flow control.
+	c.replayLocked(rs, we)
+	return sync.OnceFunc(func() { c.unwatch(rs, we) })
+}
+
+// replayLocked tells a new watcher we the current state of rs at once
+// the cached value, then the last NACK error as an AmbientError
+// (gRFC A88's order); or, with nothing cached, ResourceError when the
+// resource does not exist or its last version was NACKed; nothing while it
+// is only requested. These calls are not tied to a response, so their
+// done is not flow control.
+func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 	switch {
 	case rs.value != nil:
 		v := rs.value
@@ -114,7 +123,6 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		err := c.invalidError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
-	return sync.OnceFunc(func() { c.unwatch(rs, we) })
 }
 
 func (c *Client) unwatch(rs *resourceState, we *watchEntry) {

@@ -76,17 +76,11 @@ func (c *Client) watchAll(typ resources.ResourceType, we *watchEntry) func() {
 	if len(ts.wildcard) == 1 {
 		ch.subscriptionChangedLocked(ts, wildcardName, true)
 	}
-	// the cached resources at once, not flow controlled.
+	// the cached resources at once, in name order; names without
+	// a cached value are another watch's business.
 	for _, name := range sortedKeys(ts.entries) {
-		rs := ts.entries[name]
-		if rs.value == nil {
-			continue
-		}
-		v := rs.value
-		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, done) })
-		if rs.nackErr != nil {
-			err := c.invalidError(rs)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		if rs := ts.entries[name]; rs.value != nil {
+			c.replayLocked(rs, we)
 		}
 	}
 	return sync.OnceFunc(func() { c.unwatchAll(ts, we) })
