@@ -18,6 +18,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 
 	"github.com/proxyless/xds/bootstrap"
 )
@@ -30,6 +31,14 @@ const (
 	// DeltaADSMethod is the incremental (delta) aggregated discovery stream.
 	DeltaADSMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 )
+
+// ErrMessageTooLarge is wrapped by the error a Stream returns when a
+// message exceeded a size limit: a response larger than the client's
+// receive limit (for gRPC, 4 MiB unless configured), or a request the
+// server refused as larger than its own limit. Implementations wrap it so
+// that the client can tell watchers which limit was hit and how to raise
+// it, rather than retrying blindly.
+var ErrMessageTooLarge = errors.New("message larger than the size limit")
 
 // Builder creates Transports. The client calls Build once per distinct
 // management server (see bootstrap.ServerConfig.Key) and closes the Transport

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/transport"
@@ -47,6 +49,22 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 	}
 }
 
+// DefaultMaxRecvMsgSize is the largest response a stream accepts unless
+// WithMaxRecvMsgSize says otherwise: gRPC's default, 4 MiB.
+const DefaultMaxRecvMsgSize = 4 << 20
+
+// WithMaxRecvMsgSize sets the largest message, in bytes, that a stream
+// accepts from the management server (default DefaultMaxRecvMsgSize, 4 MiB).
+// A larger message fails the stream with an error wrapping
+// transport.ErrMessageTooLarge. Zero or negative means the default.
+func WithMaxRecvMsgSize(bytes int) Option {
+	return func(b *Builder) {
+		if bytes > 0 {
+			b.maxRecvMsgSize = bytes
+		}
+	}
+}
+
 // Builder is a transport.Builder that creates gRPC Transports. It shares
 // one grpc.ClientConn between all the Transports it builds for servers
 // with the same bootstrap.ServerConfig.Key (see the package doc, Sharing).
@@ -54,7 +72,8 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // closed with their last Transport.
 type Builder struct {
 	// Initialized at creation time and read-only afterwards.
-	dialOpts []grpc.DialOption // appended after the defaults; from WithDialOptions
+	dialOpts       []grpc.DialOption // appended after the defaults; from WithDialOptions
+	maxRecvMsgSize int               // bytes; from WithMaxRecvMsgSize
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -65,7 +84,7 @@ var _ transport.Builder = (*Builder)(nil)
 
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
-	b := &Builder{conns: make(map[string]*sharedConn)}
+	b := &Builder{conns: make(map[string]*sharedConn), maxRecvMsgSize: DefaultMaxRecvMsgSize}
 	for _, o := range opts {
 		o(b)
 	}
@@ -205,7 +224,7 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 	stopOnClose := context.AfterFunc(t.ctx, cancel)
 	context.AfterFunc(sctx, func() { stopOnClose() })
 
-	cs, err := t.conn.cc.NewStream(sctx, streamDesc, method, grpc.ForceCodecV2(rawCodec{}))
+	cs, err := t.conn.cc.NewStream(sctx, streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(t.b.maxRecvMsgSize))
 	if err != nil {
 		cancel()
 		if t.ctx.Err() != nil {
@@ -248,6 +267,9 @@ func (s *grpcStream) Recv() ([]byte, error) {
 		// gRPC frees the stream once RecvMsg fails; cancelling also drops
 		// the stream's registration with its Transport.
 		s.cancel()
+		if status.Code(err) == codes.ResourceExhausted {
+			return nil, fmt.Errorf("%w: %w", transport.ErrMessageTooLarge, err)
+		}
 		return nil, err
 	}
 	return msg, nil
