@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# House rules that go vet does not check (STYLE.md "House rules enforced by
+# House rules that go vet does not check (docs/style.md "House rules enforced by
 # a script", after grpc-go's scripts/vet.sh). Cheap and greppable; run from
 # the repository root. Exits non-zero, listing every violation, if any rule
 # fails.
