@@ -45,4 +45,5 @@ report "envoy proto import without a v3…pb / v3…grpc alias" \
 report "fmt.Errorf wrapping an error with %v: use %w" \
 	"$(printf '%s\n' $libfiles | xargs grep -n -E 'fmt\.Errorf\(.*%v.*, err\)' 2>/dev/null || true)"
 
+./scripts/checkdocs.sh || fail=1 # docs/style.md: no outside references, links resolve, rule IDs defined
 exit $fail
