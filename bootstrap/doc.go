@@ -3,7 +3,7 @@
 // Package bootstrap reads the gRPC xDS bootstrap config: which management
 // servers to talk to, with which credentials and server features, the node
 // identity to present, and the authorities of xdstp resource names
-// (gRFC A27, A47, A65). Rule IDs (R-n.m) refer to the project's RULES.md.
+// (gRFC A27, A47, A65). Rule IDs (R-n.m) refer to docs/protocol.md.
 //
 // A Config is a plain data struct. Parse and FromEnv return a fresh one that
 // the caller owns and may adjust before handing it to client.New; after that
