@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
@@ -28,6 +30,43 @@ const (
 	keepaliveTimeout = 20 * time.Second
 )
 
+// gRPC's own reconnect backoff, made as slow as the client's slowest
+// stream backoff step so that it never competes with the caller's schedule:
+// NewStream makes a channel in TRANSIENT_FAILURE reconnect at once
+// (ResetConnectBackoff), so the caller's backoff between NewStream calls
+// decides when connection attempts happen (gRFC A57, R-11.1). Without a
+// caller, a failed channel retries on its own every 120 s ± 20 %.
+var connectParams = grpc.ConnectParams{
+	Backoff: grpcbackoff.Config{
+		BaseDelay:  120 * time.Second,
+		Multiplier: 1,
+		Jitter:     0.2,
+		MaxDelay:   120 * time.Second,
+	},
+	MinConnectTimeout: 20 * time.Second, // gRPC's default
+}
+
+// DefaultReconnectTimeout is how long NewStream waits for the connection
+// attempt it starts on a channel in TRANSIENT_FAILURE, unless
+// WithReconnectTimeout says otherwise.
+const DefaultReconnectTimeout = time.Second
+
+// WithReconnectTimeout sets how long NewStream waits, on a channel in
+// TRANSIENT_FAILURE, for the connection attempt it starts to make the
+// channel READY before it fails with the channel's latest connection error
+// (default DefaultReconnectTimeout, 1 s). gRPC keeps a failed channel in
+// TRANSIENT_FAILURE until it connects (gRFC A62), so a failed retry is not
+// observable and this bounds the wait; an attempt still in progress when it
+// expires goes on, and a later NewStream uses the connection if it
+// succeeds. Zero or negative means the default.
+func WithReconnectTimeout(d time.Duration) Option {
+	return func(b *Builder) {
+		if d > 0 {
+			b.reconnectTimeout = d
+		}
+	}
+}
+
 // ErrClosed is returned by Transport.NewStream after Transport.Close.
 var ErrClosed = errors.New("grpctransport: transport closed")
 
@@ -39,7 +78,8 @@ type Option func(*Builder)
 
 // WithDialOptions adds dial options to every grpc.ClientConn the Builder
 // creates. They are applied after the defaults (transport credentials from
-// the bootstrap, keepalive of 5 minutes / 20 seconds), so they can override
+// the bootstrap, keepalive of 5 minutes / 20 seconds, a reconnect backoff
+// of 120 s that leaves reconnecting to NewStream), so they can override
 // them: for example grpc.WithContextDialer for an in-memory listener,
 // interceptors, a stats handler or grpc.WithConnectParams. Options given in
 // several calls accumulate, in order.
@@ -72,8 +112,9 @@ func WithMaxRecvMsgSize(bytes int) Option {
 // closed with their last Transport.
 type Builder struct {
 	// Initialized at creation time and read-only afterwards.
-	dialOpts       []grpc.DialOption // appended after the defaults; from WithDialOptions
-	maxRecvMsgSize int               // bytes; from WithMaxRecvMsgSize
+	dialOpts         []grpc.DialOption // appended after the defaults; from WithDialOptions
+	maxRecvMsgSize   int               // bytes; from WithMaxRecvMsgSize
+	reconnectTimeout time.Duration     // from WithReconnectTimeout
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -84,7 +125,11 @@ var _ transport.Builder = (*Builder)(nil)
 
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
-	b := &Builder{conns: make(map[string]*sharedConn), maxRecvMsgSize: DefaultMaxRecvMsgSize}
+	b := &Builder{
+		conns:            make(map[string]*sharedConn),
+		maxRecvMsgSize:   DefaultMaxRecvMsgSize,
+		reconnectTimeout: DefaultReconnectTimeout,
+	}
 	for _, o := range opts {
 		o(b)
 	}
@@ -142,13 +187,14 @@ func (b *Builder) newSharedConn(key string, sc *bootstrap.ServerConfig) (*shared
 	if err != nil {
 		return nil, err
 	}
-	opts := make([]grpc.DialOption, 0, 2+len(b.dialOpts))
+	opts := make([]grpc.DialOption, 0, 3+len(b.dialOpts))
 	opts = append(opts,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:    keepaliveTime,
 			Timeout: keepaliveTimeout,
 		}),
+		grpc.WithConnectParams(connectParams),
 	)
 	opts = append(opts, b.dialOpts...)
 	cc, err := grpc.NewClient(sc.ServerURI, opts...)
@@ -178,6 +224,25 @@ func (b *Builder) release(conn *sharedConn) {
 	conn.closeCreds()
 }
 
+// reconnectNow makes the conn attempt to connect now when it is in
+// TRANSIENT_FAILURE, and waits until it leaves that state (READY, or
+// another attempt under way), timeout passes or ctx is done. In the other
+// states it returns at once: the fail-fast stream creation that follows
+// then connects an IDLE conn and waits for the attempt itself.
+func (c *sharedConn) reconnectNow(ctx context.Context, timeout time.Duration) {
+	if c.cc.GetState() != connectivity.TransientFailure {
+		return
+	}
+	c.cc.ResetConnectBackoff()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for s := c.cc.GetState(); s == connectivity.TransientFailure; s = c.cc.GetState() {
+		if !c.cc.WaitForStateChange(wctx, s) {
+			return // timeout: the stream creation reports the latest error
+		}
+	}
+}
+
 // grpcTransport is one reference to a sharedConn.
 type grpcTransport struct {
 	// Initialized at creation time and read-only afterwards.
@@ -203,12 +268,26 @@ func newGRPCTransport(b *Builder, conn *sharedConn) *grpcTransport {
 // NewStream opens a bidirectional stream for method (transport.ADSMethod or
 // transport.DeltaADSMethod) on the shared conn.
 //
-// It is not wait-for-ready: when the channel is idle it starts connecting
-// and blocks until the stream is created, ctx is done, or the connection
-// attempt fails, in which case it returns a gRPC status error with code
-// codes.Unavailable (connection refused, TLS handshake failure, ...). It
-// does not wait for the server's response headers, so a server that
-// rejects the RPC is reported by the first Recv.
+// It is not wait-for-ready, and the caller's schedule of NewStream calls
+// is the only backoff (gRFC A57, R-11.1): gRPC's own reconnect backoff is
+// not stacked on it. Depending on the channel's connectivity state:
+//   - READY: the stream is created at once.
+//   - IDLE (never connected, or the connection was lost): the channel
+//     connects now, and NewStream waits for that attempt (bounded by gRPC's
+//     20 s connect timeout): the stream is created once READY, and a
+//     failed attempt fails NewStream at once with codes.Unavailable and the
+//     connection error (connection refused, TLS handshake failure, ...).
+//   - TRANSIENT_FAILURE (an earlier attempt failed): the channel's
+//     reconnect backoff is cut short (ResetConnectBackoff) so that it
+//     attempts again now, and NewStream waits for READY for at most the
+//     reconnect timeout (WithReconnectTimeout, default 1 s); otherwise it
+//     fails with codes.Unavailable and the latest connection error.
+//
+// So after an outage a stream is back at the caller's next attempt once
+// the server is reachable again, and a caller that retries with backoff
+// paces the connection attempts too. NewStream does not wait for the
+// server's response headers, so a server that rejects the RPC is reported
+// by the first Recv.
 //
 // The stream ends when ctx is cancelled, when the server ends it, or when
 // this Transport is closed, even if other Transports still share the conn.
@@ -224,6 +303,7 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 	stopOnClose := context.AfterFunc(t.ctx, cancel)
 	context.AfterFunc(sctx, func() { stopOnClose() })
 
+	t.conn.reconnectNow(sctx, t.b.reconnectTimeout)
 	cs, err := t.conn.cc.NewStream(sctx, streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(t.b.maxRecvMsgSize))
 	if err != nil {
 		cancel()
