@@ -25,12 +25,26 @@
 // Transport.NewStream does not use gRPC's wait-for-ready: it returns only
 // once the channel is connected and the stream created. When the server is
 // unreachable (connection refused, TLS handshake failure, ...), NewStream
-// fails fast with a gRPC status error of code codes.Unavailable instead of
+// fails with a gRPC status error of code codes.Unavailable instead of
 // waiting for the server to come up, so the client can report the
 // connection error to its watchers and start its does-not-exist
 // timers only on a connected stream (gRFC A57, R-9.2). Retrying is the
-// caller's job. Stream errors are gRPC status errors (use status.Code), or
-// io.EOF from Recv when the server ended the stream with status OK.
+// caller's job, and the caller's backoff is the only one (gRFC A57,
+// NewStream on a channel in TRANSIENT_FAILURE makes it reconnect
+// at once and waits up to the reconnect timeout (WithReconnectTimeout,
+// default 1 s) for it, and gRPC's own reconnect backoff is set to 120 s so
+// that it does not compete. After an outage, a stream is therefore back at
+// the caller's first attempt once the server is reachable again. Stream
+// errors are gRPC status errors (use status.Code), or io.EOF from Recv when
+// the server ended the stream with status OK.
+//
+// # Message size
+//
+// A stream accepts responses up to WithMaxRecvMsgSize bytes (default
+// DefaultMaxRecvMsgSize, 4 MiB). A larger response, or a request that the
+// server refuses as larger than its own limit, fails the stream with an
+// error wrapping transport.ErrMessageTooLarge (and the ResourceExhausted
+// status), whose text names the limit or the request size.
 //
 // # Credentials
 //

@@ -11,10 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/transport"
@@ -187,7 +185,7 @@ func (b *Builder) newSharedConn(key string, sc *bootstrap.ServerConfig) (*shared
 	if err != nil {
 		return nil, err
 	}
-	opts := make([]grpc.DialOption, 0, 3+len(b.dialOpts))
+	opts := make([]grpc.DialOption, 0, 4+len(b.dialOpts))
 	opts = append(opts,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
@@ -195,6 +193,7 @@ func (b *Builder) newSharedConn(key string, sc *bootstrap.ServerConfig) (*shared
 			Timeout: keepaliveTimeout,
 		}),
 		grpc.WithConnectParams(connectParams),
+		grpc.WithStatsHandler(statsHandler{}),
 	)
 	opts = append(opts, b.dialOpts...)
 	cc, err := grpc.NewClient(sc.ServerURI, opts...)
@@ -304,7 +303,8 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 	context.AfterFunc(sctx, func() { stopOnClose() })
 
 	t.conn.reconnectNow(sctx, t.b.reconnectTimeout)
-	cs, err := t.conn.cc.NewStream(sctx, streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(t.b.maxRecvMsgSize))
+	si := &streamInfo{}
+	cs, err := t.conn.cc.NewStream(context.WithValue(sctx, streamInfoKey{}, si), streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(t.b.maxRecvMsgSize))
 	if err != nil {
 		cancel()
 		if t.ctx.Err() != nil {
@@ -312,7 +312,7 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 		}
 		return nil, err
 	}
-	return &grpcStream{cs: cs, cancel: cancel}, nil
+	return &grpcStream{cs: cs, cancel: cancel, info: si, maxRecv: t.b.maxRecvMsgSize}, nil
 }
 
 // Close releases this Transport's reference to the shared conn and ends
@@ -325,8 +325,10 @@ func (t *grpcTransport) Close() {
 // grpcStream adapts a grpc.ClientStream to transport.Stream.
 type grpcStream struct {
 	// Initialized at creation time and read-only afterwards.
-	cs     grpc.ClientStream  // created with rawCodec
-	cancel context.CancelFunc // cancels the stream's context; safe to call repeatedly
+	cs      grpc.ClientStream  // created with rawCodec
+	cancel  context.CancelFunc // cancels the stream's context; safe to call repeatedly
+	info    *streamInfo        // trailers seen, largest request; for size errors
+	maxRecv int                // the receive limit of cs, in bytes
 }
 
 // Send sends msg as one message. It copies msg into a buffer owned by
@@ -334,6 +336,9 @@ type grpcStream struct {
 // server receives the message. When the stream has ended, Send returns
 // io.EOF and Recv returns the stream's status.
 func (s *grpcStream) Send(msg []byte) error {
+	if n := int64(len(msg)); n > s.info.maxSent.Load() {
+		s.info.maxSent.Store(n) // only Send writes it, and Sends are not concurrent
+	}
 	return s.cs.SendMsg(msg)
 }
 
@@ -341,16 +346,20 @@ func (s *grpcStream) Send(msg []byte) error {
 // owned by the caller (nil for an empty message). Otherwise it returns
 // io.EOF when the server ended the stream with status OK, or a gRPC status
 // error; the stream's resources are released then.
+//
+// A response larger than the receive limit (WithMaxRecvMsgSize), and a
+// request the server refused as larger than its own limit, give an error
+// wrapping both transport.ErrMessageTooLarge and the gRPC status (code
+// codes.ResourceExhausted), whose text names the limit or the request size
+// in bytes. Other ResourceExhausted statuses from the server (quotas) are
+// returned unwrapped.
 func (s *grpcStream) Recv() ([]byte, error) {
 	var msg []byte
 	if err := s.cs.RecvMsg(&msg); err != nil {
 		// gRPC frees the stream once RecvMsg fails; cancelling also drops
 		// the stream's registration with its Transport.
 		s.cancel()
-		if status.Code(err) == codes.ResourceExhausted {
-			return nil, fmt.Errorf("%w: %w", transport.ErrMessageTooLarge, err)
-		}
-		return nil, err
+		return nil, sizeError(err, s.info, s.maxRecv)
 	}
 	return msg, nil
 }
