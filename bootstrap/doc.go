@@ -24,7 +24,9 @@
 // not a reason to try the other variable. With neither set, FromEnv returns
 // an error wrapping ErrNoBootstrap: the xDS client cannot be created without
 // a config. Parse takes the JSON from anywhere else. The package reads no
-// environment and registers nothing at init.
+// environment and registers nothing at init. A document larger than MaxSize
+// (1 MiB) is refused before it is parsed (ErrTooLarge), and FromEnv never
+// reads more of a file than that.
 //
 // # Format
 //

@@ -30,6 +30,13 @@ const (
 	// gives no `refresh_interval` (gRFC A65).
 	DefaultRefreshInterval = 10 * time.Minute
 
+	// MaxSize is the largest bootstrap document Parse and FromEnv accept,
+	// in bytes: 1 MiB, far above any real bootstrap (a few KiB) and small
+	// enough that parsing stays cheap. Larger input is refused with an
+	// error wrapping ErrTooLarge before it is parsed, and FromEnv does not
+	// read more of a file than that.
+	MaxSize = 1 << 20
+
 	// DefaultClientListenerResourceNameTemplate is
 	// Config.ClientDefaultListenerResourceNameTemplate when the file gives
 	// none (R-1.2).
@@ -62,11 +69,17 @@ const (
 //     `server_listener_resource_name_template` and `certificate_providers`
 //     are kept as written.
 //
+// A document larger than MaxSize (1 MiB) is refused before it is parsed,
+// with a *ParseError wrapping ErrTooLarge.
+//
 // Unknown fields are ignored (A27), and a JSON null is treated like an
 // absent field. Every error is a *ParseError naming the JSON field, for
 // example "bootstrap: xds_servers[0].server_uri: empty"; a field of the
 // wrong JSON type gives "bootstrap: <field>: want a string, got number".
 func Parse(data []byte) (*Config, error) {
+	if len(data) > MaxSize {
+		return nil, tooLarge(int64(len(data)))
+	}
 	// R-1.6: normalise first so that malformed JSON fails early.
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, data, "", ""); err != nil {
@@ -459,6 +472,16 @@ func kind(raw json.RawMessage) string {
 	default:
 		return "number"
 	}
+}
+
+// tooLarge is the error for a document of size bytes (-1: unknown),
+// above MaxSize.
+func tooLarge(size int64) *ParseError {
+	reason := fmt.Sprintf("document larger than the limit of %d bytes", MaxSize)
+	if size >= 0 {
+		reason = fmt.Sprintf("document of %d bytes is larger than the limit of %d bytes", size, MaxSize)
+	}
+	return &ParseError{Reason: reason, Err: ErrTooLarge}
 }
 
 func wrongType(path, want, got string) *ParseError {
