@@ -19,9 +19,9 @@ const (
 	EnvBootstrapConfig = "GRPC_XDS_BOOTSTRAP_CONFIG"
 )
 
-// FromEnv reads the bootstrap config the gRPC way: from the file
-// named by GRPC_XDS_BOOTSTRAP if that is set, else from the JSON in
-// GRPC_XDS_BOOTSTRAP_CONFIG. The file wins when both are set; a variable
+// FromEnv reads the bootstrap config the gRPC way and parses it
+// with Parse and opts: from the file named by GRPC_XDS_BOOTSTRAP if that is
+// set, else from the JSON in GRPC_XDS_BOOTSTRAP_CONFIG. The file wins when both are set; a variable
 // set to "" counts as unset. It reads the environment (and the file) on
 // each call; nothing happens at package init.
 //
@@ -37,7 +37,7 @@ const (
 //     file, at most MaxSize+1 bytes are read.
 //   - the content is invalid: the *ParseError of Parse, with Source naming
 //     the file or variable.
-func FromEnv() (*Config, error) {
+func FromEnv(opts ...ParseOption) (*Config, error) {
 	if path := os.Getenv(EnvBootstrapFile); path != "" {
 		source := fmt.Sprintf("file %q (%s)", path, EnvBootstrapFile)
 		data, err := readLimited(path)
@@ -48,7 +48,7 @@ func FromEnv() (*Config, error) {
 			}
 			return nil, fmt.Errorf("bootstrap: reading %s file: %w", EnvBootstrapFile, err)
 		}
-		return parseFrom(data, source)
+		return parseFrom(data, source, opts)
 	}
 	if content := os.Getenv(EnvBootstrapConfig); content != "" {
 		if len(content) > MaxSize {
@@ -57,7 +57,7 @@ func FromEnv() (*Config, error) {
 			pe.Source = EnvBootstrapConfig
 			return nil, pe
 		}
-		return parseFrom([]byte(content), EnvBootstrapConfig)
+		return parseFrom([]byte(content), EnvBootstrapConfig, opts)
 	}
 	return nil, fmt.Errorf("%w: neither %s nor %s is set", ErrNoBootstrap, EnvBootstrapFile, EnvBootstrapConfig)
 }
@@ -85,8 +85,8 @@ func readLimited(path string) ([]byte, error) {
 }
 
 // parseFrom is Parse with the error's Source set.
-func parseFrom(data []byte, source string) (*Config, error) {
-	c, err := Parse(data)
+func parseFrom(data []byte, source string, opts []ParseOption) (*Config, error) {
+	c, err := Parse(data, opts...)
 	if pe := (*ParseError)(nil); errors.As(err, &pe) {
 		pe.Source = source
 	}
