@@ -48,7 +48,7 @@
 //
 // # Credentials
 //
-// The channel credentials come from ServerConfig.ChannelCreds:
+// The channel credentials come from ServerConfig.ChannelCreds:
 //
 //   - "insecure": plaintext.
 //   - "tls" (gRFC A65): TLS, with the trusted roots read from
@@ -62,9 +62,25 @@
 //     certificate and key files must be in the same directory. A rotated
 //     file that fails to parse is ignored and the previous contents stay in
 //     use.
+//   - "google_default": with the Builder of package
+//     grpctransport/googledefault, given with WithChannelCreds (kept out of
+//     this package so that programs without it do not link oauth2);
+//     without it Build fails with an error naming that package.
+//   - any other type: with a ChannelCredsBuilder of that name given with
+//     WithChannelCreds (and the name declared to bootstrap.Parse with
+//     bootstrap.WithChannelCredsTypes). There is no global registry and
+//     nothing is registered at init: each Builder has the built-ins plus
+//     what it is given.
 //
-// Other types, such as "google_default", are not supported and make Build
-// fail. Options given with WithDialOptions come after the defaults, so a
+// Every ServerConfig.CallCreds entry (gRFC A97, R-3.2) adds per-RPC
+// credentials to the channel's streams: "jwt_token_file" is built in (a
+// JWT read from the file, sent as "authorization: Bearer <token>", cached
+// until shortly before its expiry and read again as soon as the file
+// changes); other types need a CallCredsBuilder given with WithCallCreds.
+// Call credentials that require transport security with "insecure"
+// channel credentials make Build fail.
+//
+// Options given with WithDialOptions come after the defaults, so a
 // grpc.WithTransportCredentials there replaces the bootstrap credentials
 // (useful with in-memory listeners in tests).
 //

@@ -110,9 +110,11 @@ func WithMaxRecvMsgSize(bytes int) Option {
 // closed with their last Transport.
 type Builder struct {
 	// Initialized at creation time and read-only afterwards.
-	dialOpts         []grpc.DialOption // appended after the defaults; from WithDialOptions
-	maxRecvMsgSize   int               // bytes; from WithMaxRecvMsgSize
-	reconnectTimeout time.Duration     // from WithReconnectTimeout
+	dialOpts         []grpc.DialOption              // appended after the defaults; from WithDialOptions
+	channelCreds     map[string]ChannelCredsBuilder // by type name; from WithChannelCreds
+	callCreds        map[string]CallCredsBuilder    // by type name; built-ins and WithCallCreds
+	maxRecvMsgSize   int                            // bytes; from WithMaxRecvMsgSize
+	reconnectTimeout time.Duration                  // from WithReconnectTimeout
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -125,6 +127,8 @@ var _ transport.Builder = (*Builder)(nil)
 func NewBuilder(opts ...Option) *Builder {
 	b := &Builder{
 		conns:            make(map[string]*sharedConn),
+		channelCreds:     make(map[string]ChannelCredsBuilder),
+		callCreds:        map[string]CallCredsBuilder{bootstrap.CallCredsJWTTokenFile: jwtTokenFileBuilder{}},
 		maxRecvMsgSize:   DefaultMaxRecvMsgSize,
 		reconnectTimeout: DefaultReconnectTimeout,
 	}
@@ -139,7 +143,7 @@ type sharedConn struct {
 	// Initialized at creation time and read-only afterwards.
 	key        string           // sc.Key() of the server; the entry's key in Builder.conns
 	cc         *grpc.ClientConn // the channel to the management server
-	closeCreds func()           // stops the certificate file watcher; no-op without one
+	closeCreds func()           // releases the credentials (stops the certificate file watcher, ...)
 
 	// Guarded by Builder.mu.
 	refs int // number of open Transports sharing cc
@@ -151,9 +155,12 @@ type sharedConn struct {
 // credentials it reads the certificate files once, to fail early.
 //
 // Build returns an error when sc is nil or has no ServerURI, when the
-// channel credentials type is not supported, when a "tls" certificate file
-// is missing or invalid (the error names the file), or when grpc.NewClient
-// rejects the target or the dial options. sc is not retained.
+// channel or a call credentials type has no builder (the error names the
+// type, and the package for "google_default"), when a builder fails, when
+// a "tls" certificate file is missing or invalid (the error names the
+// file), when call credentials that need a secure channel are given with
+// "insecure" channel credentials, or when grpc.NewClient rejects the
+// target or the dial options. sc is not retained.
 func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
 	if sc == nil {
 		return nil, errors.New("grpctransport: nil ServerConfig")
@@ -181,13 +188,13 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 // (so that two Builds of one server create one conn); creating it reads
 // only local files.
 func (b *Builder) newSharedConn(key string, sc *bootstrap.ServerConfig) (*sharedConn, error) {
-	creds, closeCreds, err := transportCredentials(sc.ChannelCreds)
+	credOpts, closeCreds, err := b.dialCredentials(sc)
 	if err != nil {
 		return nil, err
 	}
-	opts := make([]grpc.DialOption, 0, 4+len(b.dialOpts))
+	opts := make([]grpc.DialOption, 0, len(credOpts)+3+len(b.dialOpts))
+	opts = append(opts, credOpts...)
 	opts = append(opts,
-		grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:    keepaliveTime,
 			Timeout: keepaliveTimeout,
