@@ -210,7 +210,7 @@ func checkRBACHeader(h *v3routepb.HeaderMatcher, engine bool) error {
 func checkCIDR(c *v3corepb.CidrRange) error {
 	s := c.GetAddressPrefix() + "/" + strconv.FormatUint(uint64(c.GetPrefixLen().GetValue()), 10)
 	if _, err := netip.ParsePrefix(s); err != nil {
-		return invalid("", "invalid CIDR range %q: %v", s, err)
+		return invalid("", "invalid CIDR range %q: %w", s, err)
 	}
 	return nil
 }

@@ -392,7 +392,7 @@ func hashPoliciesFromProto(hps []*v3routepb.RouteAction_HashPolicy) ([]HashPolic
 func rewriteRegexFromProto(rr *v3matcherpb.RegexMatchAndSubstitute) (re *regexp.Regexp, err error) {
 	re, err = compileRewriteRegex(rr.GetPattern().GetRegex())
 	if err != nil {
-		return nil, invalid("pattern.regex", "invalid RE2 pattern %q: %v", rr.GetPattern().GetRegex(), err)
+		return nil, invalid("pattern.regex", "invalid RE2 pattern %q: %w", rr.GetPattern().GetRegex(), err)
 	}
 	return re, nil
 }

@@ -19,13 +19,16 @@ const RouteConfigTypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfi
 // RouteConfigType is the RDS resource type: RouteConfiguration resources,
 // decoded to *RouteConfig and validated by R-17.3. A SotW response need not
 // carry every subscribed resource. Its name is found without decoding.
-var RouteConfigType = NewType(TypeConfig[*RouteConfig]{
+const RouteConfigType builtinType[*RouteConfig] = RouteConfigTypeURL
+
+// routeConfigConfig describes RouteConfigType.
+var routeConfigConfig = TypeConfig[*RouteConfig]{
 	TypeURL:                    RouteConfigTypeURL,
 	TypeName:                   "RouteConfiguration",
 	AllResourcesRequiredInSotW: false,
 	Decode:                     decodeRouteConfig,
 	NameField:                  1, // name
-})
+}
 
 // RouteConfig is a decoded RouteConfiguration: the virtual hosts and routes
 // a gRPC client matches RPCs against (gRFC A28). It is immutable once

@@ -64,7 +64,7 @@ func securityFromCluster(c *v3clusterpb.Cluster) (*SecurityConfig, error) {
 	}
 	ctx := &v3tlspb.UpstreamTlsContext{}
 	if err := proto.Unmarshal(tc.GetValue(), ctx); err != nil {
-		return nil, invalid("transport_socket.typed_config", "decoding UpstreamTlsContext: %v", err)
+		return nil, invalid("transport_socket.typed_config", "decoding UpstreamTlsContext: %w", err)
 	}
 	const field = "transport_socket.typed_config.common_tls_context"
 	common := ctx.GetCommonTlsContext()
