@@ -387,7 +387,7 @@ func marshalProtoJSON(m proto.Message) ([]byte, error) {
 }
 
 // formatStatusStructured renders a CSDS dump as protojson indented by two
-// spaces, or as the YAML of that JSON, ending with a newline. The
+// spaces, or as the YAML document of that JSON, ending with a newline. The
 // indentation is normalized, so the output is stable across protobuf
 // versions.
 func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig) ([]byte, error) {
@@ -396,7 +396,11 @@ func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig) ([]by
 		return nil, fmt.Errorf("rendering the CSDS dump: %w", err)
 	}
 	if out == outputYAML {
-		return jsonToYAML(compact)
+		y, err := jsonToYAML(compact)
+		if err != nil {
+			return nil, err
+		}
+		return append([]byte("---\n"), y...), nil
 	}
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, compact, "", "  "); err != nil {
