@@ -57,7 +57,9 @@ func run(ctx context.Context, cfg *bootstrap.Config, out io.Writer, listener, en
 
 	// Watcher methods run one at a time, on the client's goroutine.
 	cancelL := client.Watch(c, resources.ListenerType, listener, watcher.Funcs[*resources.Listener]{
-		OnChanged:       func(l *resources.Listener) { fmt.Fprintf(out, "Listener %s: routes via %q\n", l.Name, l.RouteConfigName) },
+		OnChanged: func(l *resources.Listener) {
+			fmt.Fprintf(out, "Listener %s: routes via %q\n", l.Name, l.RouteConfigName)
+		},
 		OnResourceError: func(err error) { fmt.Fprintln(out, "resource error:", err) }, // stop using the old value
 		OnAmbientError:  func(err error) { fmt.Fprintln(out, "ambient error:", err) },  // keep using it
 	})
