@@ -246,7 +246,7 @@ func printCommandUsage(w io.Writer, cmd *command) {
 			fmt.Fprintf(&b, " %s", name)
 		}
 		fmt.Fprintf(&b, "\n      %s", usage)
-		if f.DefValue != "" && f.DefValue != "0s" {
+		if f.DefValue != "" && f.DefValue != "0s" && f.DefValue != "0" && f.DefValue != "false" {
 			fmt.Fprintf(&b, " (default %s)", f.DefValue)
 		}
 		b.WriteString("\n")
@@ -301,7 +301,7 @@ const outputFlagUsage = "output `format`: text, json or yaml"
 func registerOutput(fs *flag.FlagSet) *outputFormat {
 	out := outputText
 	fs.Var(&out, "output", outputFlagUsage)
-	fs.Var(&out, "o", "short for --output")
+	fs.Var(&out, "o", "short for --output: `format` text, json or yaml")
 	return &out
 }
 
