@@ -159,39 +159,29 @@ func TestStatus_DefaultWaitCoversTimer(t *testing.T) {
 // checks each with check; there must be at least one.
 func checkRecords(t *testing.T, format outputFormat, out string, check func(t *testing.T, rec map[string]any)) {
 	t.Helper()
-	var n int
+	var dec interface{ Decode(any) error }
 	switch format {
 	case outputJSON:
-		dec := json.NewDecoder(strings.NewReader(out))
-		for {
-			var rec map[string]any
-			err := dec.Decode(&rec)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("JSON output:\n%s\n%v", out, err)
-			}
-			check(t, rec)
-			n++
-		}
+		dec = json.NewDecoder(strings.NewReader(out))
 	case outputYAML:
 		if !strings.HasPrefix(out, "---\n") {
 			t.Errorf("YAML output does not start with a document marker:\n%s", out)
 		}
-		dec := yaml.NewDecoder(strings.NewReader(out))
-		for {
-			var rec map[string]any
-			err := dec.Decode(&rec)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("YAML output:\n%s\n%v", out, err)
-			}
-			check(t, rec)
-			n++
+		dec = yaml.NewDecoder(strings.NewReader(out))
+	default:
+		t.Fatalf("checkRecords(%s): not a structured format", format)
+	}
+	n := 0
+	for ; ; n++ {
+		var rec map[string]any
+		err := dec.Decode(&rec)
+		if errors.Is(err, io.EOF) {
+			break
 		}
+		if err != nil {
+			t.Fatalf("%s output:\n%s\n%v", format, out, err)
+		}
+		check(t, rec)
 	}
 	if n == 0 {
 		t.Fatalf("no %s records in output %q", format, out)
