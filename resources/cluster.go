@@ -17,9 +17,10 @@ import (
 // ClusterTypeURL is the type URL of CDS resources.
 const ClusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 
-// ClusterType is the CDS resource type: Cluster resources, decoded to
+// ClusterType, a Type[*Cluster], is the CDS resource type: Cluster resources, decoded to
 // *Cluster and validated by. A SotW response carries every
 // subscribed cluster. Its name is found without decoding.
+// It is a constant: importers cannot reassign it.
 const ClusterType builtinType[*Cluster] = ClusterTypeURL
 
 // clusterConfig describes ClusterType.

@@ -17,10 +17,11 @@ import (
 // ListenerTypeURL is the type URL of LDS resources.
 const ListenerTypeURL = "type.googleapis.com/envoy.config.listener.v3.Listener"
 
-// ListenerType is the LDS resource type: client-side Listener resources
+// ListenerType, a Type[*Listener], is the LDS resource type: client-side Listener resources
 // (an api_listener holding an HttpConnectionManager), decoded to *Listener
 // and validated by. A SotW response carries every subscribed
 // listener. Its name is found without decoding.
+// It is a constant: importers cannot reassign it.
 const ListenerType builtinType[*Listener] = ListenerTypeURL
 
 // listenerConfig describes ListenerType.

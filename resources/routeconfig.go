@@ -16,9 +16,10 @@ import (
 // RouteConfigTypeURL is the type URL of RDS resources.
 const RouteConfigTypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 
-// RouteConfigType is the RDS resource type: RouteConfiguration resources,
+// RouteConfigType, a Type[*RouteConfig], is the RDS resource type: RouteConfiguration resources,
 // decoded to *RouteConfig and validated by. A SotW response need not
 // carry every subscribed resource. Its name is found without decoding.
+// It is a constant: importers cannot reassign it.
 const RouteConfigType builtinType[*RouteConfig] = RouteConfigTypeURL
 
 // routeConfigConfig describes RouteConfigType.
