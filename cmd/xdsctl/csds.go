@@ -50,7 +50,7 @@ func serveCSDS(e *env, addr string, c *client.Client) (stop func(), err error) {
 // grpc-java, ...) and prints each client's dump as status does its own,
 // limited to the TYPE/NAME arguments when there are any. With several
 // clients, a "# client_scope (node ID)" line comes before each text table;
-// JSON output is one ClientConfig per client, in order.
+// JSON and YAML output is one ClientConfig per client, in order.
 func runStatusCSDS(ctx context.Context, e *env, addr string, out outputFormat, args []string) error {
 	var keep map[resourceKey]bool
 	if len(args) > 0 {
@@ -85,8 +85,8 @@ func runStatusCSDS(ctx context.Context, e *env, addr string, out outputFormat, a
 			}
 			cfg.GenericXdsConfigs = gs
 		}
-		if out == outputJSON {
-			b, err := formatStatusJSON(cfg)
+		if out.structured() {
+			b, err := formatStatusStructured(out, cfg)
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ func TestDemoAdmin_StatusCSDS(t *testing.T) {
 	ctx := testContext(t)
 	r := startRun(t, "demo", "--admin", "127.0.0.1:0", "--interval", "1h")
 	out := waitForOutput(ctx, t, &r.stdout, "the demo's CSDS address and resolved mesh",
-		containsAll("serving CSDS on ", "ClusterLoadAssignment eds-greeter-canary"))
+		containsAll("serving CSDS on ", "ClusterLoadAssignment eds-svc-canary"))
 	addr := regexp.MustCompile(`serving CSDS on (\S+) `).FindStringSubmatch(out)[1]
 
 	code, stdout, stderr := runSync(ctx, "status", "--csds", addr)
@@ -24,25 +24,25 @@ func TestDemoAdmin_StatusCSDS(t *testing.T) {
 		t.Fatalf("status --csds = %d, stderr: %s", code, stderr)
 	}
 	for _, row := range []string{
-		`(?m)^Listener\s+greeter\.example\.com\s+ACKED\s+\d+\s+-$`,
-		`(?m)^RouteConfiguration\s+route-greeter\s+ACKED\s+\d+\s+-$`,
-		`(?m)^Cluster\s+cluster-greeter\s+ACKED\s+\d+\s+-$`,
-		`(?m)^Cluster\s+cluster-greeter-canary\s+ACKED\s+\d+\s+-$`,
-		`(?m)^ClusterLoadAssignment\s+eds-greeter\s+ACKED\s+\d+\s+-$`,
-		`(?m)^ClusterLoadAssignment\s+eds-greeter-canary\s+ACKED\s+\d+\s+-$`,
+		`(?m)^Listener\s+svc\s+ACKED\s+\d+\s+\S+\s+-$`,
+		`(?m)^RouteConfiguration\s+route-svc\s+ACKED\s+\d+\s+\S+\s+-$`,
+		`(?m)^Cluster\s+cluster-svc\s+ACKED\s+\d+\s+\S+\s+-$`,
+		`(?m)^Cluster\s+cluster-svc-canary\s+ACKED\s+\d+\s+\S+\s+-$`,
+		`(?m)^ClusterLoadAssignment\s+eds-svc\s+ACKED\s+\d+\s+\S+\s+-$`,
+		`(?m)^ClusterLoadAssignment\s+eds-svc-canary\s+ACKED\s+\d+\s+\S+\s+-$`,
 	} {
 		if !regexp.MustCompile(row).MatchString(stdout) {
 			t.Errorf("status --csds output lacks a row matching %s; it is:\n%s", row, stdout)
 		}
 	}
 
-	code, stdout, stderr = runSync(ctx, "status", "--csds", addr, "--output", "json", "cluster/cluster-greeter")
+	code, stdout, stderr = runSync(ctx, "status", "--csds", addr, "--output", "json", "cluster/cluster-svc")
 	if code != exitOK {
 		t.Fatalf("status --csds --output json = %d, stderr: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, `"name": "cluster-greeter"`) || !strings.Contains(stdout, `"clientStatus": "ACKED"`) ||
-		strings.Contains(stdout, "greeter.example.com") {
-		t.Errorf("status --csds --output json cluster/cluster-greeter = %s, want only that cluster, ACKED", stdout)
+	if !strings.Contains(stdout, `"name": "cluster-svc"`) || !strings.Contains(stdout, `"clientStatus": "ACKED"`) ||
+		strings.Contains(stdout, `"name": "svc"`) {
+		t.Errorf("status --csds --output json cluster/cluster-svc = %s, want only that cluster, ACKED", stdout)
 	}
 
 	if code := r.stop(t); code != exitOK {
