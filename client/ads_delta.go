@@ -90,7 +90,9 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 		d.added[name] = true
 		return
 	}
-	if rs := ts.entries[name]; name == wildcardName || rs == nil || rs.value == nil {
+	if name != wildcardName && ts.entries[name] == nil {
+		// Cannot happen while entries stay until their unsubscription
+		// is written (R-10.3); kept as the safe answer.
 		d.removed[name] = true
 		d.resub[name] = true
 		return
@@ -111,10 +113,13 @@ func (p *deltaProtocol) nextRequestLocked(ss *streamState) *outgoing {
 	if len(ss.acks) > 0 {
 		a := ss.acks[0]
 		ss.acks = ss.acks[1:]
-		req, requested := p.buildLocked(ch.types[a.typeURL])
+		ts := ch.types[a.typeURL]
+		req, requested := p.buildLocked(ts)
 		req.ResponseNonce = a.nonce
 		req.ErrorDetail = a.detail
-		return p.outgoingLocked(ss, req, requested)
+		out := p.outgoingLocked(ss, req, requested)
+		out.drop = ts.takeUnsubscribedLocked()
+		return out
 	}
 	for _, t := range ch.c.registry.Types() {
 		ts := ch.types[t.TypeURL()]
@@ -125,13 +130,21 @@ func (p *deltaProtocol) nextRequestLocked(ss *streamState) *outgoing {
 			// Nothing to ask for: an empty first request would be the
 			// legacy wildcard.
 			ts.dirty = false
+			ch.dropUnsubscribedLocked(ts, ts.takeUnsubscribedLocked())
 			continue
 		}
+		first := !ts.sentOnStream
 		req, requested := p.buildLocked(ts)
-		if len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 {
-			continue // changed back and forth: nothing to tell
+		drop := ts.takeUnsubscribedLocked()
+		if !first && len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 {
+			// Changed back and forth: nothing to tell. What is
+			// unsubscribed now was never on the wire.
+			ch.dropUnsubscribedLocked(ts, drop)
+			continue
 		}
-		return p.outgoingLocked(ss, req, requested)
+		out := p.outgoingLocked(ss, req, requested)
+		out.drop = drop
+		return out
 	}
 	return nil
 }
@@ -146,11 +159,17 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 	if !ts.sentOnStream {
 		// The first request of the type on this stream: every name, and
 		// (the reconnect case of "Incremental xDS") the versions of what
-		// is cached, received by name or through the wildcard.
+		// is cached, received by name or through the wildcard. The
+		// wildcard alone goes in its legacy form, no name at all (see
+		// typeState.legacyWildcard).
 		req.ResourceNamesSubscribe = ts.subscribedNamesLocked()
 		d.onWire = make(map[string]bool, len(req.ResourceNamesSubscribe))
 		for _, n := range req.ResourceNamesSubscribe {
 			d.onWire[n] = true
+		}
+		if ts.subs == 0 && len(ts.wildcard) > 0 {
+			ts.legacyWildcard = true
+			req.ResourceNamesSubscribe = nil
 		}
 		for n, rs := range ts.entries {
 			if rs.raw != nil {
@@ -161,6 +180,13 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 			}
 		}
 	} else {
+		if ts.legacyWildcard && len(d.added) > 0 {
+			// The first name subscribed ends the legacy form: the
+			// wildcard goes on explicitly (xDS protocol, "How the client
+			// specifies what resources to return").
+			d.added[wildcardName] = true
+			ts.legacyWildcard = false
+		}
 		req.ResourceNamesSubscribe = slices.Sorted(maps.Keys(d.added))
 		req.ResourceNamesUnsubscribe = slices.Sorted(maps.Keys(d.removed))
 		for _, n := range req.ResourceNamesSubscribe {

@@ -43,7 +43,9 @@ func (p *sotwProtocol) streamStartedLocked(*typeState) {}
 // changed, in registry order. Every request carries the type's full
 // current name list, sorted, with "*" first when the wildcard is subscribed
 // so one request settles any number of subscription changes
-// (coalescing). The node goes in the first request of the stream only
+// (coalescing); an empty list while the wildcard is subscribed in its legacy
+// form (typeState.legacyWildcard). The entries it unsubscribes from go with
+// it, to be dropped once it is written. The node goes in the first request of the stream only
 //
 func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 	ch := p.ch
@@ -73,7 +75,9 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 			cand.dirty = false
 			if !cand.hasSubscriptionLocked() && !cand.sentOnStream {
 				// an empty list as the first request of a type
-				// would be a (legacy) wildcard subscription.
+				// would be a (legacy) wildcard subscription. What was
+				// unsubscribed was never asked for on this stream.
+				ch.dropUnsubscribedLocked(cand, cand.takeUnsubscribedLocked())
 				continue
 			}
 			ts, version, nonce, changed = cand, cand.sotw.version, cand.nonce, true
@@ -83,10 +87,19 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 	if ts == nil {
 		return nil
 	}
+	if !ts.sentOnStream && len(ts.wildcard) > 0 {
+		// The wildcard in its legacy form: see typeState.legacyWildcard.
+		ts.legacyWildcard = true
+	}
 	names := ts.subscribedNamesLocked()
 	var requested []string
 	if changed {
 		requested = names
+	}
+	if ts.legacyWildcard {
+		// The empty list keeps the legacy wildcard, which covers every
+		// name: the names are requested all the same (their timers run).
+		names = []string{}
 	}
 	ts.dirty = false
 	ts.sentOnStream = true
@@ -102,6 +115,7 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 		msg:       req,
 		typeURL:   req.GetTypeUrl(),
 		requested: requested,
+		drop:      ts.takeUnsubscribedLocked(),
 		attrs: []any{xdslog.KeyVersionInfo, version, xdslog.KeyNonce, nonce,
 			"names", len(names), "nack", detail != nil},
 	}

@@ -66,7 +66,7 @@ func (ch *channel) lookupType(typeURL string) resources.ResourceType {
 // type URLs are ignored: no ACK, no NACK, the stream keeps reading.
 // So are responses of types never requested on this stream:
 // answering would be a subscription (an empty one even a wildcard).
-func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resources.ResourceType, typeURL, nonce string) bool {
+func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resources.ResourceType, typeURL, nonce string) (ok bool) {
 	c := ch.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -74,6 +74,7 @@ func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resource
 	if ch.stream != ss || c.closed {
 		return false
 	}
+	defer func() { ss.accepted = ss.accepted || ok }()
 	switch {
 	case decodeErr != nil:
 		ch.logger.Warn("ignoring undecodable response", xdslog.KeyStreamID, ss.id, xdslog.KeyError, decodeErr)
@@ -231,7 +232,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	rs.value, rs.raw = d.value, d.raw
 	v := rs.value
 	for _, we := range c.watchersLocked(rs) {
-		c.scheduleLocked(we, fc, func(done func()) { we.changed(v, done) })
+		c.scheduleLocked(we, fc, func(done func()) { we.changed(v, version, done) })
 	}
 }
 

@@ -42,7 +42,7 @@ func TestDepMgr_Close_CancelsEverything(t *testing.T) {
 
 // TestDepMgr_Versions_InSnapshot checks that every resource of a
 // snapshot carries the version_info of the response that delivered its
-// value (the client's ResourceVersion at delivery):
+// value (handed over with it by client.WatchVersioned):
 //  1. Everything comes at version v1.
 //  2. Only eds-c1 changes, at v2: its version is v2; the others, resent
 //     unchanged at v2, keep v1.
