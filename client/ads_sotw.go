@@ -231,8 +231,10 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 //
 // For types whose SotW responses carry every resource, a cached
 // resource the response leaves out is deleted, unless the server has
-// ignore_resource_deletion; an entry received through the wildcard
-// only is then forgotten. Deviation from grpc-go: when a resource of the
+// ignore_resource_deletion, or its name was watched again after its
+// unsubscription was built and the response may answer a request that did
+// not name it (resourceState.notRequested, skipDeletion); an entry
+// received through the wildcard only is then forgotten. Deviation from grpc-go: when a resource of the
 // response could not be attributed to a name (topLevelErrs), nothing is
 // deleted, since the unnamed resource may be the one that looks omitted.
 func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []decoded, topLevelErrs bool, fc *flowControl) map[string]error {
@@ -275,6 +277,12 @@ func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []deco
 	slices.Sort(missing) // deletions in name order
 	for _, name := range missing {
 		rs := ts.entries[name]
+		if rs.notRequested || rs.skipDeletion {
+			// Watched again after the request this response may answer:
+			// the server did not know it was wanted again.
+			rs.skipDeletion = false
+			continue
+		}
 		if rs.value == nil {
 			// Never received (R-9.7: the timer decides) or already
 			// deleted; an invalid wildcard-only entry is forgotten.

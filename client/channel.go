@@ -243,6 +243,7 @@ func (ch *channel) subscribeLocked(rs *resourceState) {
 	ts := ch.typeStateLocked(rs.typ)
 	ts.entries[rs.name] = rs
 	ts.subs++
+	rs.notRequested = true
 	ch.subscriptionChangedLocked(ts, rs.name, true)
 }
 
@@ -487,7 +488,14 @@ func (ch *channel) endStreamLocked(ss *streamState) {
 // a cached one while the wildcard is subscribed (received through it).
 func (ch *channel) dropUnsubscribedLocked(ts *typeState, drop []*resourceState) {
 	for _, rs := range drop {
-		if len(rs.watchers) > 0 || ts.entries[rs.name] != rs || (len(ts.wildcard) > 0 && rs.value != nil) {
+		if ts.entries[rs.name] != rs {
+			continue
+		}
+		if len(rs.watchers) > 0 {
+			rs.unsubWritten = rs.notRequested
+			continue
+		}
+		if len(ts.wildcard) > 0 && rs.value != nil {
 			continue
 		}
 		ch.c.dropEntryLocked(rs)
@@ -576,7 +584,14 @@ func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 	}
 	for _, name := range req.requested {
 		rs := ts.entries[name]
-		if rs == nil || len(rs.watchers) == 0 || rs.value != nil || rs.timerState != timerStarted {
+		if rs == nil {
+			continue
+		}
+		if rs.notRequested && rs.unsubWritten {
+			rs.skipDeletion = true
+		}
+		rs.notRequested, rs.unsubWritten = false, false
+		if len(rs.watchers) == 0 || rs.value != nil || rs.timerState != timerStarted {
 			continue
 		}
 		ch.c.startTimerLocked(rs)

@@ -212,6 +212,7 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived
+	rs.skipDeletion = false
 	if rs.deletionIgnored {
 		rs.deletionIgnored = false
 		c.logger.Info("resource present again after an ignored deletion", xdslog.KeyResource, rs.name)
@@ -242,6 +243,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived // seen, even if invalid
+	rs.skipDeletion = false
 	repeat := rs.nackErr != nil && rs.nackErr.Error() == err.Error()
 	rs.nackErr, rs.nackVersion, rs.nackTime = err, version, now
 	rs.status = v3adminpb.ClientResourceStatus_NACKED
