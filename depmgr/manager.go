@@ -129,8 +129,9 @@ type current struct {
 // New returns a Manager that watches the Listener listenerName through c
 // and delivers its configurations to w. It starts the Listener watch at
 // once, and returns without waiting for anything. c must outlive the
-// Manager: close the Manager first. New panics if c or w is nil
-// (programmer error).
+// Manager: close the Manager first. On a client already closed, w gets
+// Error with an error wrapping client.ErrClosed. New panics if c or w is
+// nil (programmer error).
 func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Manager {
 	if c == nil || w == nil {
 		panic("depmgr: New with a nil client or watcher")
