@@ -447,3 +447,75 @@ func TestADS_UnrequestedResourcesIgnored(t *testing.T) {
 		t.Fatalf("decoder ran %d times, want once (unrequested resources are not decoded)", n)
 	}
 }
+
+// TestADS_DuplicateUnrequestedNameNACKed checks R-8.3 for names the client
+// did not subscribe to: a SotW response with two copies of "z", which
+// nobody watches, is NACKed naming z (old code: ACKed), while the watched
+// "a" of the same response is applied (R-7.4). The NACK carries the
+// previous version (R-7.3).
+func TestADS_DuplicateUnrequestedNameNACKed(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	wa := newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "a", wa)()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a")
+	nonce, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1",
+		testutil.Cluster("z", ""), testutil.Cluster("a", ""), testutil.Cluster("z", "other")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nack := waitForNonce(t, ms, nonce).Req
+	want := `error parsing "Cluster" response: resource "z": duplicate resource name "z"`
+	if got := nack.GetErrorDetail().GetMessage(); got != want || nack.GetVersionInfo() != "" {
+		t.Fatalf("answer = %v, want a NACK at version \"\" with message %q", nack, want)
+	}
+	wa.wantKind(ctx, t, changed, nil)
+}
+
+// TestADS_ResponseOfTypeNotRequestedIgnored checks R-7.7: a response of a
+// known type that was never requested on the stream (here a Cluster
+// response on a stream that asked for a Listener only) is ignored: no
+// ACK or NACK (which would subscribe to that type: with an empty list, to
+// its legacy wildcard), no cache entry; the next Listener response is
+// ACKed at once.
+func TestADS_ResponseOfTypeNotRequestedIgnored(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+		c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+		w := newRecorder[*resources.Listener]()
+		defer client.Watch(c, resources.ListenerType, "svc", w)()
+		if _, err := ms.NextRequest(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var nonce string
+		var err error
+		if delta {
+			sendDelta(t, ms, deltaResponse(cds, nil, deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "")}))
+			nonce = sendDelta(t, ms, deltaResponse(lds, nil, deltaResource{name: "svc", version: "1", msg: testutil.Listener("svc", "r")}))
+		} else {
+			if _, err = ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""))); err != nil {
+				t.Fatal(err)
+			}
+			if nonce, err = ms.SendResponse(ctx, discoveryResponse(resources.ListenerTypeURL, "1", testutil.Listener("svc", "r"))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.wantKind(ctx, t, changed, nil)
+		next, err := ms.NextRequest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotType, gotNonce := next.Req.GetTypeUrl(), next.Req.GetResponseNonce()
+		if delta {
+			gotType, gotNonce = next.Delta.GetTypeUrl(), next.Delta.GetResponseNonce()
+		}
+		if gotType != lds || gotNonce != nonce {
+			t.Fatalf("first request after the Cluster response = %v %v, want the Listener ACK of nonce %q", next.Req, next.Delta, nonce)
+		}
+		if g := dumpEntry(c, cds, "a"); g != nil {
+			t.Fatalf("CSDS entry of the unrequested cluster = %v, want none", g)
+		}
+	})
+}

@@ -4,6 +4,7 @@ package client
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"time"
 
@@ -165,6 +166,12 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	fc := newFlowControl()
 	defer fc.seal()
 	resErrs := p.applyLocked(ts, resp.GetVersionInfo(), results, len(topErrs) > 0, fc)
+	for _, name := range unrequestedDuplicates(items) {
+		// R-8.3: NACKed whether or not the client subscribed to it.
+		if _, ok := resErrs[name]; !ok {
+			resErrs[name] = fmt.Errorf("duplicate resource name %q", name)
+		}
+	}
 
 	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
 	if len(topErrs) == 0 && len(resErrs) == 0 {
@@ -183,6 +190,44 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ss.acks = append(ss.acks, a)
 	ch.kick()
 	return fc
+}
+
+// unrequestedDuplicates returns the names that appear more than once among
+// the items the client does not decode (not subscribed), in response
+// order: decoded ones are counted by applyLocked. Names are compared by
+// hash first, so that the common case (no duplicate) allocates one map.
+func unrequestedDuplicates(items []pending) []string {
+	seed := maphash.MakeSeed()
+	first := make(map[uint64]int, len(items))
+	var dups []string
+	for i := range items {
+		it := &items[i]
+		if !it.unrequested {
+			continue
+		}
+		var h uint64
+		if it.nameBytes != nil {
+			h = maphash.Bytes(seed, it.nameBytes)
+		} else {
+			h = maphash.String(seed, it.name)
+		}
+		j, seen := first[h]
+		if !seen {
+			first[h] = i
+			continue
+		}
+		if name := itemName(it); name == itemName(&items[j]) && !slices.Contains(dups, name) {
+			dups = append(dups, name)
+		}
+	}
+	return dups
+}
+
+func itemName(it *pending) string {
+	if it.nameBytes != nil {
+		return string(it.nameBytes)
+	}
+	return it.name
 }
 
 // unwrapAll removes the Resource wrappers of resp's resources (R-17.0) and
@@ -220,7 +265,8 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 // NACKed (R-7.4).
 //
 // Resources that are not subscribed are ignored: neither applied nor
-// validated nor NACKed, even when duplicated, since "the client will
+// validated nor NACKed (except a duplicated name, which handleResponse
+// NACKs per R-8.3 whether or not it is subscribed), since "the client will
 // silently ignore any supplied resources that were not explicitly
 // requested" (xDS protocol, "How the client specifies what resources to
 // return"). Deviation from grpc-go, which validates them and NACKs the
