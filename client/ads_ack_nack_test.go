@@ -474,11 +474,12 @@ func TestADS_DuplicateUnrequestedNameNACKed(t *testing.T) {
 }
 
 // TestADS_ResponseOfTypeNotRequestedIgnored checks: a response of a
-// known type that was never requested on the stream (here a Cluster
-// response on a stream that asked for a Listener only) is ignored: no
-// ACK or NACK (which would subscribe to that type: with an empty list, to
-// its legacy wildcard), no cache entry; the next Listener response is
-// ACKed at once.
+// known type that was not requested on the current stream (here Clusters:
+// watched and cancelled on the previous stream, so the client knows the
+// type, but the new stream asks for a Listener only) is ignored: no ACK or
+// NACK (which would subscribe to that type: with an empty list, to its
+// legacy wildcard), no cache entry; the next Listener response is ACKed at
+// once. SotW and delta.
 func TestADS_ResponseOfTypeNotRequestedIgnored(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
 		ctx := testContext(t)
@@ -487,6 +488,18 @@ func TestADS_ResponseOfTypeNotRequestedIgnored(t *testing.T) {
 		w := newRecorder[*resources.Listener]()
 		defer client.Watch(c, resources.ListenerType, "svc", w)()
 		if _, err := ms.NextRequest(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancelA := client.Watch(c, resources.ClusterType, "a", newRecorder[*resources.Cluster]())
+		if _, err := ms.NextRequest(ctx); err != nil { // subscribes to a
+			t.Fatal(err)
+		}
+		cancelA()
+		if _, err := ms.NextRequest(ctx); err != nil { // unsubscribes from a
+			t.Fatal(err)
+		}
+		ms.BreakStreams()
+		if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 }); err != nil {
 			t.Fatal(err)
 		}
 		var nonce string
@@ -502,8 +515,10 @@ func TestADS_ResponseOfTypeNotRequestedIgnored(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w.wantKind(ctx, t, changed, nil)
-		next, err := ms.NextRequest(ctx)
+		if e := skipConnectionErrors(t, w); e.kind != changed {
+			t.Fatalf("watcher event = %v, want the Listener", e)
+		}
+		next, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 })
 		if err != nil {
 			t.Fatal(err)
 		}
