@@ -153,3 +153,37 @@ func TestDepMgr_NewAfterClientClose(t *testing.T) {
 		t.Fatalf("Error(%v), want an error wrapping client.ErrClosed", err)
 	}
 }
+
+// TestDepMgr_EndpointsResourceErrorDropsStaleEndpoints checks: when
+// a cluster's ClusterLoadAssignment gets a resource error (here removed
+// over delta, R-6.2), the cluster's endpoints are no longer the stale
+// ones: the snapshot has an empty endpoint set, no endpoints version and
+// the error as ResolutionNote.
+func TestDepMgr_EndpointsResourceErrorDropsStaleEndpoints(t *testing.T) {
+	ctx := testContext(t)
+	cs, es := edsChain("c1")
+	res := testutil.Resources{
+		Listeners: listeners(testutil.Listener("svc", "route-svc")),
+		Routes:    routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1")),
+		Clusters:  cs,
+		Endpoints: es,
+	}
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	ms.Update("", res)
+	c := newClient(t, ms, client.WithDelta())
+	rec := newRecorder()
+	m := depmgr.New(c, "svc", rec)
+	defer m.Close()
+	rec.waitForUpdate(ctx, t, "the endpoints", func(cfg *depmgr.XDSConfig) bool {
+		return len(addresses(cfg.Cluster("c1").Config.Endpoints)) == 1
+	})
+	res.Endpoints = nil
+	ms.Update("", res)
+	cfg := rec.waitForUpdate(ctx, t, "the endpoints gone", func(cfg *depmgr.XDSConfig) bool {
+		return cfg.Cluster("c1").Config.ResolutionNote != nil
+	})
+	leaf := cfg.Cluster("c1").Config
+	if got := addresses(leaf.Endpoints); len(got) != 0 || leaf.EndpointsVersion != "" || !errors.Is(leaf.ResolutionNote, client.ErrResourceNotFound) {
+		t.Fatalf("c1 = endpoints %v, version %q, note %v; want none, \"\", not found", got, leaf.EndpointsVersion, leaf.ResolutionNote)
+	}
+}
