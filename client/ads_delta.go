@@ -27,17 +27,15 @@ import (
 // removed_resources.
 //
 // Requests. The first request of a type on a stream subscribes to every
-// name the client wants (and "*" when the wildcard is subscribed: the
-// client never relies on the legacy empty-list wildcard) and carries, in
+// name the client wants (and "*" when the wildcard is subscribed; the
+// wildcard alone goes in its legacy form, no name, see
+// typeState.legacyWildcard) and carries, in
 // initial_resource_versions, the version of every resource of the type it
 // has cached, so that the server need not resend them. Later requests carry
 // the difference between what the server was last told and what the client
 // now wants: resource_names_subscribe and resource_names_unsubscribe, each
 // sorted; they cost in proportion to that difference, not to the
-// subscription. A name unsubscribed and subscribed again before a request
-// went out, whose cached copy was dropped meanwhile, is unsubscribed and
-// subscribed again, so that the server resends it (see
-// subscriptionChangedLocked). ACKs and NACKs carry the response's nonce
+// subscription (see subscriptionChangedLocked). ACKs and NACKs carry the response's nonce
 // (NACKs an error_detail as in SotW, R-7.3, R-7.5) and any subscription
 // change of their type still to send; requests that only change the
 // subscription carry no nonce. The node is in the first request of the
@@ -65,14 +63,13 @@ func (p *deltaProtocol) method() string { return transport.DeltaADSMethod }
 // subscriptionChangedLocked records the change for the next request. A
 // name subscribed and unsubscribed before a request went out is never
 // sent. A name unsubscribed and subscribed again before a request went
-// out, whose cached copy went with its last watch, must come again from
-// the server, which still counts it as subscribed (R-6.2 "remove-then-add
-// before a send is treated as add"). Envoy subscribes to it again, and
-// the protocol says a server must resend a name subscribed again
-// ("Subscribing to Resources"), but go-control-plane v0.14 does not when
-// the version did not change; so the client unsubscribes from it in the
-// next request and subscribes in the one after, which every server
-// answers with the resource.
+// out was never unsubscribed as far as the server knows, and its cache
+// entry is still there (R-10.3; R-6.2 "remove-then-add before a send is
+// treated as add"): nothing is sent. Should the entry be gone while the
+// name is on the wire, the client unsubscribes from it in the next
+// request and subscribes in the one after, which every server answers
+// with the resource (go-control-plane v0.14 does not resend on a bare
+// re-subscribe).
 func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
 	d := &ts.delta
 	if d.added == nil {

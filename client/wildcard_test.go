@@ -371,3 +371,27 @@ func TestWildcard_InvalidResourceNACKed(t *testing.T) {
 		t.Fatalf("error = %v, want a ResourceError naming z", e.err)
 	}
 }
+
+// TestWildcard_WatchStarIsWatchAll checks that Watch of the name "*" is no
+// trap: it is WatchAll (every resource of the type arrives, each under its
+// own name), and the wildcard is subscribed as WatchAll subscribes it.
+func TestWildcard_WatchStarIsWatchAll(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, _ bool, opts ...client.Option) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+		ms.Update("", testutil.Resources{Clusters: namedClusters("a", "b")})
+		c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "*", w)()
+		got := map[string]bool{}
+		for range 2 {
+			got[w.wantKind(ctx, t, changed, nil).value.Name] = true
+		}
+		if !got["a"] || !got["b"] {
+			t.Fatalf("Watch of \"*\" got %v, want a and b", got)
+		}
+		if g := dumpEntry(c, cds, "*"); g != nil {
+			t.Fatalf("CSDS has an entry named \"*\": %v", g)
+		}
+	})
+}
