@@ -233,21 +233,27 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 	}
 }
 
+// removeWatchLocked removes we from *ws and reports whether it was the
+// last watch there, the client being open: the subscription then changes.
+func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool) {
+	i := slices.Index(*ws, we)
+	if i < 0 {
+		return false
+	}
+	*ws = slices.Delete(*ws, i, i+1)
+	return len(*ws) == 0 && !c.closed
+}
+
 func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
 	we.cancelled.Store(true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.Index(rs.watchers, we)
-	if i < 0 {
-		return
-	}
-	rs.watchers = slices.Delete(rs.watchers, i, i+1)
-	if len(rs.watchers) > 0 || c.closed || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if !c.removeWatchLocked(&rs.watchers, we) || c.resources[rs.typ.TypeURL()][rs.name] != rs {
 		return
 	}
 	// The does-not-exist timer keeps running: if the name is watched again
 	// before the unsubscription is written, the server never heard of it
-	// . The entry goes when the entry is dropped.
+	// . It stops when the entry is dropped.
 	rs.ch.unsubscribeLocked(rs)
 }
 
@@ -255,12 +261,7 @@ func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {
 	we.cancelled.Store(true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.Index(ts.wildcard, we)
-	if i < 0 {
-		return
-	}
-	ts.wildcard = slices.Delete(ts.wildcard, i, i+1)
-	if len(ts.wildcard) > 0 || c.closed {
+	if !c.removeWatchLocked(&ts.wildcard, we) {
 		return
 	}
 	for _, rs := range ts.entries {

@@ -83,11 +83,7 @@ func TestWildcard_SotW_SeedSequence(t *testing.T) {
 	cancelA()
 	want(2, "B")
 	cancelB()
-	ctx, cancel := contextWithTimeout(t, defaultTestShortTimeout)
-	defer cancel()
-	if r, err := ms.NextRequest(ctx); err == nil {
-		t.Fatalf("request %v after the last watch was cancelled, want the stream closed", r.Req)
-	}
+	wantNoRequest(t, ms)
 }
 
 // TestWildcard_Delta_SeedSequence follows the incremental example of "How
@@ -111,11 +107,7 @@ func TestWildcard_Delta_SeedSequence(t *testing.T) {
 	cancelA()
 	wantDeltaRequest(t, ms, false, unsub(lds, "A"))
 	cancelB()
-	ctx, cancel := contextWithTimeout(t, defaultTestShortTimeout)
-	defer cancel()
-	if r, err := ms.NextRequest(ctx); err == nil {
-		t.Fatalf("request %v after the last watch was cancelled, want the stream closed", r.Delta)
-	}
+	wantNoRequest(t, ms)
 }
 
 // TestWildcard_LegacyCancelRestartsStream checks what cancelling the last
@@ -394,4 +386,16 @@ func TestWildcard_WatchStarIsWatchAll(t *testing.T) {
 			t.Fatalf("CSDS has an entry named \"*\": %v", g)
 		}
 	})
+}
+
+// wantNoRequest fails the test if the server gets a request within
+// defaultTestShortTimeout: after the last watch is cancelled, the stream
+// closes without one (R-10.2).
+func wantNoRequest(t *testing.T, ms *testutil.ManagementServer) {
+	t.Helper()
+	ctx, cancel := contextWithTimeout(t, defaultTestShortTimeout)
+	defer cancel()
+	if r, err := ms.NextRequest(ctx); err == nil {
+		t.Fatalf("request %v %v after the last watch was cancelled, want the stream closed", r.Req, r.Delta)
+	}
 }
