@@ -483,55 +483,59 @@ func TestADS_DuplicateUnrequestedNameNACKed(t *testing.T) {
 // once. SotW and delta.
 func TestADS_ResponseOfTypeNotRequestedIgnored(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
-		ctx := testContext(t)
-		ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
-		c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
-		w := newRecorder[*resources.Listener]()
-		defer client.Watch(c, resources.ListenerType, "svc", w)()
-		if _, err := ms.NextRequest(ctx); err != nil {
-			t.Fatal(err)
-		}
-		cancelA := client.Watch(c, resources.ClusterType, "a", newRecorder[*resources.Cluster]())
-		if _, err := ms.NextRequest(ctx); err != nil { // subscribes to a
-			t.Fatal(err)
-		}
-		cancelA()
-		if _, err := ms.NextRequest(ctx); err != nil { // unsubscribes from a
-			t.Fatal(err)
-		}
-		ms.BreakStreams()
-		if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 }); err != nil {
-			t.Fatal(err)
-		}
-		var nonce string
-		var err error
-		if delta {
-			sendDelta(t, ms, deltaResponse(cds, nil, deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "")}))
-			nonce = sendDelta(t, ms, deltaResponse(lds, nil, deltaResource{name: "svc", version: "1", msg: testutil.Listener("svc", "r")}))
-		} else {
-			if _, err = ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""))); err != nil {
-				t.Fatal(err)
-			}
-			if nonce, err = ms.SendResponse(ctx, discoveryResponse(resources.ListenerTypeURL, "1", testutil.Listener("svc", "r"))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if e := skipConnectionErrors(t, w); e.kind != changed {
-			t.Fatalf("watcher event = %v, want the Listener", e)
-		}
-		next, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 })
-		if err != nil {
-			t.Fatal(err)
-		}
-		gotType, gotNonce := next.Req.GetTypeUrl(), next.Req.GetResponseNonce()
-		if delta {
-			gotType, gotNonce = next.Delta.GetTypeUrl(), next.Delta.GetResponseNonce()
-		}
-		if gotType != lds || gotNonce != nonce {
-			t.Fatalf("first request after the Cluster response = %v %v, want the Listener ACK of nonce %q", next.Req, next.Delta, nonce)
-		}
-		if g := dumpEntry(c, cds, "a"); g != nil {
-			t.Fatalf("CSDS entry of the unrequested cluster = %v, want none", g)
-		}
+		synctestTest(t, func(t *testing.T) { testResponseOfTypeNotRequested(t, delta, opts...) })
 	})
+}
+
+func testResponseOfTypeNotRequested(t *testing.T, delta bool, opts ...client.Option) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true, InMemory: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+	w := newRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	if _, err := ms.NextRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancelA := client.Watch(c, resources.ClusterType, "a", newRecorder[*resources.Cluster]())
+	if _, err := ms.NextRequest(ctx); err != nil { // subscribes to a
+		t.Fatal(err)
+	}
+	cancelA()
+	if _, err := ms.NextRequest(ctx); err != nil { // unsubscribes from a
+		t.Fatal(err)
+	}
+	ms.BreakStreams()
+	if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	var nonce string
+	var err error
+	if delta {
+		sendDelta(t, ms, deltaResponse(cds, nil, deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "")}))
+		nonce = sendDelta(t, ms, deltaResponse(lds, nil, deltaResource{name: "svc", version: "1", msg: testutil.Listener("svc", "r")}))
+	} else {
+		if _, err = ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""))); err != nil {
+			t.Fatal(err)
+		}
+		if nonce, err = ms.SendResponse(ctx, discoveryResponse(resources.ListenerTypeURL, "1", testutil.Listener("svc", "r"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := skipConnectionErrors(t, w); e.kind != changed {
+		t.Fatalf("watcher event = %v, want the Listener", e)
+	}
+	next, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotType, gotNonce := next.Req.GetTypeUrl(), next.Req.GetResponseNonce()
+	if delta {
+		gotType, gotNonce = next.Delta.GetTypeUrl(), next.Delta.GetResponseNonce()
+	}
+	if gotType != lds || gotNonce != nonce {
+		t.Fatalf("first request after the Cluster response = %v %v, want the Listener ACK of nonce %q", next.Req, next.Delta, nonce)
+	}
+	if g := dumpEntry(c, cds, "a"); g != nil {
+		t.Fatalf("CSDS entry of the unrequested cluster = %v, want none", g)
+	}
 }

@@ -195,15 +195,21 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 // unrequestedDuplicates returns the names that appear more than once among
 // the items the client does not decode (not subscribed), in response
 // order: decoded ones are counted by applyLocked. Names are compared by
-// hash first, so that the common case (no duplicate) allocates one map.
+// hash first, so that the common case (no duplicate) allocates one map, and
+// a response with only subscribed resources none.
 func unrequestedDuplicates(items []pending) []string {
-	seed := maphash.MakeSeed()
-	first := make(map[uint64]int, len(items))
-	var dups []string
+	var (
+		seed  maphash.Seed
+		first map[uint64]int // allocated at the first unrequested item
+		dups  []string
+	)
 	for i := range items {
 		it := &items[i]
 		if !it.unrequested {
 			continue
+		}
+		if first == nil {
+			seed, first = maphash.MakeSeed(), make(map[uint64]int, len(items)-i)
 		}
 		var h uint64
 		if it.nameBytes != nil {

@@ -221,49 +221,47 @@ func TestWildcard_SharedCacheEntry(t *testing.T) {
 }
 
 func testWildcardSharedCacheEntry(t *testing.T, opts ...client.Option) {
-	{
-		ctx := testContext(t)
-		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
-		ms.Update("", testutil.Resources{Clusters: namedClusters("a", "b")})
-		c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
-		all := newRecorder[*resources.Cluster]()
-		cancelAll := client.WatchAll(c, resources.ClusterType, all)
-		all.wantKind(ctx, t, changed, nil)
-		all.wantKind(ctx, t, changed, nil)
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+	ms.Update("", testutil.Resources{Clusters: namedClusters("a", "b")})
+	c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+	all := newRecorder[*resources.Cluster]()
+	cancelAll := client.WatchAll(c, resources.ClusterType, all)
+	all.wantKind(ctx, t, changed, nil)
+	all.wantKind(ctx, t, changed, nil)
 
-		wa := newRecorder[*resources.Cluster]()
-		cancelA := client.Watch(c, resources.ClusterType, "a", wa)
-		if e := wa.wantKind(ctx, t, changed, nil); e.value.Name != "a" {
-			t.Fatalf("event = %v, want the cached a", e)
-		}
-		wb := newRecorder[*resources.Cluster]()
-		defer client.Watch(c, resources.ClusterType, "b", wb)()
-		wb.wantKind(ctx, t, changed, nil)
-
-		res := testutil.Resources{Clusters: namedClusters("a", "b")}
-		res.Clusters[0] = testutil.Cluster("a", "a-eds")
-		ms.Update("", res)
-		wa.wantKind(ctx, t, changed, nil)
-		all.wantKind(ctx, t, changed, nil)
-		if n := len(c.Dump().GetGenericXdsConfigs()); n != 2 {
-			t.Fatalf("CSDS has %d entries, want 2 (one per name)", n)
-		}
-
-		cancelA()
-		if g := dumpEntry(c, cds, "a"); g.GetXdsConfig() == nil {
-			t.Fatalf("CSDS entry of a after its Watch was cancelled = %v, want it kept (wildcard)", g)
-		}
-		cancelAll()
-		// The entry goes once the unsubscription is written.
-		synctest.Wait()
-		if g := dumpEntry(c, cds, "a"); g != nil {
-			t.Fatalf("CSDS entry of a after WatchAll was cancelled = %v, want none", g)
-		}
-		if g := dumpEntry(c, cds, "b"); g.GetXdsConfig() == nil {
-			t.Fatalf("CSDS entry of b = %v, want it kept (watched)", g)
-		}
-		wb.wantNone(t, defaultTestShortTimeout)
+	wa := newRecorder[*resources.Cluster]()
+	cancelA := client.Watch(c, resources.ClusterType, "a", wa)
+	if e := wa.wantKind(ctx, t, changed, nil); e.value.Name != "a" {
+		t.Fatalf("event = %v, want the cached a", e)
 	}
+	wb := newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "b", wb)()
+	wb.wantKind(ctx, t, changed, nil)
+
+	res := testutil.Resources{Clusters: namedClusters("a", "b")}
+	res.Clusters[0] = testutil.Cluster("a", "a-eds")
+	ms.Update("", res)
+	wa.wantKind(ctx, t, changed, nil)
+	all.wantKind(ctx, t, changed, nil)
+	if n := len(c.Dump().GetGenericXdsConfigs()); n != 2 {
+		t.Fatalf("CSDS has %d entries, want 2 (one per name)", n)
+	}
+
+	cancelA()
+	if g := dumpEntry(c, cds, "a"); g.GetXdsConfig() == nil {
+		t.Fatalf("CSDS entry of a after its Watch was cancelled = %v, want it kept (wildcard)", g)
+	}
+	cancelAll()
+	// The entry goes once the unsubscription is written.
+	synctest.Wait()
+	if g := dumpEntry(c, cds, "a"); g != nil {
+		t.Fatalf("CSDS entry of a after WatchAll was cancelled = %v, want none", g)
+	}
+	if g := dumpEntry(c, cds, "b"); g.GetXdsConfig() == nil {
+		t.Fatalf("CSDS entry of b = %v, want it kept (watched)", g)
+	}
+	wb.wantNone(t, defaultTestShortTimeout)
 }
 
 // TestWildcard_ReconnectNamesStarExplicitly checks what a new stream asks
