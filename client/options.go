@@ -27,6 +27,7 @@ type options struct {
 	customTypes        []resources.ResourceType
 	logger             *slog.Logger
 	delta              bool
+	maxRecvMsgSize     int // 0: the transport's default
 }
 
 func defaultOptions() options {
@@ -98,9 +99,31 @@ func WithDelta() Option {
 	return func(o *options) { o.delta = true }
 }
 
+// WithMaxRecvMsgSize sets the largest response, in bytes, the client
+// accepts from a management server over the default transport (default
+// grpctransport.DefaultMaxRecvMsgSize, 4 MiB, as gRPC's). A larger response
+// fails the stream: the watchers of that server get an error naming the
+// limit and how to raise it (an AmbientError, or a ResourceError for a
+// resource without a cached value, wrapping ErrConnection and
+// transport.ErrMessageTooLarge), and the stream is retried with the usual
+// backoff: raise the limit when a server's responses (a SotW
+// response carries every resource of its type) may exceed it. Zero or
+// negative keeps the default. It has no effect with WithTransportBuilder,
+// whose builder sets its own limits.
+func WithMaxRecvMsgSize(bytes int) Option {
+	return func(o *options) {
+		if bytes > 0 {
+			o.maxRecvMsgSize = bytes
+		}
+	}
+}
+
 func (o *options) builder() transport.Builder {
 	if o.transportBuilder != nil {
 		return o.transportBuilder
+	}
+	if o.maxRecvMsgSize > 0 {
+		return grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(o.maxRecvMsgSize))
 	}
 	return grpctransport.NewBuilder()
 }

@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -81,6 +82,7 @@ type ManagementServer struct {
 	streams        map[int64]*sotwStream  // open SotW streams: accepted, not broken, not ended
 	deltaStreams   map[int64]*deltaStream // open delta streams, likewise
 	streamOpened   chan struct{}          // closed and replaced when a stream is added to streams
+	streamClosed   chan struct{}          // closed and replaced when a stream's handler ends
 	versionCounter int64                  // incremented by every Update
 	snapshots      map[string]*snapshot   // node ID ("" = default) → snapshot
 	requests       []*Request             // every request, in arrival order
@@ -113,6 +115,7 @@ func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
 		streams:      make(map[int64]*sotwStream),
 		deltaStreams: make(map[int64]*deltaStream),
 		streamOpened: make(chan struct{}),
+		streamClosed: make(chan struct{}),
 		snapshots:    make(map[string]*snapshot),
 		requestAdded: make(chan struct{}),
 	}
@@ -227,6 +230,26 @@ func (ms *ManagementServer) OpenStreams() int {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return len(ms.streams) + len(ms.deltaStreams)
+}
+
+// WaitForOpenStreams blocks until exactly n streams are open (see
+// OpenStreams), for example 0 once a client closed its stream. It returns
+// an error wrapping ctx.Err() if ctx ends first.
+func (ms *ManagementServer) WaitForOpenStreams(ctx context.Context, n int) error {
+	for {
+		ms.mu.Lock()
+		got, opened, closed := len(ms.streams)+len(ms.deltaStreams), ms.streamOpened, ms.streamClosed
+		ms.mu.Unlock()
+		if got == n {
+			return nil
+		}
+		select {
+		case <-opened:
+		case <-closed:
+		case <-ctx.Done():
+			return fmt.Errorf("testutil: waiting for %d open streams (%d open): %w", n, got, ctx.Err())
+		}
+	}
 }
 
 // nextNonce returns a nonce no other response of this server carries.

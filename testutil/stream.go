@@ -170,6 +170,8 @@ func closeStreamIn[S comparable](ms *ManagementServer, streams map[int64]S, id i
 	if streams[id] == s {
 		delete(streams, id)
 	}
+	close(ms.streamClosed)
+	ms.streamClosed = make(chan struct{})
 }
 
 // newestStreamLocked returns the stream of streams with the highest ID, the
