@@ -21,7 +21,6 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // Exit codes of run. status adds its own (exitNACKed, …; see status.go).
@@ -377,7 +376,7 @@ func (f *clientFlags) options(stderr io.Writer) ([]client.Option, error) {
 		opts = append(opts, client.WithWatchExpiryTimeout(f.resourceTimeout))
 	}
 	if f.maxRecvMsgSize > 0 {
-		opts = append(opts, client.WithTransportBuilder(grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(f.maxRecvMsgSize))))
+		opts = append(opts, client.WithMaxRecvMsgSize(f.maxRecvMsgSize))
 	}
 	if f.delta {
 		opts = append(opts, client.WithDelta())
