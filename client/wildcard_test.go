@@ -17,7 +17,6 @@ import (
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
 // Tests of WatchAll, the wildcard subscription ("How the client specifies
@@ -29,19 +28,6 @@ const lds = resources.ListenerTypeURL
 func forEachProtocol(t *testing.T, f func(t *testing.T, delta bool, opts ...client.Option)) {
 	t.Run("sotw", func(t *testing.T) { f(t, false) })
 	t.Run("delta", func(t *testing.T) { f(t, true, client.WithDelta()) })
-}
-
-// nextSotW returns the next request, which must be a SotW one.
-func nextSotW(t *testing.T, ms *testutil.ManagementServer) *v3discoverypb.DiscoveryRequest {
-	t.Helper()
-	r, err := ms.NextRequest(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Req == nil {
-		t.Fatalf("request %v is not a SotW request", r.Delta)
-	}
-	return r.Req
 }
 
 // TestWildcard_SotW_SeedSequence follows the SotW example of "How the
