@@ -65,9 +65,20 @@ func WithResourceTypes(types ...resources.ResourceType) Option {
 	return func(o *options) { o.customTypes = append(o.customTypes, types...) }
 }
 
-// WithLogger sets the logger. The default discards everything. Stream
-// state changes are logged at Info, NACKs and stream failures at Warn,
-// per-request summaries at Debug and whole messages at xdslog.LevelTrace.
+// LevelTrace is the log/slog level, below slog.LevelDebug, at which the
+// client logs whole protocol messages (every DiscoveryRequest and
+// DiscoveryResponse, SotW or delta). A handler whose level is LevelTrace
+// or lower shows them; slog prints the level as "DEBUG-4".
+const LevelTrace slog.Level = slog.LevelDebug - 4
+
+// WithLogger sets the logger, a log/slog logger (nil keeps the default).
+// The default discards everything. The client logs stream state changes
+// at slog.LevelInfo, NACKs and stream failures at slog.LevelWarn,
+// per-request and per-response summaries at slog.LevelDebug, and whole
+// messages at LevelTrace, with fixed attribute keys (node_id, server_uri,
+// type_url, resource, version_info, nonce, stream_id, error). The logger
+// is called from the client's goroutines and must be safe for concurrent
+// use, as every slog.Handler of the standard library is.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {

@@ -11,7 +11,7 @@
 // A resource type is a Type[T]: its type URL, a short name, whether a SotW
 // response must carry every subscribed resource, and a decoder
 // producing values of Go type T. The four types a gRPC client uses are
-// built in:
+// built in, as constants (no importer can reassign them):
 //
 //	ListenerType     Type[*Listener]     LDS  envoy.config.listener.v3.Listener
 //	RouteConfigType  Type[*RouteConfig]  RDS  envoy.config.route.v3.RouteConfiguration
@@ -70,7 +70,7 @@
 // # Validation rules
 //
 // The decoders apply the client-side rules of gRPC's xDS clients (R-17 in
-// the project's RULES.md; grpc-go v1.85's unmarshal_*.go with its default
+// docs/protocol.md; grpc-go v1.85's unmarshal_*.go with its default
 // environment, and the gRFCs cited on each rule). In brief:
 //
 //   - Listener: an api_listener holding an HttpConnectionManager;

@@ -47,10 +47,11 @@ type ServerOptions struct {
 }
 
 // ManagementServer is an in-process xDS management server serving the
-// SotW aggregated discovery service (ADS,
-// envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources)
-// over gRPC on loopback, or in memory (ServerOptions.InMemory). Delta ADS
-// is not implemented yet: such streams end with codes.Unimplemented.
+// aggregated discovery service (ADS,
+// envoy.service.discovery.v3.AggregatedDiscoveryService), both
+// StreamAggregatedResources (SotW) and DeltaAggregatedResources (delta,
+// see the package doc), from the same snapshots, over gRPC on loopback or
+// in memory (ServerOptions.InMemory).
 //
 // It answers from per-node snapshots set with Update (see Update for the
 // rules), records every request (Requests, NextRequest, WaitForRequest),
@@ -61,6 +62,7 @@ type ServerOptions struct {
 type ManagementServer struct {
 	// Initialized at creation time and read-only afterwards.
 	opts       ServerOptions
+	tb         testing.TB     // the test of NewManagementServer, failed by Update's errors; nil from StartManagementServer
 	address    string         // Address(): "127.0.0.1:PORT" or InMemoryAddress
 	grpcServer *grpc.Server   // nil when opts.InMemory
 	stopped    chan struct{}  // closed by Stop, before waiting for goroutines
@@ -97,6 +99,7 @@ func NewManagementServer(tb testing.TB, opts ServerOptions) *ManagementServer {
 	if err != nil {
 		tb.Fatalf("testutil: starting the management server: %v", err)
 	}
+	ms.tb = tb
 	tb.Cleanup(ms.Stop)
 	return ms
 }
