@@ -108,8 +108,9 @@ type MetricsRecorder interface {
 // they changed (the same bytes again count too). Invalid counts what the
 // response's NACK names: each wanted resource that failed validation, each
 // name repeated in the response whether wanted or not, and each
-// entry that could not be attributed to a name (a wrapper with another
-// type URL, no name, an undecodable body), as gRPC C++ does. Each name
+// entry that could not be attributed to a name (an unusable Resource
+// wrapper, a resource without a name or too broken to name), as gRPC C++
+// counts structurally broken entries. Each name
 // counts once per response, however many times it appears (a repeated
 // name is one invalid resource) and however many watchers it has
 // (grpc-go counts a resource once per watching authority). Resources not
