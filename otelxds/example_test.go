@@ -78,7 +78,7 @@ func Example() {
 			}
 			for _, dp := range dps {
 				state, _ := dp.Attributes.Value(otelxds.KeyCacheState)
-				lines = append(lines, fmt.Sprintf("%s %s %d", m.Name, state.Emit(), dp.Value))
+				lines = append(lines, fmt.Sprintf("%s %s %d", m.Name, state.AsString(), dp.Value))
 			}
 		}
 	}

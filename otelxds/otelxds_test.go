@@ -75,7 +75,7 @@ func attrString(s attribute.Set) string {
 		if i > 0 {
 			b = append(b, ' ')
 		}
-		b = append(b, string(kv.Key)+"="+kv.Value.Emit()...)
+		b = append(b, string(kv.Key)+"="+kv.Value.AsString()...)
 	}
 	return string(b)
 }
