@@ -150,6 +150,27 @@ func TestMetrics_ResourceUpdates_SotW(t *testing.T) {
 	}
 }
 
+// TestMetrics_ResourceUpdates_Wildcard checks that under a WatchAll every
+// resource of the response is wanted and counts, once, even when
+// it is also watched by name.
+func TestMetrics_ResourceUpdates_Wildcard(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	m := newFakeMetrics()
+	c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithMetrics(m))
+	defer client.Watch(c, resources.ClusterType, "a", newRecorder[*resources.Cluster]())()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a")
+	defer client.WatchAll(c, resources.ClusterType, newRecorder[*resources.Cluster]())()
+	waitForNames(t, ms, resources.ClusterTypeURL, "*", "a")
+	nonce, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1",
+		testutil.Cluster("a", ""), testutil.Cluster("b", ""), invalidCluster("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForNonce(t, ms, nonce)
+	m.wantCounts(t, "a, b and an invalid c under the wildcard", updateKey{client.DefaultTarget, ms.Address(), cdsTypeName}, updateCounts{2, 1})
+}
+
 // TestMetrics_ResourceUpdates_Delta checks the resource_updates counters
 // over a scripted delta server: as in SotW, plus a resource
 // wanted through an alias counts once, a heartbeat and
