@@ -365,7 +365,7 @@ func (ch *channel) deltaValidLocked(ts *typeState, items []deltaItem, resErrs ma
 func (c *Client) Gauges() Gauges {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := Gauges{Target: cmp.Or(c.metrics.target, DefaultTarget)}
+	g := Gauges{Target: c.metrics.target}
 	if c.closed {
 		return g
 	}
