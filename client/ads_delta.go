@@ -306,6 +306,7 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	fc := newFlowControl()
 	defer fc.seal()
 	resErrs := p.applyLocked(ts, items, removed, fc)
+	ch.recordUpdatesLocked(ts, ch.deltaValidLocked(ts, items, resErrs), len(topErrs)+len(resErrs))
 
 	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
 	if len(topErrs) > 0 || len(resErrs) > 0 {

@@ -172,6 +172,7 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 			resErrs[name] = fmt.Errorf("duplicate resource name %q", name)
 		}
 	}
+	ch.recordUpdatesLocked(ts, ch.sotwValidLocked(ts, results, resErrs), len(topErrs)+len(resErrs))
 
 	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
 	if len(topErrs) == 0 && len(resErrs) == 0 {

@@ -451,6 +451,7 @@ func (ch *channel) startStreamLocked(cancel context.CancelFunc) *streamState {
 	ch.lastStreamID++
 	ss := &streamState{id: ch.lastStreamID, cancel: cancel, started: time.Now()}
 	ch.stream = ss
+	ch.streamCreatedLocked()
 	for _, ts := range ch.types {
 		ch.dropUnsubscribedLocked(ts, ts.takeUnsubscribedLocked())
 		ts.nonce = ""
@@ -609,6 +610,7 @@ func (ch *channel) connectivityFailure(err error) {
 	if c.closed {
 		return
 	}
+	ch.serverFailedLocked()
 	cerr := fmt.Errorf("%w: ADS stream to %s: %w", ErrConnection, ch.sc.ServerURI, err)
 	for _, t := range c.registry.Types() {
 		ts := ch.types[t.TypeURL()]

@@ -38,6 +38,7 @@ type Client struct {
 	serializer *serializer.Serializer
 	closeOnce  sync.Once
 	wg         sync.WaitGroup // the goroutines of every channel
+	metrics    clientMetrics  // see metrics.go
 
 	// mu guards everything below, and the fields of channels, typeStates
 	// and resourceStates marked "guarded by c.mu". It is never held while
@@ -86,6 +87,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		resources:  make(map[string]map[string]*resourceState),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
+	c.startMetrics()
 	return c, nil
 }
 
@@ -121,6 +123,7 @@ func (c *Client) Close() {
 		for _, tr := range trs {
 			tr.Close()
 		}
+		c.stopMetrics()
 	})
 }
 

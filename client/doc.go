@@ -130,8 +130,17 @@
 // of the largest request sent, and is retried with the backoff above; it
 // fails again until the limit is raised or the subscription shrinks.
 //
+// # Metrics
+//
+// The client keeps gRPC's XdsClient metrics (gRFC A78, with gRFC A88's
+// cache states; R-21): WithMetrics reports the counters
+// (resource_updates_valid, resource_updates_invalid, server_failure) to a
+// MetricsRecorder and registers the gauges (connected, resources), which
+// Gauges computes when they are collected. The nested module
+// github.com/proxyless/xds/otelxds records them to OpenTelemetry.
+//
 // # Not yet
 //
 // Fallback between servers (gRFC A71), TTL, server-reported resource
-// errors, metrics and load reporting are not implemented yet.
+// errors and load reporting are not implemented yet.
 package client

@@ -28,6 +28,7 @@ type options struct {
 	logger             *slog.Logger
 	delta              bool
 	maxRecvMsgSize     int // 0: the transport's default
+	metrics            metricsOptions
 }
 
 func defaultOptions() options {

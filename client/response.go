@@ -74,6 +74,7 @@ func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resource
 	if ch.stream != ss || c.closed {
 		return false
 	}
+	ch.messageReceivedLocked()
 	defer func() { ss.accepted = ss.accepted || ok }()
 	switch {
 	case decodeErr != nil:
