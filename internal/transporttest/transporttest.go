@@ -112,7 +112,7 @@ type Builder struct {
 	Inner transport.Builder
 
 	mu      sync.Mutex
-	methods []string                       // of every NewStream, in order
+	methods []string                        // of every NewStream, in order
 	cancels map[string][]context.CancelFunc // open streams by method
 }
 

@@ -163,4 +163,3 @@ func (m *muxStream) methodFor(typeURL string) (string, error) {
 	}
 	return method, nil
 }
-

@@ -11,11 +11,11 @@ import (
 // Field numbers read from responses without decoding their resources
 // (envoy/service/discovery/v3/discovery.proto).
 const (
-	fieldResponseNonce     = 5 // DiscoveryResponse.nonce, DeltaDiscoveryResponse.nonce
-	fieldDeltaResources    = 2 // DeltaDiscoveryResponse.resources
-	fieldDeltaRemoved      = 6 // DeltaDiscoveryResponse.removed_resources
-	fieldResourceVersion   = 1 // Resource.version
-	fieldResourceName      = 3 // Resource.name
+	fieldResponseNonce   = 5 // DiscoveryResponse.nonce, DeltaDiscoveryResponse.nonce
+	fieldDeltaResources  = 2 // DeltaDiscoveryResponse.resources
+	fieldDeltaRemoved    = 6 // DeltaDiscoveryResponse.removed_resources
+	fieldResourceVersion = 1 // Resource.version
+	fieldResourceName    = 3 // Resource.name
 )
 
 var errMalformed = errors.New("pertype: malformed response")
