@@ -275,4 +275,3 @@ func TestDeltaUnsupported(t *testing.T) {
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
 	w.Want(ctx, t, transporttest.ResourceError, file.ErrDeltaUnsupported)
 }
-
