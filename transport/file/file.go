@@ -78,7 +78,8 @@ func NewBuilder(opts ...Option) *Builder {
 
 // PathFromURI returns the path of a filesystem server URI:
 // "file:///etc/xds/lds.yaml" → "/etc/xds/lds.yaml", "file://./x.json" →
-// "./x.json"; a URI without scheme is a path already. It returns an error
+// "./x.json", "file:x.json" → "x.json"; a URI without scheme is a path
+// already. It returns an error
 // for another scheme, or an empty path.
 func PathFromURI(uri string) (string, error) {
 	path := uri
@@ -91,6 +92,8 @@ func PathFromURI(uri string) (string, error) {
 			return "", fmt.Errorf("file: server URI %q: scheme %q, want %q", uri, u.Scheme, Scheme)
 		}
 		path = u.Host + u.Path
+	} else if p, ok := strings.CutPrefix(uri, Scheme+":"); ok {
+		path = p // "file:relative/path"
 	}
 	if path == "" {
 		return "", fmt.Errorf("file: server URI %q: empty path", uri)

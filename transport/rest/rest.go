@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -178,10 +179,11 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 	if sc == nil {
 		return nil, errors.New("rest: nil ServerConfig")
 	}
-	base := strings.TrimSuffix(sc.ServerURI, "/")
-	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("rest: server URI %q: want http:// or https://", sc.ServerURI)
+	u, err := url.Parse(sc.ServerURI)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("rest: server URI %q: want http://host[:port] or https://host[:port]", sc.ServerURI)
 	}
+	base := strings.TrimSuffix(u.String(), "/")
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{opts: b.opts, base: base, ctx: ctx, cancel: cancel, hc: b.opts.httpClient}
 	if t.hc == nil {
