@@ -14,8 +14,10 @@
 // last good value and shows NACKED in Dump), does-not-exist timers and
 // watchers behave as with a management server. The stream answers the
 // client's SotW requests with the source's current DiscoveryResponse of
-// each requested type (with a fresh nonce) and sends a new response when
-// the source changes. Incremental (delta) xDS is not supported
+// each requested type (with a fresh nonce; of the built-in types, only the
+// resources the request names, unless it asks for the wildcard "*"), again
+// when a request changes the names, and sends a new response when the
+// source changes. Incremental (delta) xDS is not supported
 // (ErrDeltaUnsupported).
 //
 // # Source

@@ -23,8 +23,8 @@ import (
 
 	// The resource types whose messages (and the messages nested in them
 	// as Any, such as HttpConnectionManager) a JSON, YAML or text file may
-	// name: the client's built-in types.
-	_ "github.com/proxyless/xds/resources"
+	// name are the client's built-in types, linked by this import.
+	"github.com/proxyless/xds/resources"
 )
 
 // ErrUnsupportedFormat is wrapped by the error for a file whose extension
@@ -88,6 +88,7 @@ func supported(name string) bool {
 type snapshot struct {
 	digest string                                      // of every file's bytes; equal digests, equal snapshots
 	byType map[string]*v3discoverypb.DiscoveryResponse // version_info set; nonce not
+	names  map[string][]string                           // type URL → name of each resource of byType, "" when unknown; nil for types not built in
 	types  []string                                    // sorted keys of byType
 }
 
@@ -153,7 +154,7 @@ func (l *loader) load() (*snapshot, error) {
 		}
 		parts = append(parts, part{f, resp})
 	}
-	s := &snapshot{digest: hex.EncodeToString(h.Sum(nil)), byType: make(map[string]*v3discoverypb.DiscoveryResponse)}
+	s := &snapshot{digest: hex.EncodeToString(h.Sum(nil)), byType: make(map[string]*v3discoverypb.DiscoveryResponse), names: make(map[string][]string)}
 	contributors := make(map[string]int)
 	for _, p := range parts {
 		l.typeOf[p.file] = p.resp.GetTypeUrl()
@@ -171,9 +172,31 @@ func (l *loader) load() (*snapshot, error) {
 			resp.VersionInfo = versionOf(resp.GetResources())
 		}
 		s.types = append(s.types, t)
+		s.names[t] = namesOf(t, resp.GetResources())
 	}
 	slices.Sort(s.types)
 	return s, nil
+}
+
+// namesOf returns the resource name of each of res, "" where it cannot
+// tell, or nil when typeURL is not a built-in type.
+func namesOf(typeURL string, res []*anypb.Any) []string {
+	var typ resources.ResourceType
+	for _, t := range resources.BuiltinTypes() {
+		if t.TypeURL() == typeURL {
+			typ = t
+		}
+	}
+	if typ == nil {
+		return nil
+	}
+	names := make([]string, len(res))
+	for i, a := range res {
+		if inner, err := resources.Unwrap(a); err == nil {
+			names[i], _ = typ.Name(inner)
+		}
+	}
+	return names
 }
 
 // versionOf returns a version_info that changes with the resources:

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
@@ -118,6 +119,29 @@ func (s *stream) reload() {
 	s.loadErr = err
 }
 
+// requested returns the resources of res the subscription wants: all of
+// them for a wildcard subscription or when their names are unknown
+// (names nil); otherwise those named in want, and those whose name is
+// unknown (the client sorts them out). Sending only what is requested is
+// what a management server does; it spares the client resources it would
+// ignore.
+func requested(res []*anypb.Any, names, want []string) []*anypb.Any {
+	if names == nil || slices.Contains(want, "*") {
+		return res
+	}
+	wanted := make(map[string]bool, len(want))
+	for _, n := range want {
+		wanted[n] = true
+	}
+	out := make([]*anypb.Any, 0, len(want))
+	for i, a := range res {
+		if names[i] == "" || wanted[names[i]] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // nextResponse returns the next response owed, serialized, or nil.
 func (s *stream) nextResponse() []byte {
 	if s.snap == nil {
@@ -145,7 +169,7 @@ func (s *stream) nextResponse() []byte {
 		s.nonce++
 		resp = &v3discoverypb.DiscoveryResponse{
 			VersionInfo: version,
-			Resources:   cur.GetResources(),
+			Resources:   requested(cur.GetResources(), s.snap.names[t], s.names[t]),
 			TypeUrl:     t,
 			Nonce:       strconv.Itoa(s.nonce),
 		}

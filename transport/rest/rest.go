@@ -22,10 +22,16 @@
 // ACK or NACK, which the client sends as for a stream) and the interval
 // has passed (WithInterval, default DefaultInterval 30 s, ±20 % jitter so
 // that many clients spread out), or at once when the type's subscription
-// (resource_names) changes; an outstanding request is then cancelled and
-// posted again with the new names. Each request carries the node, the
+// (resource_names) changes. Each request carries the node, the
 // type's resource_names and the version_info the client last accepted;
-// after a NACK, the next poll carries the client's error_detail. HTTP 304
+// after a NACK, the next poll carries the client's error_detail. A poll
+// that adds names to those of the last answered poll carries no
+// version_info: a stateless server cannot tell that the client lacks them,
+// and go-control-plane v0.14's gateway answers 304 to a current version
+// whatever the names. A poll held by the server for 1 s or more is
+// cancelled and posted again when the names change; one answered sooner
+// is let finish (keeping its connection), the new names going at once
+// after it. HTTP 304
 // Not Modified (an empty body, as go-control-plane's HTTP gateway answers
 // when the version is current) changes nothing. A response is given a
 // nonce by the transport, so the client's bookkeeping is that of a stream.

@@ -52,6 +52,8 @@ type poller struct {
 
 	req        *v3discoverypb.DiscoveryRequest // the client's last request of the type
 	posted     []string                        // resource_names of the last poll
+	answered   []string                        // resource_names of the last poll the server answered (200 or 304)
+	postedAt   time.Time                       // when the outstanding poll was posted
 	changed    bool                            // the names changed since the last poll: poll at once
 	awaitNonce string                          // nonce of the response the client has not answered yet
 	cancelPoll context.CancelFunc              // cancels the outstanding poll; nil when none
@@ -103,8 +105,11 @@ func (s *stream) Send(b []byte) error {
 	}
 	if !slices.Equal(p.posted, req.GetResourceNames()) {
 		p.changed = true
-		if p.cancelPoll != nil {
-			p.cancelPoll() // outstanding with the old names: post again
+		if p.cancelPoll != nil && time.Since(p.postedAt) >= heldPoll {
+			// Held by the server (long polling): post again with the new
+			// names. A poll answered sooner is let finish, which keeps its
+			// connection; the new names go at once after it.
+			p.cancelPoll()
 		}
 	}
 	select {
@@ -158,8 +163,17 @@ func (s *stream) poll(p *poller) {
 		ready := p.req != nil && len(p.req.GetResourceNames()) > 0 && p.awaitNonce == "" && (due || p.changed)
 		if ready {
 			var err error
+			version := p.req.GetVersionInfo()
+			if !subset(p.req.GetResourceNames(), p.answered) {
+				// New names: a stateless server cannot tell that the
+				// client lacks them, and one that answers 304 to a current
+				// version whatever the names (go-control-plane v0.14's
+				// HTTP gateway) would never send them. Ask without a
+				// version, for everything.
+				version = ""
+			}
 			body, err = protojson.Marshal(&v3discoverypb.DiscoveryRequest{
-				VersionInfo:   p.req.GetVersionInfo(),
+				VersionInfo:   version,
 				Node:          s.node,
 				ResourceNames: p.req.GetResourceNames(),
 				TypeUrl:       p.typeURL,
@@ -172,6 +186,7 @@ func (s *stream) poll(p *poller) {
 			}
 			p.posted, p.changed, due = p.req.GetResourceNames(), false, false
 			pctx, p.cancelPoll = context.WithCancel(s.ctx)
+			p.postedAt = time.Now()
 		}
 		s.mu.Unlock()
 
@@ -195,6 +210,9 @@ func (s *stream) poll(p *poller) {
 		s.mu.Lock()
 		p.cancelPoll()
 		p.cancelPoll = nil
+		if err == nil {
+			p.answered = p.posted
+		}
 		s.mu.Unlock()
 		if s.ctx.Err() != nil {
 			return
@@ -229,6 +247,24 @@ func (s *stream) poll(p *poller) {
 			return
 		}
 	}
+}
+
+// heldPoll is how long a poll must have been outstanding for a change of
+// names to cancel it: a server that has not answered by then holds it.
+const heldPoll = time.Second
+
+// subset reports whether every name of a is in b.
+func subset(a, b []string) bool {
+	in := make(map[string]struct{}, len(b))
+	for _, n := range b {
+		in[n] = struct{}{}
+	}
+	for _, n := range a {
+		if _, ok := in[n]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // jitter returns d randomised by ±20 %.
