@@ -88,7 +88,7 @@ func supported(name string) bool {
 type snapshot struct {
 	digest string                                      // of every file's bytes; equal digests, equal snapshots
 	byType map[string]*v3discoverypb.DiscoveryResponse // version_info set; nonce not
-	names  map[string][]string                           // type URL → name of each resource of byType, "" when unknown; nil for types not built in
+	names  map[string][]string                         // type URL → name of each resource of byType, "" when unknown; nil for types not built in
 	types  []string                                    // sorted keys of byType
 }
 
