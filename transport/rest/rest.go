@@ -185,11 +185,10 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 	if sc == nil {
 		return nil, errors.New("rest: nil ServerConfig")
 	}
-	u, err := url.Parse(sc.ServerURI)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("rest: server URI %q: want http://host[:port] or https://host[:port]", sc.ServerURI)
+	base, err := parseBase(sc.ServerURI)
+	if err != nil {
+		return nil, err
 	}
-	base := strings.TrimSuffix(u.String(), "/")
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Transport{opts: b.opts, base: base, ctx: ctx, cancel: cancel, hc: b.opts.httpClient}
 	if t.hc == nil {
@@ -197,6 +196,39 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 		t.ownHC = true
 	}
 	return t, nil
+}
+
+// Bootstrap returns a bootstrap config whose only management server is the
+// REST-JSON server at baseURL ("http://host:port"), and the Builder that
+// polls it, so that no bootstrap file is needed:
+//
+//	cfg, b, err := rest.Bootstrap("http://xds.example.com:8080", rest.WithInterval(10*time.Second))
+//	cfg.Node.ID = "my-node"
+//	c, err := client.New(cfg, client.WithTransportBuilder(b))
+//
+// The node is empty (set cfg.Node before client.New) and the listener name
+// template is "%s". It returns an error when baseURL is not an http or
+// https URL with a host.
+func Bootstrap(baseURL string, opts ...Option) (*bootstrap.Config, *Builder, error) {
+	sc := &bootstrap.ServerConfig{ServerURI: baseURL, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}}
+	if _, err := parseBase(baseURL); err != nil {
+		return nil, nil, err
+	}
+	cfg := &bootstrap.Config{
+		Servers: []*bootstrap.ServerConfig{sc},
+		ClientDefaultListenerResourceNameTemplate: "%s",
+	}
+	return cfg, NewBuilder(opts...), nil
+}
+
+// parseBase returns the base URL of a server URI, without a trailing
+// slash.
+func parseBase(uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("rest: server URI %q: want http://host[:port] or https://host[:port]", uri)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
 }
 
 // Transport polls one REST-JSON server. Safe for concurrent use.

@@ -140,11 +140,12 @@ func testContext(t *testing.T) context.Context {
 
 func newClient(t *testing.T, s *restServer, opts ...rest.Option) *client.Client {
 	t.Helper()
-	cfg := &bootstrap.Config{
-		Servers: []*bootstrap.ServerConfig{{ServerURI: s.URL, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}}},
-		Node:    bootstrap.Node{ID: "rest-node"},
+	cfg, b, err := rest.Bootstrap(s.URL, opts...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.WithTransportBuilder(rest.NewBuilder(opts...)))
+	cfg.Node.ID = "rest-node"
+	c, err := client.New(cfg, client.WithTransportBuilder(b))
 	if err != nil {
 		t.Fatal(err)
 	}
