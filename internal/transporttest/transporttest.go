@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package transporttest holds test helpers shared by the tests of the
-// transports in transport/...: a recording watcher and a transport wrapper
-// that records and breaks streams. It is for tests only.
+// transports in transport/...: a recording watcher, watchers of a whole
+// Listener → Endpoints chain, and a transport wrapper that records and
+// breaks streams. It is for tests only.
 package transporttest
 
 import (
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
 )
 
@@ -163,4 +166,48 @@ func (t *recTransport) NewStream(ctx context.Context, method string) (transport.
 		return nil, err
 	}
 	return st, nil
+}
+
+// ChainWatchers watch the Listener → RouteConfiguration → Cluster →
+// ClusterLoadAssignment chain of testutil.Chain for one Listener name L:
+// L, "route-"+L, "cluster-"+L and "eds-"+L.
+type ChainWatchers struct {
+	L *Recorder[*resources.Listener]
+	R *Recorder[*resources.RouteConfig]
+	C *Recorder[*resources.Cluster]
+	E *Recorder[*resources.Endpoints]
+}
+
+// WatchChain watches the chain of listener on c; the watches are
+// cancelled at the end of the test.
+func WatchChain(t testing.TB, c *client.Client, listener string) *ChainWatchers {
+	w := &ChainWatchers{
+		L: NewRecorder[*resources.Listener](),
+		R: NewRecorder[*resources.RouteConfig](),
+		C: NewRecorder[*resources.Cluster](),
+		E: NewRecorder[*resources.Endpoints](),
+	}
+	t.Cleanup(client.Watch(c, resources.ListenerType, listener, w.L))
+	t.Cleanup(client.Watch(c, resources.RouteConfigType, "route-"+listener, w.R))
+	t.Cleanup(client.Watch(c, resources.ClusterType, "cluster-"+listener, w.C))
+	t.Cleanup(client.Watch(c, resources.EndpointsType, "eds-"+listener, w.E))
+	return w
+}
+
+// WantChain waits for a value of every resource of the chain.
+func (w *ChainWatchers) WantChain(ctx context.Context, t testing.TB) {
+	t.Helper()
+	w.L.Want(ctx, t, Changed, nil)
+	w.R.Want(ctx, t, Changed, nil)
+	w.C.Want(ctx, t, Changed, nil)
+	w.E.Want(ctx, t, Changed, nil)
+}
+
+// FirstAddress returns the first address of the first locality of e, or
+// "" when there is none.
+func FirstAddress(e *resources.Endpoints) string {
+	if len(e.Localities) == 0 || len(e.Localities[0].Endpoints) == 0 || len(e.Localities[0].Endpoints[0].Addresses) == 0 {
+		return ""
+	}
+	return e.Localities[0].Endpoints[0].Addresses[0]
 }

@@ -212,25 +212,15 @@ func TestDirectory(t *testing.T) {
 	}
 
 	c := newClient(t, dir)
-	wl := transporttest.NewRecorder[*resources.Listener]()
-	wr := transporttest.NewRecorder[*resources.RouteConfig]()
-	wc := transporttest.NewRecorder[*resources.Cluster]()
-	we := transporttest.NewRecorder[*resources.Endpoints]()
-	defer client.Watch(c, resources.ListenerType, "svc", wl)()
-	defer client.Watch(c, resources.RouteConfigType, "route-svc", wr)()
-	defer client.Watch(c, resources.ClusterType, "cluster-svc", wc)()
-	defer client.Watch(c, resources.EndpointsType, "eds-svc", we)()
-	wl.Want(ctx, t, transporttest.Changed, nil)
-	wr.Want(ctx, t, transporttest.Changed, nil)
-	wc.Want(ctx, t, transporttest.Changed, nil)
-	we.Want(ctx, t, transporttest.Changed, nil)
+	w := transporttest.WatchChain(t, c, "svc")
+	w.WantChain(ctx, t)
 
 	replace(t, edsPath, encode(t, "x.pb", response("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment", testutil.Endpoints("eds-svc", "127.0.0.1", 9090))))
-	e := we.Want(ctx, t, transporttest.Changed, nil)
-	if got := e.Value.Localities[0].Endpoints[0].Addresses[0]; got != "127.0.0.1:9090" {
+	e := w.E.Want(ctx, t, transporttest.Changed, nil)
+	if got := transporttest.FirstAddress(e.Value); got != "127.0.0.1:9090" {
 		t.Fatalf("endpoint %q, want 127.0.0.1:9090", got)
 	}
-	wl.WantNone(t, 50*time.Millisecond) // other types unchanged: not resent
+	w.L.WantNone(t, 50*time.Millisecond) // other types unchanged: not resent
 }
 
 // TestPolling checks the polling fallback.

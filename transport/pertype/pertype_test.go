@@ -44,37 +44,6 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// chainWatchers watches the Listener → Endpoints chain of testutil.Chain.
-type chainWatchers struct {
-	l *transporttest.Recorder[*resources.Listener]
-	r *transporttest.Recorder[*resources.RouteConfig]
-	c *transporttest.Recorder[*resources.Cluster]
-	e *transporttest.Recorder[*resources.Endpoints]
-}
-
-func watchChain(t *testing.T, c *client.Client, name string) *chainWatchers {
-	w := &chainWatchers{
-		l: transporttest.NewRecorder[*resources.Listener](),
-		r: transporttest.NewRecorder[*resources.RouteConfig](),
-		c: transporttest.NewRecorder[*resources.Cluster](),
-		e: transporttest.NewRecorder[*resources.Endpoints](),
-	}
-	t.Cleanup(client.Watch(c, resources.ListenerType, name, w.l))
-	t.Cleanup(client.Watch(c, resources.RouteConfigType, "route-"+name, w.r))
-	t.Cleanup(client.Watch(c, resources.ClusterType, "cluster-"+name, w.c))
-	t.Cleanup(client.Watch(c, resources.EndpointsType, "eds-"+name, w.e))
-	return w
-}
-
-// wantChain waits for every resource of the chain.
-func (w *chainWatchers) wantChain(ctx context.Context, t *testing.T) {
-	t.Helper()
-	w.l.Want(ctx, t, transporttest.Changed, nil)
-	w.r.Want(ctx, t, transporttest.Changed, nil)
-	w.c.Want(ctx, t, transporttest.Changed, nil)
-	w.e.Want(ctx, t, transporttest.Changed, nil)
-}
-
 // newClient returns a client of ms over per-type streams, recording the
 // streams it opens.
 func newClient(t *testing.T, ms *testutil.ManagementServer, opts ...client.Option) (*client.Client, *transporttest.Builder) {
@@ -100,8 +69,8 @@ func TestSotW(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", testutil.Chain(testutil.ChainOptions{}))
 	c, rec := newClient(t, ms)
-	w := watchChain(t, c, "svc")
-	w.wantChain(ctx, t)
+	w := transporttest.WatchChain(t, c, "svc")
+	w.WantChain(ctx, t)
 
 	got := rec.Methods()
 	slices.Sort(got)
@@ -124,8 +93,8 @@ func TestSotW(t *testing.T) {
 	}
 
 	ms.Update("test-node", testutil.Chain(testutil.ChainOptions{Ports: []uint32{9090}}))
-	e := w.e.Want(ctx, t, transporttest.Changed, nil)
-	if got := e.Value.Localities[0].Endpoints[0].Addresses[0]; got != "127.0.0.1:9090" {
+	e := w.E.Want(ctx, t, transporttest.Changed, nil)
+	if got := transporttest.FirstAddress(e.Value); got != "127.0.0.1:9090" {
 		t.Fatalf("updated endpoint = %q, want 127.0.0.1:9090", got)
 	}
 }
@@ -136,8 +105,8 @@ func TestDelta(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", testutil.Chain(testutil.ChainOptions{}))
 	c, rec := newClient(t, ms, client.WithDelta())
-	w := watchChain(t, c, "svc")
-	w.wantChain(ctx, t)
+	w := transporttest.WatchChain(t, c, "svc")
+	w.WantChain(ctx, t)
 	for _, m := range rec.Methods() {
 		if m == transport.ADSMethod || m == transport.DeltaADSMethod || !slices.Contains([]string{
 			"/envoy.service.listener.v3.ListenerDiscoveryService/DeltaListeners",
@@ -149,7 +118,7 @@ func TestDelta(t *testing.T) {
 		}
 	}
 	ms.Update("test-node", testutil.Chain(testutil.ChainOptions{Ports: []uint32{9090}}))
-	w.e.Want(ctx, t, transporttest.Changed, nil)
+	w.E.Want(ctx, t, transporttest.Changed, nil)
 }
 
 // TestSotW_OneTypeReopened checks that when the stream of one type fails
@@ -161,8 +130,8 @@ func TestSotW_OneTypeReopened(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", chain("v1"))
 	c, rec := newClient(t, ms)
-	w := watchChain(t, c, "svc")
-	w.wantChain(ctx, t)
+	w := transporttest.WatchChain(t, c, "svc")
+	w.WantChain(ctx, t)
 	// Wait for the ACK of the EDS response, so that v1 is the ACKed version.
 	if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool {
 		return r.Req.GetTypeUrl() == edsType && r.Req.GetResponseNonce() != ""
@@ -196,8 +165,8 @@ func TestSotW_OneTypeReopened(t *testing.T) {
 
 	// The reopened stream serves updates; the others still do too.
 	ms.Update("test-node", chain("v2", 9090))
-	w.e.Want(ctx, t, transporttest.Changed, nil)
-	w.c.WantNone(t, 0) // cluster unchanged: no call
+	w.E.Want(ctx, t, transporttest.Changed, nil)
+	w.C.WantNone(t, 0) // cluster unchanged: no call
 }
 
 // TestDelta_OneTypeReopened checks the delta replay: the subscribed names
@@ -207,8 +176,8 @@ func TestDelta_OneTypeReopened(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", chain("v1"))
 	c, rec := newClient(t, ms, client.WithDelta())
-	w := watchChain(t, c, "svc")
-	w.wantChain(ctx, t)
+	w := transporttest.WatchChain(t, c, "svc")
+	w.WantChain(ctx, t)
 	if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool {
 		return r.Delta.GetTypeUrl() == edsType && r.Delta.GetResponseNonce() != ""
 	}); err != nil {
@@ -239,7 +208,7 @@ func TestDelta_OneTypeReopened(t *testing.T) {
 		t.Errorf("replayed request (-want +got):\n%s", diff)
 	}
 	ms.Update("test-node", chain("v2", 9090))
-	w.e.Want(ctx, t, transporttest.Changed, nil)
+	w.E.Want(ctx, t, transporttest.Changed, nil)
 }
 
 // TestFailureBeforeAnyResponse checks that a per-type stream that fails
@@ -250,8 +219,8 @@ func TestFailureBeforeAnyResponse(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.RejectStreams(errors.New("go away"))
 	c, _ := newClient(t, ms)
-	w := watchChain(t, c, "svc")
-	e := w.l.Want(ctx, t, transporttest.ResourceError, client.ErrConnection)
+	w := transporttest.WatchChain(t, c, "svc")
+	e := w.L.Want(ctx, t, transporttest.ResourceError, client.ErrConnection)
 	t.Logf("watcher error: %v", e.Err)
 }
 

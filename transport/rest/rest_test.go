@@ -162,18 +162,8 @@ func TestChain(t *testing.T) {
 	s := newRESTServer(t)
 	s.set("v1", testutil.Chain(testutil.ChainOptions{}))
 	c := newClient(t, s, rest.WithInterval(50*time.Millisecond))
-	wl := transporttest.NewRecorder[*resources.Listener]()
-	wr := transporttest.NewRecorder[*resources.RouteConfig]()
-	wc := transporttest.NewRecorder[*resources.Cluster]()
-	we := transporttest.NewRecorder[*resources.Endpoints]()
-	defer client.Watch(c, resources.ListenerType, "svc", wl)()
-	defer client.Watch(c, resources.RouteConfigType, "route-svc", wr)()
-	defer client.Watch(c, resources.ClusterType, "cluster-svc", wc)()
-	defer client.Watch(c, resources.EndpointsType, "eds-svc", we)()
-	wl.Want(ctx, t, transporttest.Changed, nil)
-	wr.Want(ctx, t, transporttest.Changed, nil)
-	wc.Want(ctx, t, transporttest.Changed, nil)
-	we.Want(ctx, t, transporttest.Changed, nil)
+	w := transporttest.WatchChain(t, c, "svc")
+	w.WantChain(ctx, t)
 
 	r := s.nextRequest(ctx, t, listenerType)
 	if r.GetNode().GetId() != "rest-node" {
@@ -185,8 +175,8 @@ func TestChain(t *testing.T) {
 	}
 
 	s.set("v2", testutil.Chain(testutil.ChainOptions{Ports: []uint32{9090}}))
-	e := we.Want(ctx, t, transporttest.Changed, nil)
-	if got := e.Value.Localities[0].Endpoints[0].Addresses[0]; got != "127.0.0.1:9090" {
+	e := w.E.Want(ctx, t, transporttest.Changed, nil)
+	if got := transporttest.FirstAddress(e.Value); got != "127.0.0.1:9090" {
 		t.Fatalf("endpoint %q, want 127.0.0.1:9090", got)
 	}
 }
