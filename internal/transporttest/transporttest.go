@@ -116,6 +116,7 @@ type Builder struct {
 
 	mu      sync.Mutex
 	methods []string                        // of every NewStream, in order
+	times   []time.Time                     // when each NewStream was called
 	cancels map[string][]context.CancelFunc // open streams by method
 }
 
@@ -133,6 +134,19 @@ func (b *Builder) Methods() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.methods...)
+}
+
+// Opened returns when each stream of method was opened, in order.
+func (b *Builder) Opened(method string) []time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []time.Time
+	for i, m := range b.methods {
+		if m == method {
+			out = append(out, b.times[i])
+		}
+	}
+	return out
 }
 
 // Break cancels every open stream of method, as a stream failure.
@@ -155,6 +169,7 @@ func (t *recTransport) NewStream(ctx context.Context, method string) (transport.
 	ctx, cancel := context.WithCancel(ctx)
 	t.b.mu.Lock()
 	t.b.methods = append(t.b.methods, method)
+	t.b.times = append(t.b.times, time.Now())
 	if t.b.cancels == nil {
 		t.b.cancels = make(map[string][]context.CancelFunc)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -252,4 +253,48 @@ func chain(version string, ports ...uint32) testutil.Resources {
 	r := testutil.Chain(testutil.ChainOptions{Ports: ports})
 	r.Version = version
 	return r
+}
+
+// TestIndependentBackoff checks, in fake time, that a type's stream that
+// keeps failing before any response (after the mux received responses) is
+// retried alone with its own backoff (R-11.1: 1 s, then 1.6 s, ± 20 %),
+// while the other types' streams go on, and that it recovers.
+func TestIndependentBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		ms.Update("test-node", chain("v1"))
+		c, rec := newClient(t, ms)
+		w := transporttest.WatchChain(t, c, "svc")
+		w.WantChain(ctx, t)
+
+		ms.RejectStreams(errors.New("overloaded"))
+		rec.Break(edsMethod)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		opened := rec.Opened(edsMethod)
+		if len(opened) != 4 {
+			t.Fatalf("EDS streams opened at %v, want 4: the first, the reopening at once, and retries after ~1 s and ~1.6 s", opened)
+		}
+		for i, nominal := range []time.Duration{time.Second, 1600 * time.Millisecond} {
+			gap := opened[i+2].Sub(opened[i+1])
+			if lo, hi := nominal*8/10, nominal*12/10; gap < lo || gap > hi {
+				t.Errorf("retry %d after %v, want within [%v, %v]", i+1, gap, lo, hi)
+			}
+		}
+		for _, m := range []string{ldsMethod, rdsMethod, cdsMethod} {
+			if n := len(rec.Opened(m)); n != 1 {
+				t.Errorf("%s opened %d times, want 1", m, n)
+			}
+		}
+		w.E.WantNone(t, 0) // the cached endpoints stay, without errors (see the package doc, Caveats)
+
+		ms.RejectStreams(nil)
+		ms.Update("test-node", chain("v2", 9090))
+		e := w.E.Want(ctx, t, transporttest.Changed, nil)
+		if got := transporttest.FirstAddress(e.Value); got != "127.0.0.1:9090" {
+			t.Fatalf("endpoint after recovery %q, want 127.0.0.1:9090", got)
+		}
+	})
 }
