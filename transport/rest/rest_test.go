@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -265,4 +266,64 @@ func TestDeltaUnsupported(t *testing.T) {
 	w := transporttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
 	w.Want(ctx, t, transporttest.ResourceError, rest.ErrDeltaUnsupported)
+}
+
+// handlerTransport is an http.RoundTripper that serves requests with a
+// handler in process, without a network, so that fake time works.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestPollInterval checks, in fake time, that polls follow the interval
+// within its ±20 % jitter, and that an answered 304 changes nothing.
+func TestPollInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		s := &restServer{byType: make(map[string][]proto.Message), requests: make(chan *v3discoverypb.DiscoveryRequest, 1000)}
+		s.set("v1", testutil.Resources{Listeners: []*v3listenerpb.Listener{testutil.Listener("svc", "route")}})
+		var (
+			mu    sync.Mutex
+			times []time.Time
+		)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			times = append(times, time.Now())
+			mu.Unlock()
+			s.serve(w, r)
+		})
+		cfg, b, err := rest.Bootstrap("http://xds.invalid", rest.WithInterval(10*time.Second),
+			rest.WithHTTPClient(&http.Client{Transport: handlerTransport{h}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Node.ID = "rest-node"
+		c, err := client.New(cfg, client.WithTransportBuilder(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		w := transporttest.NewRecorder[*resources.Listener]()
+		defer client.Watch(c, resources.ListenerType, "svc", w)()
+		w.Want(ctx, t, transporttest.Changed, nil)
+
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		got := append([]time.Time(nil), times...)
+		mu.Unlock()
+		if len(got) < 5 || len(got) > 8 {
+			t.Fatalf("%d polls in a minute at a 10 s interval: %v", len(got), got)
+		}
+		for i := 1; i < len(got); i++ {
+			if gap := got[i].Sub(got[i-1]); gap < 8*time.Second || gap > 12*time.Second {
+				t.Errorf("poll %d came %v after the previous one, want 8 s to 12 s", i, gap)
+			}
+		}
+		w.WantNone(t, 0) // 304s changed nothing
+	})
 }
