@@ -108,21 +108,26 @@ func wantRoute(ctx context.Context, t *testing.T, w *transporttest.Recorder[*res
 	}
 }
 
+// checkReplaced writes a Listener file at name, of the format of its
+// extension, watches it, replaces the file and checks that both versions
+// reach the watcher.
+func checkReplaced(t *testing.T, name string, opts ...file.Option) {
+	ctx := testContext(t)
+	path := filepath.Join(t.TempDir(), name)
+	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v1"))))
+	c := newClient(t, path, opts...)
+	w := transporttest.NewRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	wantRoute(ctx, t, w, "route-v1")
+	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v2"))))
+	wantRoute(ctx, t, w, "route-v2")
+}
+
 // TestFormats checks that each format is read, and that a replacement is
 // picked up.
 func TestFormats(t *testing.T) {
 	for _, ext := range []string{".json", ".yaml", ".yml", ".textpb", ".txtpb", ".pb"} {
-		t.Run(ext, func(t *testing.T) {
-			ctx := testContext(t)
-			path := filepath.Join(t.TempDir(), "lds"+ext)
-			replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v1"))))
-			c := newClient(t, path)
-			w := transporttest.NewRecorder[*resources.Listener]()
-			defer client.Watch(c, resources.ListenerType, "svc", w)()
-			wantRoute(ctx, t, w, "route-v1")
-			replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v2"))))
-			wantRoute(ctx, t, w, "route-v2")
-		})
+		t.Run(ext, func(t *testing.T) { checkReplaced(t, "lds"+ext) })
 	}
 }
 
@@ -225,15 +230,7 @@ func TestDirectory(t *testing.T) {
 
 // TestPolling checks the polling fallback.
 func TestPolling(t *testing.T) {
-	ctx := testContext(t)
-	path := filepath.Join(t.TempDir(), "lds.json")
-	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v1"))))
-	c := newClient(t, path, file.WithPolling(20*time.Millisecond))
-	w := transporttest.NewRecorder[*resources.Listener]()
-	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	wantRoute(ctx, t, w, "route-v1")
-	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v2"))))
-	wantRoute(ctx, t, w, "route-v2")
+	checkReplaced(t, "lds.json", file.WithPolling(20*time.Millisecond))
 }
 
 // TestMissingFile checks that a source that does not exist is a
