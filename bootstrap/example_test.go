@@ -5,6 +5,7 @@ package bootstrap_test
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/proxyless/xds/bootstrap"
 )
@@ -13,7 +14,7 @@ func ExampleParse() {
 	cfg, err := bootstrap.Parse([]byte(`{
 		"xds_servers": [{
 			"server_uri": "xds.example.com:443",
-			"channel_creds": [{"type": "google_default"}, {"type": "tls"}],
+			"channel_creds": [{"type": "alts"}, {"type": "tls"}],
 			"server_features": ["ignore_resource_deletion"]
 		}],
 		"node": {"id": "n1"},
@@ -33,14 +34,14 @@ func ExampleParse() {
 
 func ExampleParse_error() {
 	_, err := bootstrap.Parse([]byte(`{"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "insecure"}]},
-		{"server_uri": "b:1", "channel_creds": [{"type": "google_default"}, {"type": "foo"}]}]}`))
+		{"server_uri": "b:1", "channel_creds": [{"type": "alts"}, {"type": "foo"}]}]}`))
 	fmt.Println(err)
 	var pe *bootstrap.ParseError
 	if errors.As(err, &pe) {
 		fmt.Println(pe.Field)
 	}
 	// Output:
-	// bootstrap: xds_servers[1].channel_creds: no supported type (saw "google_default", "foo")
+	// bootstrap: xds_servers[1].channel_creds: no supported type (saw "alts", "foo")
 	// xds_servers[1].channel_creds
 }
 
@@ -72,9 +73,25 @@ func ExampleConfig_ListenerResourceName() {
 }
 
 func ExampleFromEnv() {
-	// With neither GRPC_XDS_BOOTSTRAP nor GRPC_XDS_BOOTSTRAP_CONFIG set, a
-	// program may fall back to a config of its own.
+	// A deployment names its bootstrap with GRPC_XDS_BOOTSTRAP (a file) or
+	// GRPC_XDS_BOOTSTRAP_CONFIG (the JSON itself). This example sets the
+	// latter, as a launcher would.
+	os.Unsetenv("GRPC_XDS_BOOTSTRAP")
+	os.Setenv("GRPC_XDS_BOOTSTRAP_CONFIG", `{
+		"xds_servers": [{"server_uri": "xds.example.com:443", "channel_creds": [{"type": "insecure"}]}],
+		"node": {"id": "n1"}
+	}`)
 	cfg, err := bootstrap.FromEnv()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Servers[0].ServerURI, cfg.Node.ID)
+
+	// With neither variable set, a program may fall back to a config of
+	// its own.
+	os.Unsetenv("GRPC_XDS_BOOTSTRAP_CONFIG")
+	cfg, err = bootstrap.FromEnv()
 	if errors.Is(err, bootstrap.ErrNoBootstrap) {
 		cfg, err = bootstrap.Parse([]byte(`{"xds_servers": [{"server_uri": "localhost:18000", "channel_creds": [{"type": "insecure"}]}]}`))
 	}
@@ -82,5 +99,8 @@ func ExampleFromEnv() {
 		fmt.Println(err)
 		return
 	}
-	_ = cfg
+	fmt.Println(cfg.Servers[0].ServerURI)
+	// Output:
+	// xds.example.com:443 n1
+	// localhost:18000
 }

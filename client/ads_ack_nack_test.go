@@ -407,11 +407,12 @@ func waitForNamesAnyOrder(t *testing.T, ms *testutil.ManagementServer, typeURL s
 
 // TestADS_UnrequestedResourcesIgnored checks that resources the client did
 // not subscribe to are ignored, as the xDS protocol says ("How the client
-// specifies what resources to return"): not decoded, and neither an invalid
-// one nor a duplicated one makes the response a NACK. (grpc-go NACKs them.)
+// specifies what resources to return"): not decoded, and an invalid one
+// does not make the response a NACK. (grpc-go NACKs it.) A duplicated
+// name does (R-8.3): see TestADS_DuplicateUnrequestedNameNACKed.
 //
 //  1. Watch custom resource "n1" (a type whose decoder counts its calls).
-//  2. Send n1 valid, "n2" invalid, "n3" twice.
+//  2. Send n1 valid, "n2" invalid, "n3" once.
 //  3. Expect an ACK of the response, n1 delivered, and one decode (n1).
 func TestADS_UnrequestedResourcesIgnored(t *testing.T) {
 	ctx := testContext(t)
@@ -433,7 +434,7 @@ func TestADS_UnrequestedResourcesIgnored(t *testing.T) {
 	nonce, err := ms.SendResponse(ctx, discoveryResponse(nodeTypeURL, "1",
 		&v3corepb.Node{Id: "n1", Cluster: "blue"},
 		&v3corepb.Node{Id: "n2", Cluster: "invalid"},
-		&v3corepb.Node{Id: "n3"}, &v3corepb.Node{Id: "n3"}))
+		&v3corepb.Node{Id: "n3"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,5 +446,96 @@ func TestADS_UnrequestedResourcesIgnored(t *testing.T) {
 	}
 	if n := decodes.Load(); n != 1 {
 		t.Fatalf("decoder ran %d times, want once (unrequested resources are not decoded)", n)
+	}
+}
+
+// TestADS_DuplicateUnrequestedNameNACKed checks R-8.3 for names the client
+// did not subscribe to: a SotW response with two copies of "z", which
+// nobody watches, is NACKed naming z (old code: ACKed), while the watched
+// "a" of the same response is applied (R-7.4). The NACK carries the
+// previous version (R-7.3).
+func TestADS_DuplicateUnrequestedNameNACKed(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	wa := newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "a", wa)()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a")
+	nonce, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1",
+		testutil.Cluster("z", ""), testutil.Cluster("a", ""), testutil.Cluster("z", "other")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nack := waitForNonce(t, ms, nonce).Req
+	want := `error parsing "Cluster" response: resource "z": duplicate resource name "z"`
+	if got := nack.GetErrorDetail().GetMessage(); got != want || nack.GetVersionInfo() != "" {
+		t.Fatalf("answer = %v, want a NACK at version \"\" with message %q", nack, want)
+	}
+	wa.wantKind(ctx, t, changed, nil)
+}
+
+// TestADS_ResponseOfTypeNotRequestedIgnored checks R-7.7: a response of a
+// known type that was not requested on the current stream (here Clusters:
+// watched and cancelled on the previous stream, so the client knows the
+// type, but the new stream asks for a Listener only) is ignored: no ACK or
+// NACK (which would subscribe to that type: with an empty list, to its
+// legacy wildcard), no cache entry; the next Listener response is ACKed at
+// once. SotW and delta.
+func TestADS_ResponseOfTypeNotRequestedIgnored(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		synctestTest(t, func(t *testing.T) { testResponseOfTypeNotRequested(t, delta, opts...) })
+	})
+}
+
+func testResponseOfTypeNotRequested(t *testing.T, delta bool, opts ...client.Option) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true, InMemory: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+	w := newRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	if _, err := ms.NextRequest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancelA := client.Watch(c, resources.ClusterType, "a", newRecorder[*resources.Cluster]())
+	if _, err := ms.NextRequest(ctx); err != nil { // subscribes to a
+		t.Fatal(err)
+	}
+	cancelA()
+	if _, err := ms.NextRequest(ctx); err != nil { // unsubscribes from a
+		t.Fatal(err)
+	}
+	ms.BreakStreams()
+	if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	var nonce string
+	var err error
+	if delta {
+		sendDelta(t, ms, deltaResponse(cds, nil, deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "")}))
+		nonce = sendDelta(t, ms, deltaResponse(lds, nil, deltaResource{name: "svc", version: "1", msg: testutil.Listener("svc", "r")}))
+	} else {
+		if _, err = ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""))); err != nil {
+			t.Fatal(err)
+		}
+		if nonce, err = ms.SendResponse(ctx, discoveryResponse(resources.ListenerTypeURL, "1", testutil.Listener("svc", "r"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := skipConnectionErrors(t, w); e.kind != changed {
+		t.Fatalf("watcher event = %v, want the Listener", e)
+	}
+	next, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID == 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotType, gotNonce := next.Req.GetTypeUrl(), next.Req.GetResponseNonce()
+	if delta {
+		gotType, gotNonce = next.Delta.GetTypeUrl(), next.Delta.GetResponseNonce()
+	}
+	if gotType != lds || gotNonce != nonce {
+		t.Fatalf("first request after the Cluster response = %v %v, want the Listener ACK of nonce %q", next.Req, next.Delta, nonce)
+	}
+	if g := dumpEntry(c, cds, "a"); g != nil {
+		t.Fatalf("CSDS entry of the unrequested cluster = %v, want none", g)
 	}
 }

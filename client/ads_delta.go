@@ -27,17 +27,15 @@ import (
 // removed_resources.
 //
 // Requests. The first request of a type on a stream subscribes to every
-// name the client wants (and "*" when the wildcard is subscribed: the
-// client never relies on the legacy empty-list wildcard) and carries, in
+// name the client wants (and "*" when the wildcard is subscribed; the
+// wildcard alone goes in its legacy form, no name, see
+// typeState.legacyWildcard) and carries, in
 // initial_resource_versions, the version of every resource of the type it
 // has cached, so that the server need not resend them. Later requests carry
 // the difference between what the server was last told and what the client
 // now wants: resource_names_subscribe and resource_names_unsubscribe, each
 // sorted; they cost in proportion to that difference, not to the
-// subscription. A name unsubscribed and subscribed again before a request
-// went out, whose cached copy was dropped meanwhile, is unsubscribed and
-// subscribed again, so that the server resends it (see
-// subscriptionChangedLocked). ACKs and NACKs carry the response's nonce
+// subscription (see subscriptionChangedLocked). ACKs and NACKs carry the response's nonce
 // (NACKs an error_detail as in SotW, R-7.3, R-7.5) and any subscription
 // change of their type still to send; requests that only change the
 // subscription carry no nonce. The node is in the first request of the
@@ -65,14 +63,13 @@ func (p *deltaProtocol) method() string { return transport.DeltaADSMethod }
 // subscriptionChangedLocked records the change for the next request. A
 // name subscribed and unsubscribed before a request went out is never
 // sent. A name unsubscribed and subscribed again before a request went
-// out, whose cached copy went with its last watch, must come again from
-// the server, which still counts it as subscribed (R-6.2 "remove-then-add
-// before a send is treated as add"). Envoy subscribes to it again, and
-// the protocol says a server must resend a name subscribed again
-// ("Subscribing to Resources"), but go-control-plane v0.14 does not when
-// the version did not change; so the client unsubscribes from it in the
-// next request and subscribes in the one after, which every server
-// answers with the resource.
+// out was never unsubscribed as far as the server knows, and its cache
+// entry is still there (R-10.3; R-6.2 "remove-then-add before a send is
+// treated as add"): nothing is sent. Should the entry be gone while the
+// name is on the wire, the client unsubscribes from it in the next
+// request and subscribes in the one after, which every server answers
+// with the resource (go-control-plane v0.14 does not resend on a bare
+// re-subscribe).
 func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
 	d := &ts.delta
 	if d.added == nil {
@@ -90,7 +87,9 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 		d.added[name] = true
 		return
 	}
-	if rs := ts.entries[name]; name == wildcardName || rs == nil || rs.value == nil {
+	if name != wildcardName && ts.entries[name] == nil {
+		// Cannot happen while entries stay until their unsubscription
+		// is written (R-10.3); kept as the safe answer.
 		d.removed[name] = true
 		d.resub[name] = true
 		return
@@ -111,10 +110,13 @@ func (p *deltaProtocol) nextRequestLocked(ss *streamState) *outgoing {
 	if len(ss.acks) > 0 {
 		a := ss.acks[0]
 		ss.acks = ss.acks[1:]
-		req, requested := p.buildLocked(ch.types[a.typeURL])
+		ts := ch.types[a.typeURL]
+		req, requested := p.buildLocked(ts)
 		req.ResponseNonce = a.nonce
 		req.ErrorDetail = a.detail
-		return p.outgoingLocked(ss, req, requested)
+		out := p.outgoingLocked(ss, req, requested)
+		out.drop = ts.takeUnsubscribedLocked()
+		return out
 	}
 	for _, t := range ch.c.registry.Types() {
 		ts := ch.types[t.TypeURL()]
@@ -125,13 +127,21 @@ func (p *deltaProtocol) nextRequestLocked(ss *streamState) *outgoing {
 			// Nothing to ask for: an empty first request would be the
 			// legacy wildcard.
 			ts.dirty = false
+			ch.dropUnsubscribedLocked(ts, ts.takeUnsubscribedLocked())
 			continue
 		}
+		first := !ts.sentOnStream
 		req, requested := p.buildLocked(ts)
-		if len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 {
-			continue // changed back and forth: nothing to tell
+		drop := ts.takeUnsubscribedLocked()
+		if !first && len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 {
+			// Changed back and forth: nothing to tell. What is
+			// unsubscribed now was never on the wire.
+			ch.dropUnsubscribedLocked(ts, drop)
+			continue
 		}
-		return p.outgoingLocked(ss, req, requested)
+		out := p.outgoingLocked(ss, req, requested)
+		out.drop = drop
+		return out
 	}
 	return nil
 }
@@ -146,11 +156,17 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 	if !ts.sentOnStream {
 		// The first request of the type on this stream: every name, and
 		// (the reconnect case of "Incremental xDS") the versions of what
-		// is cached, received by name or through the wildcard.
+		// is cached, received by name or through the wildcard. The
+		// wildcard alone goes in its legacy form, no name at all (see
+		// typeState.legacyWildcard).
 		req.ResourceNamesSubscribe = ts.subscribedNamesLocked()
 		d.onWire = make(map[string]bool, len(req.ResourceNamesSubscribe))
 		for _, n := range req.ResourceNamesSubscribe {
 			d.onWire[n] = true
+		}
+		if ts.subs == 0 && len(ts.wildcard) > 0 {
+			ts.legacyWildcard = true
+			req.ResourceNamesSubscribe = nil
 		}
 		for n, rs := range ts.entries {
 			if rs.raw != nil {
@@ -161,6 +177,13 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 			}
 		}
 	} else {
+		if ts.legacyWildcard && len(d.added) > 0 {
+			// The first name subscribed ends the legacy form: the
+			// wildcard goes on explicitly (xDS protocol, "How the client
+			// specifies what resources to return").
+			d.added[wildcardName] = true
+			ts.legacyWildcard = false
+		}
 		req.ResourceNamesSubscribe = slices.Sorted(maps.Keys(d.added))
 		req.ResourceNamesUnsubscribe = slices.Sorted(maps.Keys(d.removed))
 		for _, n := range req.ResourceNamesSubscribe {

@@ -4,6 +4,7 @@ package client
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"time"
 
@@ -43,7 +44,9 @@ func (p *sotwProtocol) streamStartedLocked(*typeState) {}
 // changed, in registry order (R-7.9). Every request carries the type's full
 // current name list, sorted, with "*" first when the wildcard is subscribed
 // (R-7.2), so one request settles any number of subscription changes
-// (coalescing). The node goes in the first request of the stream only
+// (coalescing); an empty list while the wildcard is subscribed in its legacy
+// form (typeState.legacyWildcard). The entries it unsubscribes from go with
+// it, to be dropped once it is written (R-10.3). The node goes in the first request of the stream only
 // (R-4.3).
 func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 	ch := p.ch
@@ -73,7 +76,9 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 			cand.dirty = false
 			if !cand.hasSubscriptionLocked() && !cand.sentOnStream {
 				// R-11.5: an empty list as the first request of a type
-				// would be a (legacy) wildcard subscription.
+				// would be a (legacy) wildcard subscription. What was
+				// unsubscribed was never asked for on this stream.
+				ch.dropUnsubscribedLocked(cand, cand.takeUnsubscribedLocked())
 				continue
 			}
 			ts, version, nonce, changed = cand, cand.sotw.version, cand.nonce, true
@@ -83,10 +88,19 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 	if ts == nil {
 		return nil
 	}
+	if !ts.sentOnStream && len(ts.wildcard) > 0 {
+		// The wildcard in its legacy form: see typeState.legacyWildcard.
+		ts.legacyWildcard = true
+	}
 	names := ts.subscribedNamesLocked()
 	var requested []string
 	if changed {
 		requested = names
+	}
+	if ts.legacyWildcard {
+		// The empty list keeps the legacy wildcard, which covers every
+		// name: the names are requested all the same (their timers run).
+		names = []string{}
 	}
 	ts.dirty = false
 	ts.sentOnStream = true
@@ -102,6 +116,7 @@ func (p *sotwProtocol) nextRequestLocked(ss *streamState) *outgoing {
 		msg:       req,
 		typeURL:   req.GetTypeUrl(),
 		requested: requested,
+		drop:      ts.takeUnsubscribedLocked(),
 		attrs: []any{xdslog.KeyVersionInfo, version, xdslog.KeyNonce, nonce,
 			"names", len(names), "nack", detail != nil},
 	}
@@ -151,6 +166,12 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	fc := newFlowControl()
 	defer fc.seal()
 	resErrs := p.applyLocked(ts, resp.GetVersionInfo(), results, len(topErrs) > 0, fc)
+	for _, name := range unrequestedDuplicates(items) {
+		// R-8.3: NACKed whether or not the client subscribed to it.
+		if _, ok := resErrs[name]; !ok {
+			resErrs[name] = fmt.Errorf("duplicate resource name %q", name)
+		}
+	}
 
 	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
 	if len(topErrs) == 0 && len(resErrs) == 0 {
@@ -169,6 +190,50 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ss.acks = append(ss.acks, a)
 	ch.kick()
 	return fc
+}
+
+// unrequestedDuplicates returns the names that appear more than once among
+// the items the client does not decode (not subscribed), in response
+// order: decoded ones are counted by applyLocked. Names are compared by
+// hash first, so that the common case (no duplicate) allocates one map, and
+// a response with only subscribed resources none.
+func unrequestedDuplicates(items []pending) []string {
+	var (
+		seed  maphash.Seed
+		first map[uint64]int // allocated at the first unrequested item
+		dups  []string
+	)
+	for i := range items {
+		it := &items[i]
+		if !it.unrequested {
+			continue
+		}
+		if first == nil {
+			seed, first = maphash.MakeSeed(), make(map[uint64]int, len(items)-i)
+		}
+		var h uint64
+		if it.nameBytes != nil {
+			h = maphash.Bytes(seed, it.nameBytes)
+		} else {
+			h = maphash.String(seed, it.name)
+		}
+		j, seen := first[h]
+		if !seen {
+			first[h] = i
+			continue
+		}
+		if name := itemName(it); name == itemName(&items[j]) && !slices.Contains(dups, name) {
+			dups = append(dups, name)
+		}
+	}
+	return dups
+}
+
+func itemName(it *pending) string {
+	if it.nameBytes != nil {
+		return string(it.nameBytes)
+	}
+	return it.name
 }
 
 // unwrapAll removes the Resource wrappers of resp's resources (R-17.0) and
@@ -206,7 +271,8 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 // NACKed (R-7.4).
 //
 // Resources that are not subscribed are ignored: neither applied nor
-// validated nor NACKed, even when duplicated, since "the client will
+// validated nor NACKed (except a duplicated name, which handleResponse
+// NACKs per R-8.3 whether or not it is subscribed), since "the client will
 // silently ignore any supplied resources that were not explicitly
 // requested" (xDS protocol, "How the client specifies what resources to
 // return"). Deviation from grpc-go, which validates them and NACKs the
@@ -217,8 +283,10 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 //
 // For types whose SotW responses carry every resource (R-14.1), a cached
 // resource the response leaves out is deleted, unless the server has
-// ignore_resource_deletion (R-2.1); an entry received through the wildcard
-// only is then forgotten. Deviation from grpc-go: when a resource of the
+// ignore_resource_deletion (R-2.1), or its name was watched again after its
+// unsubscription was built and the response may answer a request that did
+// not name it (resourceState.notRequested, skipDeletion); an entry
+// received through the wildcard only is then forgotten. Deviation from grpc-go: when a resource of the
 // response could not be attributed to a name (topLevelErrs), nothing is
 // deleted, since the unnamed resource may be the one that looks omitted.
 func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []decoded, topLevelErrs bool, fc *flowControl) map[string]error {
@@ -261,6 +329,12 @@ func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []deco
 	slices.Sort(missing) // deletions in name order (R-13.3)
 	for _, name := range missing {
 		rs := ts.entries[name]
+		if rs.notRequested || rs.skipDeletion {
+			// Watched again after the request this response may answer:
+			// the server did not know it was wanted again.
+			rs.skipDeletion = false
+			continue
+		}
 		if rs.value == nil {
 			// Never received (R-9.7: the timer decides) or already
 			// deleted; an invalid wildcard-only entry is forgotten.

@@ -4,6 +4,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,14 +18,18 @@ import (
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
+	"github.com/proxyless/xds/transport/grpctransport"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
 
 // channel is the client's link to one management server: its transport and
 // the one ADS stream shared by every type and authority served there. A
-// goroutine (run) owns the stream; it exists while the channel has
-// subscriptions, and reconnects with backoff when the stream fails (R-11).
+// goroutine (run) owns the stream, and reconnects with backoff when the
+// stream fails (R-11). When the last subscription of the channel goes, the
+// channel is retired (R-10.2): its stream is closed, its cache entries
+// dropped, and the next watch of the server makes a new channel (a new
+// stream, first requests with empty versions) on the same transport.
 //
 // The channel owns what both variants of the protocol share: the stream's
 // lifecycle, backoff, connectivity failures, the send loop, does-not-exist
@@ -34,13 +39,17 @@ type channel struct {
 	// Initialized at creation time and read-only afterwards.
 	c      *Client
 	sc     *bootstrap.ServerConfig
+	key    string // sc.Key()
 	tr     transport.Transport
-	proto  adsProtocol   // SotW or delta; chosen once per channel
-	notify chan struct{} // cap 1: wakes the send loop
+	proto  adsProtocol        // SotW or delta; chosen once per channel
+	notify chan struct{}      // cap 1: wakes the send loop
+	ctx    context.Context    // ends when the channel is retired or the client closed
+	cancel context.CancelFunc // retires the channel
 	logger *slog.Logger
 
 	// Guarded by c.mu.
-	running      bool                  // the run goroutine is alive
+	running      bool                  // the run goroutine was started
+	retired      bool                  // nothing is subscribed any more: the channel is done
 	types        map[string]*typeState // by type URL; created on first subscription
 	stream       *streamState          // the current stream; nil between streams
 	lastStreamID int64
@@ -80,8 +89,9 @@ type adsProtocol interface {
 type outgoing struct {
 	msg       proto.Message
 	typeURL   string
-	requested []string // the names this request asks the server for: their does-not-exist timers start once it is sent
-	attrs     []any    // for the Debug log line
+	requested []string         // the names this request asks the server for: their does-not-exist timers start once it is sent
+	drop      []*resourceState // entries unsubscribed by this request: dropped once it is written (R-10.3)
+	attrs     []any            // for the Debug log line
 }
 
 // wildcardName is the resource name of the wildcard subscription (xDS
@@ -94,12 +104,23 @@ type typeState struct {
 	ch  *channel               // read-only; the channel it belongs to
 
 	// entries are the cache entries of the type served by this channel:
-	// those with watchers, whose names are subscribed, and those received
-	// through the wildcard only.
+	// those with watchers, whose names are subscribed, those received
+	// through the wildcard only, and those whose last watcher left while
+	// the request that unsubscribes them is not written yet (R-10.3).
 	entries map[string]*resourceState
+	// subs counts the entries with watchers.
+	subs int
 	// wildcard are the WatchAll watchers; the wildcard is subscribed while
 	// it is not empty.
 	wildcard []*watchEntry
+	// unsubscribed are the entries that lost their last watcher (or, for
+	// wildcard-only entries, the wildcard) since the last request of the
+	// type was built. The request built next, which no longer names them,
+	// takes them (outgoing.drop), and they are dropped once it is written,
+	// unless watched again meanwhile: until then a new watch of the name
+	// gets the cached value, since the server, which never heard of the
+	// unsubscription, will not send it again (R-10.3).
+	unsubscribed []*resourceState
 
 	// names caches subscribedNamesLocked; nil when the subscription
 	// changed since. Requests share it (read-only), so it is replaced,
@@ -109,6 +130,14 @@ type typeState struct {
 	nonce        string // nonce last received on the current stream (R-7.1)
 	sentOnStream bool   // a request of this type was sent on the current stream
 	dirty        bool   // the subscription changed since the last request
+	// legacyWildcard: the type's first request on the current stream
+	// subscribed to the wildcard in its legacy form, an empty name list
+	// (R-6.2, R-11.5; xDS protocol, "How the client specifies what
+	// resources to return"), which old servers such as go-control-plane
+	// v0.14's snapshot cache need: they take "*" for a name. An empty list
+	// keeps meaning the wildcard on that stream, so it cannot say
+	// "nothing": when the wildcard goes, the stream is restarted.
+	legacyWildcard bool
 
 	sotw  sotwTypeState  // used by the SotW protocol only
 	delta deltaTypeState // used by the delta protocol only
@@ -137,23 +166,28 @@ func (ts *typeState) subscribedNamesLocked() []string {
 
 // hasSubscriptionLocked reports whether anything of the type is subscribed.
 func (ts *typeState) hasSubscriptionLocked() bool {
-	if len(ts.wildcard) > 0 {
-		return true
-	}
-	for _, rs := range ts.entries {
-		if len(rs.watchers) > 0 {
-			return true
-		}
-	}
-	return false
+	return len(ts.wildcard) > 0 || ts.subs > 0
+}
+
+// takeUnsubscribedLocked returns the entries the next request unsubscribes
+// from, for outgoing.drop.
+func (ts *typeState) takeUnsubscribedLocked() []*resourceState {
+	d := ts.unsubscribed
+	ts.unsubscribed = nil
+	return d
 }
 
 // streamState is the state of one ADS stream. Guarded by c.mu.
 type streamState struct {
 	id          int64
+	cancel      context.CancelFunc // ends the stream
+	started     time.Time
 	acks        []ackIntent // ACKs/NACKs not sent yet, in response order
 	sentFirst   bool        // the first request (with the node) was sent
 	gotResponse bool        // a message was received (R-11.2)
+	accepted    bool        // a response of a requested type was processed (ACKed or NACKed)
+	restart     bool        // ended on purpose, to be replaced at once (see typeState.legacyWildcard)
+	maxSent     int         // the size of the largest request written, in bytes
 }
 
 // ackIntent is the answer owed to one response (R-7.2, R-7.3).
@@ -164,11 +198,15 @@ type ackIntent struct {
 	detail  *statuspb.Status // non-nil for a NACK
 }
 
-func newChannel(c *Client, sc *bootstrap.ServerConfig, tr transport.Transport) *channel {
+func newChannel(c *Client, sc *bootstrap.ServerConfig, key string, tr transport.Transport) *channel {
+	ctx, cancel := context.WithCancel(c.ctx)
 	ch := &channel{
 		c:      c,
 		sc:     sc,
+		key:    key,
 		tr:     tr,
+		ctx:    ctx,
+		cancel: cancel,
 		notify: make(chan struct{}, 1),
 		logger: c.logger.With(xdslog.KeyServerURI, sc.ServerURI),
 		types:  make(map[string]*typeState),
@@ -204,22 +242,25 @@ func (ch *channel) typeStateLocked(typ resources.ResourceType) *typeState {
 func (ch *channel) subscribeLocked(rs *resourceState) {
 	ts := ch.typeStateLocked(rs.typ)
 	ts.entries[rs.name] = rs
+	ts.subs++
+	rs.notRequested = true
 	ch.subscriptionChangedLocked(ts, rs.name, true)
 }
 
 // unsubscribeLocked removes the name of rs, which lost its last watcher,
-// from the subscription. With drop, the entry is forgotten too; otherwise
-// it stays, received through the wildcard.
-func (ch *channel) unsubscribeLocked(rs *resourceState, drop bool) {
+// from the subscription. The entry stays until the request that no longer
+// names it is written (R-10.3), or for good while the wildcard is
+// subscribed and rs is cached: it is then received through the wildcard.
+func (ch *channel) unsubscribeLocked(rs *resourceState) {
 	ts := ch.types[rs.typ.TypeURL()]
-	if drop {
-		delete(ts.entries, rs.name)
-	}
+	ts.subs--
+	ts.unsubscribed = append(ts.unsubscribed, rs)
 	ch.subscriptionChangedLocked(ts, rs.name, false)
 }
 
 // subscriptionChangedLocked marks ts for a request and wakes the stream,
-// starting it when it is not running.
+// starting it when it is not running. When nothing is subscribed any more,
+// the channel is retired (R-10.2).
 func (ch *channel) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
 	ts.dirty = true
 	ts.names = nil
@@ -228,6 +269,16 @@ func (ch *channel) subscriptionChangedLocked(ts *typeState, name string, subscri
 		ch.running = true
 		ch.c.wg.Add(1)
 		go ch.run()
+	}
+	if !subscribed {
+		if !ch.hasSubscriptionsLocked() {
+			ch.retireLocked()
+			return
+		}
+		if name == wildcardName && ts.legacyWildcard && len(ts.wildcard) == 0 {
+			ch.restartStreamLocked()
+			return
+		}
 	}
 	ch.kick()
 }
@@ -242,55 +293,111 @@ func (ch *channel) hasSubscriptionsLocked() bool {
 	return false
 }
 
-// run opens streams until the client closes or nothing is subscribed any
-// more. A stream that received a response is replaced at once; one that
-// did not is reported to watchers (R-11.3) and retried after a backoff of
-// 1 s × 1.6ⁿ ± 20 %, at most 120 s (R-11.1).
+// retireLocked ends the channel, whose last subscription just went: its
+// stream is closed (R-10.2), which unsubscribes from everything at once,
+// and its cache entries, none of which has a watcher, are dropped. The
+// next watch of the server makes a new channel.
+func (ch *channel) retireLocked() {
+	c := ch.c
+	ch.retired = true
+	if c.channels[ch.key] == ch {
+		delete(c.channels, ch.key)
+	}
+	for _, ts := range ch.types {
+		for _, rs := range ts.entries {
+			c.dropEntryLocked(rs)
+		}
+		ts.unsubscribed = nil
+	}
+	ch.stream = nil // nothing more is sent on it
+	ch.cancel()
+	ch.logger.Info("nothing is watched on this management server any more: closing the ADS stream")
+}
+
+// restartStreamLocked ends the current stream on purpose; run opens the
+// next one at once, without backoff, asking for what is still subscribed
+// (R-11.4). Used when the legacy wildcard of a type must go (see
+// typeState.legacyWildcard).
+func (ch *channel) restartStreamLocked() {
+	if ss := ch.stream; ss != nil {
+		ss.restart = true
+		ss.cancel()
+		ch.stream = nil
+	}
+}
+
+// healthyStreamDuration is how long a stream that received a response must
+// have lived to count as healthy; see run.
+const healthyStreamDuration = 10 * time.Second
+
+// run opens streams until the channel is retired or the client closed.
+// Streams are retried after a backoff of 1 s × 1.6ⁿ ± 20 %, at most 120 s
+// (R-11.1), which starts over after a healthy stream: one that processed a
+// response (ACKed or NACKed it) and lived at least healthyStreamDuration
+// (10 s). A healthy stream that ends is replaced at once and is not an
+// error (R-11.2). Deviation from grpc-go, which resets the backoff after
+// any response: a server that answers and then fails at once (one that
+// sends a response above the client's receive limit after a small one, or
+// restarts in a loop) would be reconnected to in a tight loop (gRFC A88,
+// "Open issues"). A stream that failed before any response is reported to
+// the watchers (R-11.3), and so is one whose failure is the client's own
+// receive limit, or a request the server refused as too large, whenever it
+// happens (see connectivityFailure): at most one error per watcher per
+// failed stream.
 func (ch *channel) run() {
 	defer ch.c.wg.Done()
-	ctx := ch.c.ctx
+	ctx := ch.ctx
 	bo := backoff.NewStreamBackoff()
 	for {
-		ch.c.mu.Lock()
-		if ctx.Err() != nil || !ch.hasSubscriptionsLocked() {
-			ch.running = false
-			ch.c.mu.Unlock()
+		if ctx.Err() != nil {
 			return
 		}
-		ch.c.mu.Unlock()
-
-		gotResponse, err := ch.runStream(ctx)
-		if ctx.Err() != nil {
-			continue // exits above
-		}
-		if gotResponse {
-			// R-11.2: not an error; reconnect at once with a fresh backoff.
-			ch.logger.Info("ADS stream ended after receiving responses; reconnecting", xdslog.KeyError, err)
+		res := ch.runStream(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case res.restart:
+			ch.logger.Info("restarting the ADS stream")
+			continue
+		case res.healthy:
+			ch.logger.Info("ADS stream ended after receiving responses; reconnecting", xdslog.KeyError, res.err)
 			bo.Reset()
 			continue
+		case res.gotResponse && !errors.Is(res.err, transport.ErrMessageTooLarge):
+			// R-11.2: not reported, but not healthy either: backoff.
+			ch.logger.Warn("ADS stream failed soon after receiving responses", xdslog.KeyError, res.err)
+		default:
+			ch.logger.Warn("ADS stream failed", xdslog.KeyError, res.err)
+			ch.connectivityFailure(res.err)
 		}
-		ch.logger.Warn("ADS stream failed before any response", xdslog.KeyError, err)
-		ch.connectivityFailure(err)
 		t := time.NewTimer(bo.NextBackOff())
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			return
 		case <-t.C:
 		}
 	}
 }
 
-// runStream runs one ADS stream until it fails or ctx ends, and reports
-// whether it received anything, and the error that ended it.
-func (ch *channel) runStream(parent context.Context) (gotResponse bool, err error) {
+// streamResult is how a stream ended.
+type streamResult struct {
+	err         error
+	gotResponse bool // a message was received
+	healthy     bool // see run
+	restart     bool // ended on purpose by restartStreamLocked
+}
+
+// runStream runs one ADS stream until it fails or ctx ends.
+func (ch *channel) runStream(parent context.Context) streamResult {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	st, err := ch.tr.NewStream(ctx, ch.proto.method())
 	if err != nil {
-		return false, fmt.Errorf("creating ADS stream: %w", err)
+		return streamResult{err: fmt.Errorf("creating ADS stream: %w", err)}
 	}
 	ch.c.mu.Lock()
-	ss := ch.startStreamLocked()
+	ss := ch.startStreamLocked(cancel)
 	ch.c.mu.Unlock()
 	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id, "method", ch.proto.method())
 
@@ -306,25 +413,49 @@ func (ch *channel) runStream(parent context.Context) (gotResponse bool, err erro
 	<-recvDone
 
 	ch.c.mu.Lock()
-	gotResponse = ss.gotResponse
-	ch.endStreamLocked(ss)
-	ch.c.mu.Unlock()
-	if recvErr != nil {
-		return gotResponse, recvErr
+	defer ch.c.mu.Unlock()
+	res := streamResult{
+		err:         recvErr,
+		gotResponse: ss.gotResponse,
+		healthy:     ss.accepted && time.Since(ss.started) >= healthyStreamDuration,
+		restart:     ss.restart,
 	}
-	return gotResponse, sendErr
+	if res.err == nil {
+		res.err = sendErr
+	}
+	if errors.Is(res.err, transport.ErrMessageTooLarge) {
+		res.err = ch.tooLargeError(res.err, ss.maxSent)
+	}
+	ch.endStreamLocked(ss)
+	return res
+}
+
+// tooLargeError explains a stream failure caused by a message above a size
+// limit: a response above the client's receive limit, or a request above
+// the server's.
+func (ch *channel) tooLargeError(err error, maxSent int) error {
+	limit := ch.c.opts.maxRecvMsgSize
+	if limit <= 0 {
+		limit = grpctransport.DefaultMaxRecvMsgSize
+	}
+	return fmt.Errorf("%w (the client accepts responses of at most %d bytes: raise the limit with client.WithMaxRecvMsgSize or xdsctl --max-recv-msg-size BYTES; "+
+		"the largest request sent on the stream was %d bytes: the server may limit requests too)", err, limit, maxSent)
 }
 
 // startStreamLocked makes a new stream current: nonces are reset, versions
 // kept (R-7.1), queued requests of the old stream dropped, and every type
 // with subscriptions is sent again with its full subscription (R-11.4).
-func (ch *channel) startStreamLocked() *streamState {
+// Entries waiting for their unsubscription to be written are dropped: the
+// new stream never names them.
+func (ch *channel) startStreamLocked(cancel context.CancelFunc) *streamState {
 	ch.lastStreamID++
-	ss := &streamState{id: ch.lastStreamID}
+	ss := &streamState{id: ch.lastStreamID, cancel: cancel, started: time.Now()}
 	ch.stream = ss
 	for _, ts := range ch.types {
+		ch.dropUnsubscribedLocked(ts, ts.takeUnsubscribedLocked())
 		ts.nonce = ""
 		ts.sentOnStream = false
+		ts.legacyWildcard = false
 		ts.dirty = ts.hasSubscriptionLocked()
 		ch.proto.streamStartedLocked(ts)
 	}
@@ -333,18 +464,41 @@ func (ch *channel) startStreamLocked() *streamState {
 }
 
 // endStreamLocked stops every running does-not-exist timer; the resources
-// are timed afresh once requested on the next stream (R-9.5).
+// are timed afresh once requested on the next stream (R-9.5). Entries
+// waiting for their unsubscription are dropped: the server forgets the
+// stream's subscriptions with it.
 func (ch *channel) endStreamLocked(ss *streamState) {
 	if ch.stream == ss {
 		ch.stream = nil
 	}
 	for _, ts := range ch.types {
+		ch.dropUnsubscribedLocked(ts, ts.takeUnsubscribedLocked())
 		for _, rs := range ts.entries {
 			if rs.timerState == timerRequested {
 				rs.stopTimerLocked()
 				rs.timerState = timerStarted
 			}
 		}
+	}
+}
+
+// dropUnsubscribedLocked drops the entries of drop that are still
+// unwatched, once the request that unsubscribes them was written or can no
+// longer matter (R-10.3). An entry watched again meanwhile stays; so does
+// a cached one while the wildcard is subscribed (received through it).
+func (ch *channel) dropUnsubscribedLocked(ts *typeState, drop []*resourceState) {
+	for _, rs := range drop {
+		if ts.entries[rs.name] != rs {
+			continue
+		}
+		if len(rs.watchers) > 0 {
+			rs.unsubWritten = rs.notRequested
+			continue
+		}
+		if len(ts.wildcard) > 0 && rs.value != nil {
+			continue
+		}
+		ch.c.dropEntryLocked(rs)
 	}
 }
 
@@ -388,15 +542,19 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.Stream, ss *stream
 				break
 			}
 			b, err := proto.Marshal(req.msg)
-			if err != nil {
-				return fmt.Errorf("marshalling %s: %w", req.msg.ProtoReflect().Descriptor().Name(), err)
+			if err == nil {
+				err = st.Send(b)
 			}
-			if err := st.Send(b); err != nil {
-				return fmt.Errorf("sending %s: %w", req.msg.ProtoReflect().Descriptor().Name(), err)
+			if err != nil {
+				ch.c.mu.Lock()
+				ch.dropUnsubscribedLocked(ch.types[req.typeURL], req.drop)
+				ch.c.mu.Unlock()
+				return fmt.Errorf("sending %s of %d bytes: %w", req.msg.ProtoReflect().Descriptor().Name(), len(b), err)
 			}
 			ch.logger.Debug("sent request", append([]any{xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, req.typeURL}, req.attrs...)...)
 			ch.logger.Log(ctx, xdslog.LevelTrace, "sent request", "request", req.msg)
 			ch.c.mu.Lock()
+			ss.maxSent = max(ss.maxSent, len(b))
 			ch.requestSentLocked(ss, req)
 			ch.c.mu.Unlock()
 		}
@@ -413,18 +571,27 @@ func (ch *channel) nodeLocked(ss *streamState) *v3corepb.Node {
 	return ch.c.node
 }
 
-// requestSentLocked arms the does-not-exist timer of every name req asks
-// for that has no value and was not requested yet on a connected stream: a
-// stream that accepted a request is connected (R-9.2). Cached resources are
-// not timed (R-9.3), nor is the wildcard.
+// requestSentLocked drops the entries req unsubscribed from (R-10.3) and
+// arms the does-not-exist timer of every name req asks for that has no
+// value and was not requested yet on a connected stream: a stream that
+// accepted a request is connected (R-9.2). Cached resources are not timed
+// (R-9.3), nor is the wildcard.
 func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
+	ts := ch.types[req.typeURL]
+	ch.dropUnsubscribedLocked(ts, req.drop)
 	if ch.stream != ss || ch.c.closed {
 		return
 	}
-	ts := ch.types[req.typeURL]
 	for _, name := range req.requested {
 		rs := ts.entries[name]
-		if rs == nil || len(rs.watchers) == 0 || rs.value != nil || rs.timerState != timerStarted {
+		if rs == nil {
+			continue
+		}
+		if rs.notRequested && rs.unsubWritten {
+			rs.skipDeletion = true
+		}
+		rs.notRequested, rs.unsubWritten = false, false
+		if len(rs.watchers) == 0 || rs.value != nil || rs.timerState != timerStarted {
 			continue
 		}
 		ch.c.startTimerLocked(rs)

@@ -43,10 +43,11 @@ type Client struct {
 	// and resourceStates marked "guarded by c.mu". It is never held while
 	// calling a watcher or a transport. Decoders run under it (they are pure
 	// functions of their input).
-	mu        sync.Mutex
-	closed    bool                                 // set by Close
-	channels  map[string]*channel                  // by bootstrap.ServerConfig.Key()
-	resources map[string]map[string]*resourceState // type URL → resource name → state
+	mu         sync.Mutex
+	closed     bool                                 // set by Close
+	channels   map[string]*channel                  // the current channel of each server, by bootstrap.ServerConfig.Key()
+	transports map[string]transport.Transport       // by bootstrap.ServerConfig.Key(); kept until Close
+	resources  map[string]map[string]*resourceState // type URL → resource name → state
 }
 
 // New returns a Client for the management servers of cfg. It does not
@@ -81,6 +82,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		cancel:     cancel,
 		serializer: serializer.New(ctx),
 		channels:   make(map[string]*channel),
+		transports: make(map[string]transport.Transport),
 		resources:  make(map[string]map[string]*resourceState),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
@@ -92,6 +94,10 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 // started, including a watcher method in progress. Watcher methods still
 // queued are not called. Close is idempotent. It must not be called from a
 // watcher method, since it waits for that method to return.
+//
+// Watches made after Close (Watch, WatchAll, and so depmgr.New) are not
+// silent: their watcher gets one ResourceError, a *ResourceError wrapping
+// ErrClosed, on a goroutine of its own, soon after the call.
 func (c *Client) Close() {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -101,9 +107,9 @@ func (c *Client) Close() {
 				rs.stopTimerLocked()
 			}
 		}
-		chans := make([]*channel, 0, len(c.channels))
-		for _, ch := range c.channels {
-			chans = append(chans, ch)
+		trs := make([]transport.Transport, 0, len(c.transports))
+		for _, tr := range c.transports {
+			trs = append(trs, tr)
 		}
 		c.mu.Unlock()
 
@@ -112,8 +118,8 @@ func (c *Client) Close() {
 		<-c.serializer.Done()
 		// Transports are closed last, outside mu: closing one may block on
 		// its streams, which the channel goroutines no longer use.
-		for _, ch := range chans {
-			ch.tr.Close()
+		for _, tr := range trs {
+			tr.Close()
 		}
 	})
 }
@@ -126,7 +132,9 @@ func (c *Client) NodeID() string { return c.node.GetId() }
 func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
 
 // channelForLocked returns the channel that serves name, creating it (and
-// its transport) on first use. Old-style names go to the top-level servers;
+// its transport) on first use, and again after the last one was retired
+// because nothing it served was watched any more; the transport
+// (one gRPC connection) is kept until Close. Old-style names go to the top-level servers;
 // xdstp names to their authority's. Only the first server of a list
 // is used: fallback (gRFC A71) is not implemented yet.
 func (c *Client) channelForLocked(name string) (*channel, error) {
@@ -149,11 +157,15 @@ func (c *Client) channelForLocked(name string) (*channel, error) {
 	if ch, ok := c.channels[key]; ok {
 		return ch, nil
 	}
-	tr, err := c.builder.Build(sc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: building transport to %s: %w", ErrConnection, sc.ServerURI, err)
+	tr := c.transports[key]
+	if tr == nil {
+		var err error
+		if tr, err = c.builder.Build(sc); err != nil {
+			return nil, fmt.Errorf("%w: building transport to %s: %w", ErrConnection, sc.ServerURI, err)
+		}
+		c.transports[key] = tr
 	}
-	ch := newChannel(c, sc, tr)
+	ch := newChannel(c, sc, key, tr)
 	c.channels[key] = ch
 	return ch, nil
 }

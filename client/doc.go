@@ -35,8 +35,15 @@
 //     treated as invalid; the rest of the response is applied (R-8.3).
 //   - Subscription changes are coalesced: a request always carries the full
 //     current list of its type, and requests of several types go in
-//     registry order (R-7.9). An empty list is never the first request of a
-//     type on a stream (R-11.5).
+//     registry order (R-7.9). An empty list is the first request of a type
+//     on a stream only for the wildcard (R-11.5, see WatchAll).
+//   - A resource whose last watch is cancelled keeps its cache entry until
+//     the request that unsubscribes from it is written: a watch made again
+//     before that gets the cached value at once; one made after is a new
+//     subscription, which the server answers (R-10.3). When nothing is
+//     watched on a management server any more, its stream is closed and
+//     what it served is forgotten; the next watch opens a new stream
+//     (R-10.2). The connection (transport) stays until Close.
 //   - A requested resource that no response names within the watch expiry
 //     timeout (15 s) after the request was sent on a connected stream does
 //     not exist (R-9). The timer does not run for cached resources, stops
@@ -46,15 +53,21 @@
 //     the server has the ignore_resource_deletion feature (R-14.1, R-2.1);
 //     RouteConfiguration and ClusterLoadAssignment resources are never
 //     deleted by omission (R-10.4).
-//   - A stream that fails after a response is replaced silently; one that
-//     fails before any response is reported to watchers as ErrConnection,
-//     and retried with exponential backoff (1 s × 1.6ⁿ ± 20 %, at most 120 s;
-//     R-11).
+//   - Streams are retried with exponential backoff (1 s × 1.6ⁿ ± 20 %, at
+//     most 120 s; R-11.1), which starts over only after a healthy stream:
+//     one that processed a response and lived at least 10 s; a healthy
+//     stream that ends is replaced at once, silently (R-11.2). A stream
+//     that fails before any response is reported to watchers as
+//     ErrConnection (R-11.3), and so is every failure caused by a message
+//     size limit, whenever it happens: at most one error per watcher per
+//     failed stream.
 //   - Responses of unknown type URLs, and messages that do not decode, are
 //     ignored: no ACK, no NACK, and the stream keeps reading (R-7.8).
-//   - WatchAll subscribes to the wildcard "*", always explicitly (never the
-//     legacy empty list), next to the names watched with Watch ("How the
-//     client specifies what resources to return").
+//   - WatchAll (or Watch of the name "*") subscribes to the wildcard, next
+//     to the names watched with Watch ("How the client specifies what
+//     resources to return"): in its legacy form, an empty list, when it is
+//     subscribed at the type's first request on a stream (which every
+//     server understands), explicitly as "*" otherwise (R-6.2, R-11.5).
 //
 // # Incremental
 //
@@ -66,7 +79,8 @@
 //
 //   - Requests carry changes: resource_names_subscribe and
 //     resource_names_unsubscribe, sorted. The first request of a type on a
-//     stream subscribes to every name again (and "*" for WatchAll) and
+//     stream subscribes to every name again (and "*" for WatchAll; the
+//     wildcard alone is the legacy empty list) and
 //     lists the version of every cached resource in
 //     initial_resource_versions. ACKs carry the response's nonce, NACKs
 //     also an error_detail as in SotW; the node is in the first request of
@@ -98,8 +112,23 @@
 // # Errors
 //
 // Errors given to watchers are *ResourceError values that wrap
-// ErrResourceNotFound, ErrResourceInvalid, ErrConnection or ErrUnsupported;
-// test them with errors.Is.
+// ErrResourceNotFound, ErrResourceInvalid, ErrConnection, ErrUnsupported or
+// ErrClosed; test them with errors.Is.
+//
+// # Limits
+//
+// Over the default gRPC transport a response may be at most 4 MiB
+// (grpctransport.DefaultMaxRecvMsgSize; raise it with WithMaxRecvMsgSize,
+// or xdsctl --max-recv-msg-size BYTES). A SotW response carries every
+// resource of its type that the client asked for, so a large subscription
+// (or a wildcard) makes large responses. Requests are limited by the
+// management server (4 MiB by default for a gRPC server): a SotW request
+// names every subscribed resource of its type, so some 100 000 names of 40
+// bytes reach it. A stream that fails on either limit is reported to the
+// watchers with an error wrapping ErrConnection and
+// transport.ErrMessageTooLarge that names the receive limit and the size
+// of the largest request sent, and is retried with the backoff above; it
+// fails again until the limit is raised or the subscription shrinks.
 //
 // # Not yet
 //

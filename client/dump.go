@@ -62,10 +62,12 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 // not received yet, deleted, or never valid). It is what Dump reports as
 // version_info for the resource, in O(1).
 //
-// Called from a watcher's ResourceChanged before done, it is the version
-// of the value being delivered, since the stream reads no further
-// response until done. Called elsewhere it may be newer than the
-// last value a watcher received. It is safe for concurrent use.
+// The cached value is the one watchers were given last (or are about to
+// be given); a SotW response that resends it unchanged moves its version
+// on without calling the watchers. A watcher that needs the version of
+// each value it is given must not read it here (the cache may have moved
+// on by the time a queued delivery runs): WatchVersioned hands each value
+// over with its version. It is safe for concurrent use.
 func (c *Client) ResourceVersion(typeURL, name string) string {
 	name = resources.CanonicalName(name)
 	c.mu.Lock()

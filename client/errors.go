@@ -33,8 +33,10 @@ var (
 	// xdstp name, or an authority absent from the bootstrap.
 	ErrUnsupported = errors.New("watch not supported")
 
-	// ErrClosed is wrapped by errors delivered to watches registered after
-	// the client was closed.
+	// ErrClosed is wrapped by the ResourceError delivered to a watch
+	// registered after the client was closed (Watch, WatchAll,
+	// WatchVersioned; so depmgr.New's Error too), on a goroutine of its
+	// own, soon after the call.
 	ErrClosed = errors.New("client closed")
 )
 

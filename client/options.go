@@ -27,6 +27,7 @@ type options struct {
 	customTypes        []resources.ResourceType
 	logger             *slog.Logger
 	delta              bool
+	maxRecvMsgSize     int // 0: the transport's default
 }
 
 func defaultOptions() options {
@@ -64,9 +65,20 @@ func WithResourceTypes(types ...resources.ResourceType) Option {
 	return func(o *options) { o.customTypes = append(o.customTypes, types...) }
 }
 
-// WithLogger sets the logger. The default discards everything. Stream
-// state changes are logged at Info, NACKs and stream failures at Warn,
-// per-request summaries at Debug and whole messages at xdslog.LevelTrace.
+// LevelTrace is the log/slog level, below slog.LevelDebug, at which the
+// client logs whole protocol messages (every DiscoveryRequest and
+// DiscoveryResponse, SotW or delta). A handler whose level is LevelTrace
+// or lower shows them; slog prints the level as "DEBUG-4".
+const LevelTrace slog.Level = slog.LevelDebug - 4
+
+// WithLogger sets the logger, a log/slog logger (nil keeps the default).
+// The default discards everything. The client logs stream state changes
+// at slog.LevelInfo, NACKs and stream failures at slog.LevelWarn,
+// per-request and per-response summaries at slog.LevelDebug, and whole
+// messages at LevelTrace, with fixed attribute keys (node_id, server_uri,
+// type_url, resource, version_info, nonce, stream_id, error). The logger
+// is called from the client's goroutines and must be safe for concurrent
+// use, as every slog.Handler of the standard library is.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -87,9 +99,31 @@ func WithDelta() Option {
 	return func(o *options) { o.delta = true }
 }
 
+// WithMaxRecvMsgSize sets the largest response, in bytes, the client
+// accepts from a management server over the default transport (default
+// grpctransport.DefaultMaxRecvMsgSize, 4 MiB, as gRPC's). A larger response
+// fails the stream: the watchers of that server get an error naming the
+// limit and how to raise it (an AmbientError, or a ResourceError for a
+// resource without a cached value, wrapping ErrConnection and
+// transport.ErrMessageTooLarge), and the stream is retried with the usual
+// backoff: raise the limit when a server's responses (a SotW
+// response carries every resource of its type) may exceed it. Zero or
+// negative keeps the default. It has no effect with WithTransportBuilder,
+// whose builder sets its own limits.
+func WithMaxRecvMsgSize(bytes int) Option {
+	return func(o *options) {
+		if bytes > 0 {
+			o.maxRecvMsgSize = bytes
+		}
+	}
+}
+
 func (o *options) builder() transport.Builder {
 	if o.transportBuilder != nil {
 		return o.transportBuilder
+	}
+	if o.maxRecvMsgSize > 0 {
+		return grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(o.maxRecvMsgSize))
 	}
 	return grpctransport.NewBuilder()
 }

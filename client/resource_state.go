@@ -53,6 +53,18 @@ type resourceState struct {
 
 	deletionIgnored bool // a deletion was ignored; logged once
 
+	// notRequested: the name joined the subscription and no request naming
+	// it was written since. A SotW response that leaves it out answers an
+	// earlier request, so it is no deletion.
+	notRequested bool
+	// unsubWritten: a request that unsubscribed the name was written while
+	// it was watched again (the unsubscription was already built). The
+	// server may answer that request, leaving the name out, after the
+	// request that names it again was written: so the first SotW response
+	// that leaves it out after that is no deletion either (skipDeletion).
+	unsubWritten bool
+	skipDeletion bool
+
 	timerState timerState
 	timer      *time.Timer // running does-not-exist timer, if any
 	timerGen   uint64      // incremented whenever timer is replaced or stopped

@@ -24,44 +24,133 @@ import (
 // AmbientError; a watch of a resource known not to exist gets ResourceError
 // (R-13.4). Then w receives every change, as the watcher package describes.
 //
+// The name "*" is the wildcard: Watch(c, typ, "*", w) is WatchAll(c, typ, w).
+//
 // Watches that cannot be served (typ not registered with the client, or
 // registered with another Go type; a malformed xdstp name; an authority that
 // is not in the bootstrap) get one ResourceError wrapping ErrUnsupported, and
-// a no-op cancel. After Close, Watch does nothing and returns a no-op
-// cancel.
+// a no-op cancel. After Close, w gets one ResourceError wrapping ErrClosed,
+// on a goroutine of its own, and cancel is a no-op.
 //
 // cancel is idempotent. Once it returns, w receives no callback that had
-// not started yet. The last cancel of a resource unsubscribes from it and
-// drops its cache entry, unless the wildcard of its type is subscribed
-// (WatchAll) and the resource is cached. Watch and cancel may be called
-// from a watcher method. Watch is safe for concurrent use.
+// not started yet, even one queued before cancel was called; a callback
+// running meanwhile (on another goroutine) may still be running when
+// cancel returns. The last cancel of a resource unsubscribes from it. Its
+// cache entry stays until the request that unsubscribes is written (R-10.3),
+// so a watch made again before that gets the cached value at once, and one
+// made after is a new subscription, which the server answers; while the
+// wildcard of its type is subscribed (WatchAll), a cached resource stays
+// for good. When nothing is watched on a management server any more, its
+// ADS stream is closed and the cache of what it served is dropped; the next
+// watch opens a new stream (R-10.2). Watch and cancel may be called from a
+// watcher method. Watch is safe for concurrent use.
 func Watch[T any](c *Client, typ resources.Type[T], name string, w watcher.Watcher[T]) (cancel func()) {
 	return c.watch(typ, name, newWatchEntry(w))
+}
+
+// WatchAll registers w for every resource of type typ that the management
+// server sends, through a wildcard subscription (the resource name "*":
+// xDS protocol, "How the client specifies what resources to return"), and
+// returns a func that cancels the watch. The server decides what "every
+// resource" is, typically from the node; servers commonly offer wildcards
+// for Listener and Cluster only.
+//
+// w gets ResourceChanged for each resource received, whose value carries
+// its name (Listener.Name, Cluster.Name, …), and ResourceError, a
+// *ResourceError naming the resource and wrapping ErrResourceNotFound, when
+// the server deletes one it had sent: by leaving it out of a SotW Listener
+// or Cluster response (R-14.1) or naming it in a delta response's
+// removed_resources (R-6.2), unless the server has
+// ignore_resource_deletion (R-2.1). A resource received invalid gets
+// AmbientError (a valid version is cached) or ResourceError (none is),
+// wrapping ErrResourceInvalid (R-7.4). When the stream fails (R-11.3), w
+// gets one AmbientError whose ResourceError.Name is "*", wrapping
+// ErrConnection. A new WatchAll learns the resources already cached at
+// once, in name order.
+//
+// The wildcard is subscribed on the stream of the bootstrap's top-level
+// servers (those of old-style names), alongside any names watched with
+// Watch. When the wildcard is subscribed at a type's first request on a
+// stream, that request subscribes to it in the legacy form, an empty name
+// list, which every server understands (go-control-plane v0.14's snapshot
+// cache takes an explicit "*" for a name); in SotW the requests of the type
+// keep the empty list while the wildcard stays, since it covers every name
+// (R-6.2, R-11.5). Otherwise "*" is sent explicitly. Resources received
+// through the wildcard are cached like watched ones, appear in Dump, and
+// share one cache entry with a Watch of the same name. Cancelling a Watch
+// of a name while the wildcard is subscribed keeps the cached resource (the
+// server resends or removes it). There is no does-not-exist timer for the
+// wildcard itself. Flow control and ordering are as for Watch.
+//
+// The last cancel of the type's wildcard unsubscribes from "*" and forgets,
+// once that is written, the resources that no Watch names. If the wildcard
+// went out in the legacy form, an empty list cannot unsubscribe from it,
+// so the stream is restarted at once, without backoff, asking for what is
+// still watched; if nothing is, the stream is closed (R-10.2).
+//
+// Errors and cancellation behave as for Watch. WatchAll is safe for
+// concurrent use and may be called from a watcher method.
+func WatchAll[T any](c *Client, typ resources.Type[T], w watcher.Watcher[T]) (cancel func()) {
+	return c.watch(typ, wildcardName, newWatchEntry(w))
+}
+
+// Versioned is a resource value with the version it was received with: the
+// version_info of the SotW response that carried it, or the resource's own
+// version in delta (what Dump shows as version_info).
+type Versioned[T any] struct {
+	Value   T
+	Version string
+}
+
+// WatchVersioned is Watch for watchers that need the version of each value
+// they are given: ResourceChanged gets the value with its version, taken
+// when the delivery was queued, so that value and version always belong
+// together (even for a cached value replayed to a new watcher while a
+// newer response is being applied). The name "*" watches every resource,
+// as WatchAll.
+func WatchVersioned[T any](c *Client, typ resources.Type[T], name string, w watcher.Watcher[Versioned[T]]) (cancel func()) {
+	we := &watchEntry{
+		changed: func(v any, version string, done func()) {
+			w.ResourceChanged(Versioned[T]{Value: v.(T), Version: version}, done)
+		},
+		resErr:   w.ResourceError,
+		ambErr:   w.AmbientError,
+		sameType: sameType[T],
+	}
+	return c.watch(typ, name, we)
 }
 
 // newWatchEntry erases the type of w.
 func newWatchEntry[T any](w watcher.Watcher[T]) *watchEntry {
 	return &watchEntry{
-		changed:  func(v any, done func()) { w.ResourceChanged(v.(T), done) },
+		changed:  func(v any, _ string, done func()) { w.ResourceChanged(v.(T), done) },
 		resErr:   w.ResourceError,
 		ambErr:   w.AmbientError,
-		sameType: func(rt resources.ResourceType) bool { _, ok := rt.(resources.Type[T]); return ok },
+		sameType: sameType[T],
 	}
 }
 
+func sameType[T any](rt resources.ResourceType) bool { _, ok := rt.(resources.Type[T]); return ok }
+
 // watchEntry is one watch, with the watcher's methods type-erased.
 type watchEntry struct {
-	changed   func(v any, done func())
+	changed   func(v any, version string, done func())
 	resErr    func(err error, done func())
 	ambErr    func(err error, done func())
 	sameType  func(resources.ResourceType) bool
 	cancelled atomic.Bool // set by cancel; callbacks check it before running
 }
 
+// watch registers we for the resource typ/name, or for the wildcard of typ
+// when name is "*".
 func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) func() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	name = resources.CanonicalName(name)
 	if c.closed {
+		// Not on the serializer, which Close stopped.
+		err := c.resourceError(typ, name, ErrClosed)
+		go we.resErr(err, func() {})
 		return func() {}
 	}
 	failLocked := func(err error) func() {
@@ -75,7 +164,26 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		// R-13.6: name the type URL that was asked for.
 		return failLocked(fmt.Errorf("%w: resource type %q is not registered with the client", ErrUnsupported, typ.TypeURL()))
 	}
-	name = resources.CanonicalName(name)
+	if name == wildcardName {
+		ch, err := c.channelForLocked("") // an old-style name: the top-level servers
+		if err != nil {
+			return failLocked(err)
+		}
+		ts := ch.typeStateLocked(rt)
+		ts.wildcard = append(ts.wildcard, we)
+		if len(ts.wildcard) == 1 {
+			ch.subscriptionChangedLocked(ts, wildcardName, true)
+		}
+		// R-13.4: the cached resources at once, in name order; names
+		// without a cached value are another watch's business.
+		for _, name := range sortedKeys(ts.entries) {
+			if rs := ts.entries[name]; rs.value != nil {
+				c.replayLocked(rs, we)
+			}
+		}
+		return sync.OnceFunc(func() { c.unwatchAll(ts, we) })
+	}
+
 	byName := c.resources[rt.TypeURL()]
 	rs := byName[name]
 	if rs == nil {
@@ -92,11 +200,11 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	}
 	rs.watchers = append(rs.watchers, we)
 	if len(rs.watchers) == 1 {
-		// A new entry, or one received through the wildcard only: its
-		// name joins the subscription.
+		// A new entry, one received through the wildcard only, or one
+		// whose unsubscription is not written yet: its name joins the
+		// subscription.
 		rs.ch.subscribeLocked(rs)
 	}
-
 	c.replayLocked(rs, we)
 	return sync.OnceFunc(func() { c.unwatch(rs, we) })
 }
@@ -110,8 +218,8 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 	switch {
 	case rs.value != nil:
-		v := rs.value
-		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, done) })
+		v, version := rs.value, rs.version
+		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
 		if rs.nackErr != nil {
 			err := c.invalidError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
@@ -125,32 +233,43 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 	}
 }
 
+// removeWatchLocked removes we from *ws and reports whether it was the
+// last watch there, the client being open: the subscription then changes.
+func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool) {
+	i := slices.Index(*ws, we)
+	if i < 0 {
+		return false
+	}
+	*ws = slices.Delete(*ws, i, i+1)
+	return len(*ws) == 0 && !c.closed
+}
+
 func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
 	we.cancelled.Store(true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.Index(rs.watchers, we)
-	if i < 0 {
+	if !c.removeWatchLocked(&rs.watchers, we) || c.resources[rs.typ.TypeURL()][rs.name] != rs {
 		return
 	}
-	rs.watchers = slices.Delete(rs.watchers, i, i+1)
-	if len(rs.watchers) > 0 || c.closed {
+	// The does-not-exist timer keeps running: if the name is watched again
+	// before the unsubscription is written, the server never heard of it
+	// (R-9.2). It stops when the entry is dropped.
+	rs.ch.unsubscribeLocked(rs)
+}
+
+func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {
+	we.cancelled.Store(true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.removeWatchLocked(&ts.wildcard, we) {
 		return
 	}
-	byName := c.resources[rs.typ.TypeURL()]
-	if byName[rs.name] != rs {
-		return
+	for _, rs := range ts.entries {
+		if len(rs.watchers) == 0 {
+			ts.unsubscribed = append(ts.unsubscribed, rs)
+		}
 	}
-	rs.stopTimerLocked()
-	// While the wildcard is subscribed, a cached resource stays, as
-	// received through it: the server will send it again or remove it
-	// (xDS protocol, "Unsubscribing from Resources").
-	ts := rs.ch.types[rs.typ.TypeURL()]
-	keep := len(ts.wildcard) > 0 && rs.value != nil
-	if !keep {
-		delete(byName, rs.name)
-	}
-	rs.ch.unsubscribeLocked(rs, !keep)
+	ts.ch.subscriptionChangedLocked(ts, wildcardName, false)
 }
 
 // scheduleLocked queues call for watcher we on the serializer. fc, if not

@@ -214,6 +214,9 @@ func TestWatchExpiry_UnsubscribeStopsTimer(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
 		ms, c := inMemory(t)
+		// Another watch keeps the stream, so the unsubscription
+		// is a request.
+		defer client.Watch(c, resources.ListenerType, "l", newRecorder[*resources.Listener]())()
 		w := newRecorder[*resources.Cluster]()
 		cancel := client.Watch(c, resources.ClusterType, "c", w)
 		waitForNames(t, ms, resources.ClusterTypeURL, "c")

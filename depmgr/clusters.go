@@ -207,7 +207,7 @@ func (m *Manager) clusterNodeLocked(name string) *clusterNode {
 	if n == nil {
 		n = &clusterNode{m: m, name: name}
 		m.clusters[name] = n
-		n.cancel = client.Watch(m.client, resources.ClusterType, name, n)
+		n.cancel = client.WatchVersioned(m.client, resources.ClusterType, name, n)
 	}
 	return n
 }
@@ -354,16 +354,17 @@ func (n *clusterNode) resultLocked() *ClusterResult {
 }
 
 // ResourceChanged records a new value of the Cluster.
-func (n *clusterNode) ResourceChanged(c *resources.Cluster, done func()) {
+func (n *clusterNode) ResourceChanged(v client.Versioned[*resources.Cluster], done func()) {
 	defer done() // after the rebuild: the client reads on once it is taken in
 	m := n.m
+	c := v.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || m.clusters[n.name] != n || n.value == c {
 		return // cancelled while this call was queued, or the same value again
 	}
 	n.received, n.value, n.err, n.result = true, c, nil, nil
-	n.version = m.versionOf(resources.ClusterType, n.name)
+	n.version = v.Version
 	m.bindLocked(n)
 	m.refreshLeafLocked(n)
 	m.markDirtyLocked(n)
@@ -470,7 +471,7 @@ func (m *Manager) acquireEndpointsLocked(name string, user *clusterNode) *endpoi
 	if e == nil {
 		e = &endpointsNode{m: m, name: name}
 		m.endpoints[name] = e
-		e.cancel = client.Watch(m.client, resources.EndpointsType, name, e)
+		e.cancel = client.WatchVersioned(m.client, resources.EndpointsType, name, e)
 	}
 	e.users = append(e.users, user)
 	return e
@@ -492,16 +493,17 @@ func (m *Manager) releaseEndpointsLocked(n *clusterNode) {
 }
 
 // ResourceChanged records new endpoints.
-func (e *endpointsNode) ResourceChanged(v *resources.Endpoints, done func()) {
+func (e *endpointsNode) ResourceChanged(ver client.Versioned[*resources.Endpoints], done func()) {
 	defer done()
 	m := e.m
+	v := ver.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || m.endpoints[e.name] != e || (e.value == v && e.note == nil) {
 		return
 	}
 	e.received, e.value, e.note = true, v, nil
-	e.version = m.versionOf(resources.EndpointsType, e.name)
+	e.version = ver.Version
 	m.endpointsChangedLocked(e.users)
 }
 

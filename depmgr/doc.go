@@ -53,7 +53,9 @@
 // is not published.
 //
 // Every resource carries the version_info of the response that delivered
-// its value (the client's ResourceVersion when it handed the value over).
+// its value: the client hands each value over with its version
+// (client.WatchVersioned), so a value is never paired with another
+// version.
 // A later response that repeats the same value changes neither the
 // version nor the snapshot: in SotW, responses resend unchanged resources
 // with the new version_info, and after a NACK the client hands the same

@@ -2,7 +2,10 @@
 
 package depmgr
 
-import "github.com/proxyless/xds/resources"
+import (
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
+)
 
 // DeliverEndpoints hands v to the Manager's watcher of the
 // ClusterLoadAssignment name, as the client would, and reports whether
@@ -15,6 +18,6 @@ func (m *Manager) DeliverEndpoints(name string, v *resources.Endpoints) bool {
 	if e == nil {
 		return false
 	}
-	e.ResourceChanged(v, func() {})
+	e.ResourceChanged(client.Versioned[*resources.Endpoints]{Value: v}, func() {})
 	return true
 }

@@ -3,11 +3,19 @@
 package depmgr_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 )
 
 // TestDepMgr_Close_CancelsEverything checks Close: every watch of the
@@ -42,7 +50,7 @@ func TestDepMgr_Close_CancelsEverything(t *testing.T) {
 
 // TestDepMgr_Versions_InSnapshot checks that every resource of a
 // snapshot carries the version_info of the response that delivered its
-// value (the client's ResourceVersion at delivery):
+// value (handed over with it by client.WatchVersioned):
 //  1. Everything comes at version v1.
 //  2. Only eds-c1 changes, at v2: its version is v2; the others, resent
 //     unchanged at v2, keep v1.
@@ -73,4 +81,109 @@ func TestDepMgr_Versions_InSnapshot(t *testing.T) {
 	e.ms.Update("", res)
 	check(e.rec.waitForUpdate(ctx, t, "the new endpoints", func(*depmgr.XDSConfig) bool { return true }),
 		"v1", "v1", "v1", "v1", "v2")
+}
+
+// TestDepMgr_CloseRecreateCycles checks through the Manager: a
+// Manager of a target closed and a new one made at once (a component
+// restarted in place), 20 times in a row, publishes the complete
+// configuration each time within 1 s. Alone on the client (the stream
+// closes and reopens, R-10.2) and beside another watch of the Listener
+// (the stream stays; the RouteConfiguration, Cluster and
+// ClusterLoadAssignment are unwatched and watched again). SotW and delta,
+// in memory in a testing/synctest bubble and over gRPC. On the old code
+// SotW lost the resources.
+func TestDepMgr_CloseRecreateCycles(t *testing.T) {
+	cs, es := edsChain("c1")
+	res := testutil.Resources{
+		Listeners: listeners(testutil.Listener("svc", "route-svc")),
+		Routes:    routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1")),
+		Clusters:  cs,
+		Endpoints: es,
+	}
+	run := func(t *testing.T, ms *testutil.ManagementServer, keep bool, opts ...client.Option) {
+		ms.Update("", res)
+		c := newClient(t, ms, opts...)
+		if keep {
+			defer client.Watch(c, resources.ListenerType, "svc", watcher.Funcs[*resources.Listener]{})()
+		}
+		for i := range 20 {
+			rec := newRecorder()
+			m := depmgr.New(c, "svc", rec)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			cfg := rec.waitForUpdate(ctx, t, fmt.Sprintf("cycle %d", i), func(*depmgr.XDSConfig) bool { return true })
+			cancel()
+			if got := addresses(cfg.Cluster("c1").Config.Endpoints); len(got) != 1 {
+				t.Fatalf("cycle %d: endpoints of c1 = %v", i, got)
+			}
+			m.Close()
+		}
+	}
+	for _, keep := range []bool{false, true} {
+		for _, proto := range []string{"sotw", "delta"} {
+			var opts []client.Option
+			if proto == "delta" {
+				opts = append(opts, client.WithDelta())
+			}
+			name := fmt.Sprintf("keep-listener=%v/%s", keep, proto)
+			t.Run(name+"/in-memory", func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					run(t, testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true}), keep, opts...)
+				})
+			})
+			t.Run(name+"/grpc", func(t *testing.T) {
+				run(t, testutil.NewManagementServer(t, testutil.ServerOptions{}), keep, opts...)
+			})
+		}
+	}
+}
+
+// TestDepMgr_NewAfterClientClose checks that a Manager made on a closed
+// client is not silent: its Watcher gets Error wrapping client.ErrClosed
+// within a second.
+func TestDepMgr_NewAfterClientClose(t *testing.T) {
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	c := newClient(t, ms)
+	c.Close()
+	rec := newRecorder()
+	m := depmgr.New(c, "svc", rec)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if err := rec.waitForError(ctx, t); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("Error(%v), want an error wrapping client.ErrClosed", err)
+	}
+}
+
+// TestDepMgr_EndpointsResourceErrorDropsStaleEndpoints checks: when
+// a cluster's ClusterLoadAssignment gets a resource error (here removed
+// over delta, R-6.2), the cluster's endpoints are no longer the stale
+// ones: the snapshot has an empty endpoint set, no endpoints version and
+// the error as ResolutionNote.
+func TestDepMgr_EndpointsResourceErrorDropsStaleEndpoints(t *testing.T) {
+	ctx := testContext(t)
+	cs, es := edsChain("c1")
+	res := testutil.Resources{
+		Listeners: listeners(testutil.Listener("svc", "route-svc")),
+		Routes:    routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1")),
+		Clusters:  cs,
+		Endpoints: es,
+	}
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	ms.Update("", res)
+	c := newClient(t, ms, client.WithDelta())
+	rec := newRecorder()
+	m := depmgr.New(c, "svc", rec)
+	defer m.Close()
+	rec.waitForUpdate(ctx, t, "the endpoints", func(cfg *depmgr.XDSConfig) bool {
+		return len(addresses(cfg.Cluster("c1").Config.Endpoints)) == 1
+	})
+	res.Endpoints = nil
+	ms.Update("", res)
+	cfg := rec.waitForUpdate(ctx, t, "the endpoints gone", func(cfg *depmgr.XDSConfig) bool {
+		return cfg.Cluster("c1").Config.ResolutionNote != nil
+	})
+	leaf := cfg.Cluster("c1").Config
+	if got := addresses(leaf.Endpoints); len(got) != 0 || leaf.EndpointsVersion != "" || !errors.Is(leaf.ResolutionNote, client.ErrResourceNotFound) {
+		t.Fatalf("c1 = endpoints %v, version %q, note %v; want none, \"\", not found", got, leaf.EndpointsVersion, leaf.ResolutionNote)
+	}
 }

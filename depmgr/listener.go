@@ -12,9 +12,9 @@ import (
 // Listener watch per Manager, for its whole life.
 type listenerWatcher struct{ m *Manager }
 
-func (w listenerWatcher) ResourceChanged(l *resources.Listener, done func()) {
+func (w listenerWatcher) ResourceChanged(l client.Versioned[*resources.Listener], done func()) {
 	defer done() // after the rebuild: the client reads on once it is taken in
-	w.m.listenerChanged(l)
+	w.m.listenerChanged(l.Value, l.Version)
 }
 
 func (w listenerWatcher) ResourceError(err error, done func()) {
@@ -47,15 +47,16 @@ type rdsWatch struct {
 	version string                 // its version_info
 }
 
-func (w *rdsWatch) ResourceChanged(rc *resources.RouteConfig, done func()) {
+func (w *rdsWatch) ResourceChanged(v client.Versioned[*resources.RouteConfig], done func()) {
 	defer done()
 	m := w.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	rc := v.Value
 	if m.closed || m.rds != w || w.rc == rc {
 		return
 	}
-	w.rc, w.version = rc, m.versionOf(resources.RouteConfigType, w.name)
+	w.rc, w.version = rc, v.Version
 	m.useRouteConfigLocked(rc, w.version)
 	m.updateLocked()
 }
@@ -89,13 +90,13 @@ func (w *rdsWatch) AmbientError(err error, done func()) {
 // RDS, a new name cancels the old watch and starts one for the new name,
 // and the configuration in use, with the Listener that named the old
 // RouteConfiguration, stays until the new RouteConfiguration arrives.
-func (m *Manager) listenerChanged(l *resources.Listener) {
+func (m *Manager) listenerChanged(l *resources.Listener, version string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed || m.lis == l {
 		return // the same value again (after a NACK, R-13.5): nothing changed
 	}
-	m.lis, m.lisVersion = l, m.versionOf(resources.ListenerType, m.listenerName)
+	m.lis, m.lisVersion = l, version
 	if l.InlineRouteConfig != nil {
 		m.stopRDSLocked()
 		m.useRouteConfigLocked(l.InlineRouteConfig, "")
@@ -109,7 +110,7 @@ func (m *Manager) listenerChanged(l *resources.Listener) {
 		w := &rdsWatch{m: m, name: name}
 		m.rds = w
 		m.logger.Debug("watching RouteConfiguration", xdslog.KeyResource, name)
-		w.cancel = client.Watch(m.client, resources.RouteConfigType, name, w)
+		w.cancel = client.WatchVersioned(m.client, resources.RouteConfigType, name, w)
 	case m.rds.rc != nil:
 		// The same RouteConfiguration with a new Listener.
 		m.useRouteConfigLocked(m.rds.rc, m.rds.version)

@@ -129,8 +129,9 @@ type current struct {
 // New returns a Manager that watches the Listener listenerName through c
 // and delivers its configurations to w. It starts the Listener watch at
 // once, and returns without waiting for anything. c must outlive the
-// Manager: close the Manager first. New panics if c or w is nil
-// (programmer error).
+// Manager: close the Manager first. On a client already closed, w gets
+// Error with an error wrapping client.ErrClosed. New panics if c or w is
+// nil (programmer error).
 func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Manager {
 	if c == nil || w == nil {
 		panic("depmgr: New with a nil client or watcher")
@@ -163,7 +164,7 @@ func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Mana
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lisCancel = client.Watch(c, resources.ListenerType, name, listenerWatcher{m})
+	m.lisCancel = client.WatchVersioned(c, resources.ListenerType, name, listenerWatcher{m})
 	return m
 }
 
@@ -341,14 +342,6 @@ func (m *Manager) deliverAmbientLocked(err error) {
 			m.watcher.AmbientError(err)
 		}
 	})
-}
-
-// versionOf returns the version_info of the value of the resource (typ,
-// name) that the client is handing over. It is exact when called from
-// ResourceChanged before done, as the Manager does: the stream reads no
-// further response until then.
-func (m *Manager) versionOf(typ resources.ResourceType, name string) string {
-	return m.client.ResourceVersion(typ.TypeURL(), name)
 }
 
 // errorf returns an error of the Manager's own, naming the node once as

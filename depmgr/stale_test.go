@@ -82,9 +82,9 @@ func TestDepMgr_StaleCallback_CapturedName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old.ResourceChanged(staleRC, func() {})
+	old.ResourceChanged(client.Versioned[*resources.RouteConfig]{Value: staleRC}, func() {})
 	old.ResourceError(client.ErrResourceNotFound, func() {})
-	stale.ResourceChanged(staleCluster, func() {})
+	stale.ResourceChanged(client.Versioned[*resources.Cluster]{Value: staleCluster}, func() {})
 	select {
 	case cfg := <-updates:
 		t.Fatalf("a stale callback published %q with clusters %v", cfg.RouteConfig.Name, cfg.ClusterNames())

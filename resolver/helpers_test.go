@@ -31,8 +31,6 @@ func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 const (
 	// defaultTestTimeout bounds waits for what must happen.
 	defaultTestTimeout = 10 * time.Second
-	// defaultTestShortTimeout bounds waits for what must not happen.
-	defaultTestShortTimeout = 10 * time.Millisecond
 )
 
 // backend is a real gRPC server on 127.0.0.1 serving the interop

@@ -17,16 +17,20 @@ import (
 // ClusterTypeURL is the type URL of CDS resources.
 const ClusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 
-// ClusterType is the CDS resource type: Cluster resources, decoded to
+// ClusterType, a Type[*Cluster], is the CDS resource type: Cluster resources, decoded to
 // *Cluster and validated by. A SotW response carries every
 // subscribed cluster. Its name is found without decoding.
-var ClusterType = NewType(TypeConfig[*Cluster]{
+// It is a constant: importers cannot reassign it.
+const ClusterType builtinType[*Cluster] = ClusterTypeURL
+
+// clusterConfig describes ClusterType.
+var clusterConfig = TypeConfig[*Cluster]{
 	TypeURL:                    ClusterTypeURL,
 	TypeName:                   "Cluster",
 	AllResourcesRequiredInSotW: true,
 	Decode:                     decodeCluster,
 	NameField:                  1, // name
-})
+}
 
 const (
 	// aggregateClusterTypeName is the cluster_type name of aggregate
@@ -205,7 +209,7 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
 		}
 		cfg := &v3aggregateclusterpb.ClusterConfig{}
 		if err := proto.Unmarshal(tc.GetValue(), cfg); err != nil {
-			return nil, invalid("cluster_type.typed_config", "decoding ClusterConfig: %v", err)
+			return nil, invalid("cluster_type.typed_config", "decoding ClusterConfig: %w", err)
 		}
 		if len(cfg.GetClusters()) == 0 {
 			return nil, invalid("cluster_type.typed_config.clusters", "empty")

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//lint:file-ignore SA1019 These tests build resources with the deprecated fields gRPC still accepts.
+
 package resources
 
 import (

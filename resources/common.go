@@ -78,7 +78,7 @@ func checkConfigSourceKind(field string, k configSourceKind) error {
 // names the field of the duration.
 func duration(field string, d *durationpb.Duration) (time.Duration, error) {
 	if err := d.CheckValid(); err != nil {
-		return 0, invalid(field, "invalid duration: %v", err)
+		return 0, invalid(field, "invalid duration: %w", err)
 	}
 	v := d.AsDuration()
 	if v < 0 {

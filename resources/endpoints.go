@@ -14,17 +14,21 @@ import (
 // EndpointsTypeURL is the type URL of EDS resources.
 const EndpointsTypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 
-// EndpointsType is the EDS resource type: ClusterLoadAssignment resources,
+// EndpointsType, a Type[*Endpoints], is the EDS resource type: ClusterLoadAssignment resources,
 // decoded to *Endpoints and validated by. A SotW response need not
 // carry every subscribed resource. Its name is the cluster_name field
 // (EDS service name), found without decoding.
-var EndpointsType = NewType(TypeConfig[*Endpoints]{
+// It is a constant: importers cannot reassign it.
+const EndpointsType builtinType[*Endpoints] = EndpointsTypeURL
+
+// endpointsConfig describes EndpointsType.
+var endpointsConfig = TypeConfig[*Endpoints]{
 	TypeURL:                    EndpointsTypeURL,
 	TypeName:                   "ClusterLoadAssignment",
 	AllResourcesRequiredInSotW: false,
 	Decode:                     decodeEndpoints,
 	NameField:                  1, // cluster_name
-})
+}
 
 // Endpoints is a decoded ClusterLoadAssignment: the endpoints of one
 // cluster (or EDS service name), grouped by locality. It is immutable once

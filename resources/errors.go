@@ -2,7 +2,10 @@
 
 package resources
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ValidationError reports why a resource is invalid: the decoders of the
 // built-in types return it (possibly wrapped), so callers can use errors.As
@@ -17,8 +20,13 @@ type ValidationError struct {
 	// error concerns the whole resource.
 	Field string
 	// Reason says what is wrong with the field, for example "empty" or
-	// "config source must be ads or self".
+	// "config source must be ads or self". It includes the text of Err.
 	Reason string
+	// Err is the cause, when the field is invalid because decoding or
+	// parsing it failed (a proto decoding error, a RE2 syntax error, …);
+	// nil otherwise. Unwrap returns it, so errors.Is and errors.As see
+	// through a ValidationError.
+	Err error
 }
 
 // Error implements error.
@@ -29,13 +37,18 @@ func (e *ValidationError) Error() string {
 	return e.Field + ": " + e.Reason
 }
 
+// Unwrap returns Err.
+func (e *ValidationError) Unwrap() error { return e.Err }
+
 // invalid returns a *ValidationError for field. The reason is built with
-// fmt.Sprintf only when args are given.
+// fmt.Errorf only when args are given; the error a %w verb names becomes
+// the ValidationError's Err.
 func invalid(field, reason string, args ...any) *ValidationError {
-	if len(args) > 0 {
-		reason = fmt.Sprintf(reason, args...)
+	if len(args) == 0 {
+		return &ValidationError{Field: field, Reason: reason}
 	}
-	return &ValidationError{Field: field, Reason: reason}
+	err := fmt.Errorf(reason, args...)
+	return &ValidationError{Field: field, Reason: err.Error(), Err: errors.Unwrap(err)}
 }
 
 // joinField joins two field paths with a '.'; either may be empty.
@@ -62,7 +75,7 @@ func withFieldPrefix(prefix string, err error) error {
 		return nil
 	}
 	if ve, ok := err.(*ValidationError); ok {
-		return &ValidationError{Field: joinField(prefix, ve.Field), Reason: ve.Reason}
+		return &ValidationError{Field: joinField(prefix, ve.Field), Reason: ve.Reason, Err: ve.Err}
 	}
 	return fmt.Errorf("%s: %w", prefix, err)
 }

@@ -120,7 +120,7 @@ func unmarshalFilterConfig(cfg *anypb.Any, typedStruct bool, m proto.Message) er
 		return invalid("", "type URL %q, want %s", cfg.GetTypeUrl(), name)
 	}
 	if err := proto.Unmarshal(cfg.GetValue(), m); err != nil {
-		return invalid("", "decoding %s: %v", name, err)
+		return invalid("", "decoding %s: %w", name, err)
 	}
 	return nil
 }
@@ -139,7 +139,7 @@ func checkFilterConfig(cfg *anypb.Any, typedStruct bool, md protoreflect.Message
 	}
 	// Invalid or not checkable: proto.Unmarshal decides, with its error.
 	if err := proto.Unmarshal(cfg.GetValue(), newMessage(md)); err != nil {
-		return invalid("", "decoding %s: %v", md.FullName(), err)
+		return invalid("", "decoding %s: %w", md.FullName(), err)
 	}
 	return nil
 }
@@ -178,7 +178,7 @@ func filterConfigType(cfg *anypb.Any) (typeURL string, typedStruct bool, err err
 	}
 	m := ts.(proto.Message)
 	if err := proto.Unmarshal(cfg.GetValue(), m); err != nil {
-		return "", false, invalid("", "decoding TypedStruct: %v", err)
+		return "", false, invalid("", "decoding TypedStruct: %w", err)
 	}
 	return ts.GetTypeUrl(), true, nil
 }
@@ -219,7 +219,7 @@ func filterOverridesFromProto(cfgs map[string]*anypb.Any) (map[string]FilterOver
 		if anyIs(cfg.GetTypeUrl(), "envoy.config.route.v3.FilterConfig") {
 			fc := &v3routepb.FilterConfig{}
 			if err := proto.Unmarshal(cfg.GetValue(), fc); err != nil {
-				return nil, invalid(field, "decoding FilterConfig: %v", err)
+				return nil, invalid(field, "decoding FilterConfig: %w", err)
 			}
 			// FilterConfig.disabled is ignored: grpc-go reads it only with
 			// ext_proc or ext_authz enabled, both off by default.

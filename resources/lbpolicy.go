@@ -399,7 +399,7 @@ func lbPolicyEntry(e lbEntry, depth int) (p LBPolicy, found bool, err error) {
 
 func unmarshalLBConfig(b []byte, m proto.Message) error {
 	if err := proto.Unmarshal(b, m); err != nil {
-		return invalid("", "decoding %s: %v", m.ProtoReflect().Descriptor().FullName(), err)
+		return invalid("", "decoding %s: %w", m.ProtoReflect().Descriptor().FullName(), err)
 	}
 	return nil
 }

@@ -17,17 +17,21 @@ import (
 // ListenerTypeURL is the type URL of LDS resources.
 const ListenerTypeURL = "type.googleapis.com/envoy.config.listener.v3.Listener"
 
-// ListenerType is the LDS resource type: client-side Listener resources
+// ListenerType, a Type[*Listener], is the LDS resource type: client-side Listener resources
 // (an api_listener holding an HttpConnectionManager), decoded to *Listener
 // and validated by. A SotW response carries every subscribed
 // listener. Its name is found without decoding.
-var ListenerType = NewType(TypeConfig[*Listener]{
+// It is a constant: importers cannot reassign it.
+const ListenerType builtinType[*Listener] = ListenerTypeURL
+
+// listenerConfig describes ListenerType.
+var listenerConfig = TypeConfig[*Listener]{
 	TypeURL:                    ListenerTypeURL,
 	TypeName:                   "Listener",
 	AllResourcesRequiredInSotW: true,
 	Decode:                     decodeListener,
 	NameField:                  1, // name
-})
+}
 
 const (
 	// hcmTypeURL is the type of api_listener.api_listener.
@@ -169,7 +173,7 @@ func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, error) {
 	}
 	hcm := &v3httppb.HttpConnectionManager{}
 	if err := proto.Unmarshal(a.GetValue(), hcm); err != nil {
-		return nil, invalid(hcmField, "decoding HttpConnectionManager: %v", err)
+		return nil, invalid(hcmField, "decoding HttpConnectionManager: %w", err)
 	}
 	v := &hcmView{
 		xffHops:       hcm.GetXffNumTrustedHops(),

@@ -102,7 +102,7 @@ func stringMatcherFromProto(sm *v3matcherpb.StringMatcher) (StringMatcher, error
 func safeRegexFromProto(rm *v3matcherpb.RegexMatcher) (*regexp.Regexp, error) {
 	re, err := compileSafeRegex(rm.GetRegex())
 	if err != nil {
-		return nil, invalid("regex", "invalid RE2 pattern %q: %v", rm.GetRegex(), err)
+		return nil, invalid("regex", "invalid RE2 pattern %q: %w", rm.GetRegex(), err)
 	}
 	return re, nil
 }

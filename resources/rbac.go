@@ -158,6 +158,7 @@ func checkPrincipal(p *v3rbacconfigpb.Principal, engine bool, depth int) error {
 		}
 	case *v3rbacconfigpb.Principal_SourceIp:
 		if engine {
+			//lint:ignore SA1019 gRFC A41: gRPC RBAC still reads the deprecated source_ip (as direct_remote_ip)
 			return withFieldPrefix("source_ip", checkCIDR(id.SourceIp))
 		}
 	case *v3rbacconfigpb.Principal_RemoteIp:
@@ -190,6 +191,7 @@ func checkRBACHeader(h *v3routepb.HeaderMatcher, engine bool) error {
 	// validated; the deprecated forms are taken as they are.
 	switch hm := h.GetHeaderMatchSpecifier().(type) {
 	case *v3routepb.HeaderMatcher_SafeRegexMatch:
+		//lint:ignore SA1019 gRFC A41: gRPC RBAC accepts the deprecated header match forms
 		if _, err := safeRegexFromProto(hm.SafeRegexMatch); err != nil {
 			return withFieldPrefix("safe_regex_match", err)
 		}
@@ -210,7 +212,7 @@ func checkRBACHeader(h *v3routepb.HeaderMatcher, engine bool) error {
 func checkCIDR(c *v3corepb.CidrRange) error {
 	s := c.GetAddressPrefix() + "/" + strconv.FormatUint(uint64(c.GetPrefixLen().GetValue()), 10)
 	if _, err := netip.ParsePrefix(s); err != nil {
-		return invalid("", "invalid CIDR range %q: %v", s, err)
+		return invalid("", "invalid CIDR range %q: %w", s, err)
 	}
 	return nil
 }

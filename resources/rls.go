@@ -60,7 +60,7 @@ func checkRLSPluginConfig(b []byte) error {
 		return nil
 	})
 	if err != nil {
-		return invalid("", "decoding RouteLookupClusterSpecifier: %v", err)
+		return invalid("", "decoding RouteLookupClusterSpecifier: %w", err)
 	}
 	if cfg == nil {
 		return invalid("route_lookup_config", "missing")
@@ -86,10 +86,10 @@ func checkRLSPluginConfig(b []byte) error {
 			names := map[protowire.Number]string{rlsConfigTimeout: "lookup_service_timeout", rlsConfigMaxAge: "max_age", rlsConfigStaleAge: "stale_age"}
 			d := &durationpb.Duration{}
 			if err := proto.Unmarshal(v, d); err != nil {
-				return invalid(names[num], "decoding Duration: %v", err)
+				return invalid(names[num], "decoding Duration: %w", err)
 			}
 			if err := d.CheckValid(); err != nil {
-				return invalid(names[num], "invalid duration: %v", err)
+				return invalid(names[num], "invalid duration: %w", err)
 			}
 			maxAgeSet = maxAgeSet || (num == rlsConfigMaxAge && d.AsDuration() != 0)
 			staleAgSet = staleAgSet || (num == rlsConfigStaleAge && d.AsDuration() != 0)
@@ -104,7 +104,7 @@ func checkRLSPluginConfig(b []byte) error {
 		if ve, ok := err.(*ValidationError); ok {
 			return withFieldPrefix(field, ve)
 		}
-		return invalid(field, "decoding RouteLookupConfig: %v", err)
+		return invalid(field, "decoding RouteLookupConfig: %w", err)
 	}
 	switch {
 	case keybuilders == 0:
@@ -141,7 +141,7 @@ func checkRLSKeyBuilder(b []byte, paths map[string]bool) error {
 		return nil
 	})
 	if err != nil {
-		return invalid("", "decoding GrpcKeyBuilder: %v", err)
+		return invalid("", "decoding GrpcKeyBuilder: %w", err)
 	}
 	// Headers after constant_keys, as grpc-go checks them.
 	err = rangeFields(b, func(num protowire.Number, _ protowire.Type, v []byte, _ uint64) error {
@@ -163,7 +163,7 @@ func checkRLSKeyBuilder(b []byte, paths map[string]bool) error {
 		})
 		switch {
 		case err != nil:
-			return invalid(field, "decoding NameMatcher: %v", err)
+			return invalid(field, "decoding NameMatcher: %w", err)
 		case required:
 			return invalid(field+".required_match", "must not be set")
 		case keys[key]:

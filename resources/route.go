@@ -113,12 +113,15 @@ func headerMatcherFromProto(h *v3routepb.HeaderMatcher) (HeaderMatcher, error) {
 	var sm StringMatcher
 	switch hm := h.GetHeaderMatchSpecifier().(type) {
 	case *v3routepb.HeaderMatcher_ExactMatch:
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		sm = StringMatcher{Kind: StringMatchExact, Value: hm.ExactMatch}
 	case *v3routepb.HeaderMatcher_SafeRegexMatch:
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		re, err := safeRegexFromProto(hm.SafeRegexMatch)
 		if err != nil {
 			return HeaderMatcher{}, withFieldPrefix("safe_regex_match", err)
 		}
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		out.Kind, out.Value, out.Regex = HeaderMatchSafeRegex, hm.SafeRegexMatch.GetRegex(), re
 		return out, nil
 	case *v3routepb.HeaderMatcher_RangeMatch:
@@ -128,19 +131,25 @@ func headerMatcherFromProto(h *v3routepb.HeaderMatcher) (HeaderMatcher, error) {
 		out.Kind, out.Present = HeaderMatchPresent, hm.PresentMatch
 		return out, nil
 	case *v3routepb.HeaderMatcher_PrefixMatch:
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		if hm.PrefixMatch == "" {
 			return HeaderMatcher{}, invalid("prefix_match", "empty")
 		}
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		sm = StringMatcher{Kind: StringMatchPrefix, Value: hm.PrefixMatch}
 	case *v3routepb.HeaderMatcher_SuffixMatch:
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		if hm.SuffixMatch == "" {
 			return HeaderMatcher{}, invalid("suffix_match", "empty")
 		}
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		sm = StringMatcher{Kind: StringMatchSuffix, Value: hm.SuffixMatch}
 	case *v3routepb.HeaderMatcher_ContainsMatch:
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		if hm.ContainsMatch == "" {
 			return HeaderMatcher{}, invalid("contains_match", "empty")
 		}
+		//lint:ignore SA1019 gRFC A28: gRPC still accepts the deprecated header match forms beside string_match
 		sm = StringMatcher{Kind: StringMatchContains, Value: hm.ContainsMatch}
 	case *v3routepb.HeaderMatcher_StringMatch:
 		var err error
@@ -392,7 +401,7 @@ func hashPoliciesFromProto(hps []*v3routepb.RouteAction_HashPolicy) ([]HashPolic
 func rewriteRegexFromProto(rr *v3matcherpb.RegexMatchAndSubstitute) (re *regexp.Regexp, err error) {
 	re, err = compileRewriteRegex(rr.GetPattern().GetRegex())
 	if err != nil {
-		return nil, invalid("pattern.regex", "invalid RE2 pattern %q: %v", rr.GetPattern().GetRegex(), err)
+		return nil, invalid("pattern.regex", "invalid RE2 pattern %q: %w", rr.GetPattern().GetRegex(), err)
 	}
 	return re, nil
 }

@@ -16,16 +16,20 @@ import (
 // RouteConfigTypeURL is the type URL of RDS resources.
 const RouteConfigTypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 
-// RouteConfigType is the RDS resource type: RouteConfiguration resources,
+// RouteConfigType, a Type[*RouteConfig], is the RDS resource type: RouteConfiguration resources,
 // decoded to *RouteConfig and validated by. A SotW response need not
 // carry every subscribed resource. Its name is found without decoding.
-var RouteConfigType = NewType(TypeConfig[*RouteConfig]{
+// It is a constant: importers cannot reassign it.
+const RouteConfigType builtinType[*RouteConfig] = RouteConfigTypeURL
+
+// routeConfigConfig describes RouteConfigType.
+var routeConfigConfig = TypeConfig[*RouteConfig]{
 	TypeURL:                    RouteConfigTypeURL,
 	TypeName:                   "RouteConfiguration",
 	AllResourcesRequiredInSotW: false,
 	Decode:                     decodeRouteConfig,
 	NameField:                  1, // name
-})
+}
 
 // RouteConfig is a decoded RouteConfiguration: the virtual hosts and routes
 // a gRPC client matches RPCs against (gRFC A28). It is immutable once

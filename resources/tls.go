@@ -64,7 +64,7 @@ func securityFromCluster(c *v3clusterpb.Cluster) (*SecurityConfig, error) {
 	}
 	ctx := &v3tlspb.UpstreamTlsContext{}
 	if err := proto.Unmarshal(tc.GetValue(), ctx); err != nil {
-		return nil, invalid("transport_socket.typed_config", "decoding UpstreamTlsContext: %v", err)
+		return nil, invalid("transport_socket.typed_config", "decoding UpstreamTlsContext: %w", err)
 	}
 	const field = "transport_socket.typed_config.common_tls_context"
 	common := ctx.GetCommonTlsContext()
@@ -159,6 +159,7 @@ func securityFromCommon(common *v3tlspb.CommonTlsContext) (*SecurityConfig, erro
 // of common, as grpc-go still does; error fields are relative to it.
 func securityFromDeprecated(common *v3tlspb.CommonTlsContext) (*SecurityConfig, error) {
 	sc := &SecurityConfig{}
+	//lint:ignore SA1019 gRFC A29: gRPC still reads the deprecated certificate provider and SAN fields
 	if id := common.GetTlsCertificateCertificateProviderInstance(); id != nil {
 		sc.IdentityInstanceName, sc.IdentityCertName = id.GetInstanceName(), id.GetCertificateName()
 	}
@@ -171,10 +172,12 @@ func securityFromDeprecated(common *v3tlspb.CommonTlsContext) (*SecurityConfig, 
 			}
 			sc.SubjectAltNameMatchers = ms
 		}
+		//lint:ignore SA1019 gRFC A29: gRPC still reads the deprecated certificate provider and SAN fields
 		if pi := t.CombinedValidationContext.GetValidationContextCertificateProviderInstance(); pi != nil {
 			sc.RootInstanceName, sc.RootCertName = pi.GetInstanceName(), pi.GetCertificateName()
 		}
 	case *v3tlspb.CommonTlsContext_ValidationContextCertificateProviderInstance:
+		//lint:ignore SA1019 gRFC A29: gRPC still reads the deprecated certificate provider and SAN fields
 		sc.RootInstanceName, sc.RootCertName = t.ValidationContextCertificateProviderInstance.GetInstanceName(), t.ValidationContextCertificateProviderInstance.GetCertificateName()
 	case nil:
 	default:
@@ -186,6 +189,7 @@ func securityFromDeprecated(common *v3tlspb.CommonTlsContext) (*SecurityConfig, 
 // sanMatchers converts match_subject_alt_names; error fields are relative
 // to the CertificateValidationContext.
 func sanMatchers(vc *v3tlspb.CertificateValidationContext) ([]StringMatcher, error) {
+	//lint:ignore SA1019 gRFC A29: gRPC still reads the deprecated certificate provider and SAN fields
 	sms := vc.GetMatchSubjectAltNames()
 	if len(sms) == 0 {
 		return nil, nil

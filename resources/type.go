@@ -64,46 +64,140 @@ type TypeConfig[T any] struct {
 }
 
 // Type is a resource type whose decoded values have Go type T. The built-in
-// types are ListenerType, RouteConfigType, ClusterType and EndpointsType;
-// NewType makes custom ones. Watches are typed by it:
+// types are the constants ListenerType, RouteConfigType, ClusterType and
+// EndpointsType; NewType makes custom ones. Watches are typed by it:
 // client.Watch(c, resources.ClusterType, name, w) delivers *Cluster values.
 //
-// A Type is a small immutable value; copies are interchangeable.
-type Type[T any] struct {
-	cfg *TypeConfig[T]
+// Only this package implements Type (the built-in constants and NewType):
+// the client relies on what Decode promises. Values are immutable and safe
+// for concurrent use; copies are interchangeable.
+type Type[T any] interface {
+	ResourceType
+
+	// DecodeTyped is Decode with the value typed. It checks the type URL,
+	// recovers panics of the decoder into per-resource errors
+	// and returns the name in canonical form (CanonicalName).
+	DecodeTyped(inner *anypb.Any) (name string, value T, err error)
+
+	// NameBytes is Name without allocating the name: it returns the bytes
+	// of the name inside inner.Value, which alias them and must neither be
+	// modified nor kept, when they are the canonical name; ok is false
+	// when Name would fail or when the canonical form differs from the
+	// bytes (an xdstp name with context parameters, R-5.2), in which case
+	// use Name. A cache keyed by canonical name can be probed with
+	// m[string(b)] without an allocation, which makes recognising an
+	// unchanged resource allocation-free. It is not part of ResourceType;
+	// the client checks for it with a type assertion to
+	// interface{ NameBytes(*anypb.Any) ([]byte, bool) }.
+	NameBytes(inner *anypb.Any) (name []byte, ok bool)
+
+	// sealed keeps the implementations in this package.
+	sealed()
 }
 
 // NewType returns a Type for a custom resource type. It panics if
 // cfg.TypeURL is empty or cfg.Decode is nil: that is a programming error.
+// cfg is copied: changing it afterwards does not change the Type.
 func NewType[T any](cfg TypeConfig[T]) Type[T] {
 	if cfg.TypeURL == "" || cfg.Decode == nil {
 		panic("resources: NewType needs a TypeURL and a Decode func")
 	}
+	return newTypeImpl(cfg)
+}
+
+// newTypeImpl returns the implementation of the Type described by cfg,
+// with its TypeName defaulted.
+func newTypeImpl[T any](cfg TypeConfig[T]) *typeImpl[T] {
 	if cfg.TypeName == "" {
 		cfg.TypeName = lastElement(cfg.TypeURL)
 	}
-	return Type[T]{cfg: &cfg}
+	return &typeImpl[T]{cfg: cfg}
+}
+
+// builtinType is the type of the built-in Type constants (ListenerType,
+// …): its value is the type URL, and its methods are those of the
+// matching typeImpl, which only this package can reach. Being constants,
+// the built-in types cannot be reassigned by an importer.
+type builtinType[T any] string
+
+// The implementations of the built-in types.
+var (
+	listenerImpl    = newTypeImpl(listenerConfig)
+	routeConfigImpl = newTypeImpl(routeConfigConfig)
+	clusterImpl     = newTypeImpl(clusterConfig)
+	endpointsImpl   = newTypeImpl(endpointsConfig)
+)
+
+// impl returns the implementation of t. Only the constants of this package
+// have values of type builtinType, so the switch is exhaustive.
+func (t builtinType[T]) impl() *typeImpl[T] {
+	var impl any
+	switch string(t) {
+	case ListenerTypeURL:
+		impl = listenerImpl
+	case RouteConfigTypeURL:
+		impl = routeConfigImpl
+	case ClusterTypeURL:
+		impl = clusterImpl
+	case EndpointsTypeURL:
+		impl = endpointsImpl
+	}
+	return impl.(*typeImpl[T])
 }
 
 // TypeURL implements ResourceType.
-func (t Type[T]) TypeURL() string { return t.cfg.TypeURL }
+func (t builtinType[T]) TypeURL() string { return string(t) }
 
 // TypeName implements ResourceType.
-func (t Type[T]) TypeName() string { return t.cfg.TypeName }
+func (t builtinType[T]) TypeName() string { return t.impl().TypeName() }
 
 // AllResourcesRequiredInSotW implements ResourceType.
-func (t Type[T]) AllResourcesRequiredInSotW() bool { return t.cfg.AllResourcesRequiredInSotW }
+func (t builtinType[T]) AllResourcesRequiredInSotW() bool {
+	return t.impl().AllResourcesRequiredInSotW()
+}
 
 // Decode implements ResourceType.
-func (t Type[T]) Decode(inner *anypb.Any) (name string, value any, err error) {
+func (t builtinType[T]) Decode(inner *anypb.Any) (string, any, error) { return t.impl().Decode(inner) }
+
+// DecodeTyped implements Type.
+func (t builtinType[T]) DecodeTyped(inner *anypb.Any) (string, T, error) {
+	return t.impl().DecodeTyped(inner)
+}
+
+// Name implements ResourceType.
+func (t builtinType[T]) Name(inner *anypb.Any) (string, bool) { return t.impl().Name(inner) }
+
+// NameBytes implements Type.
+func (t builtinType[T]) NameBytes(inner *anypb.Any) ([]byte, bool) {
+	return t.impl().NameBytes(inner)
+}
+
+func (builtinType[T]) sealed() {}
+
+// typeImpl implements Type from a TypeConfig.
+type typeImpl[T any] struct {
+	cfg TypeConfig[T]
+}
+
+func (*typeImpl[T]) sealed() {}
+
+// TypeURL implements ResourceType.
+func (t *typeImpl[T]) TypeURL() string { return t.cfg.TypeURL }
+
+// TypeName implements ResourceType.
+func (t *typeImpl[T]) TypeName() string { return t.cfg.TypeName }
+
+// AllResourcesRequiredInSotW implements ResourceType.
+func (t *typeImpl[T]) AllResourcesRequiredInSotW() bool { return t.cfg.AllResourcesRequiredInSotW }
+
+// Decode implements ResourceType.
+func (t *typeImpl[T]) Decode(inner *anypb.Any) (name string, value any, err error) {
 	n, v, err := t.DecodeTyped(inner)
 	return n, v, err
 }
 
-// DecodeTyped is Decode with the value typed. It checks the type URL,
-// recovers panics of the decoder into per-resource errors and
-// returns the name in canonical form (CanonicalName).
-func (t Type[T]) DecodeTyped(inner *anypb.Any) (name string, value T, err error) {
+// DecodeTyped implements Type.
+func (t *typeImpl[T]) DecodeTyped(inner *anypb.Any) (name string, value T, err error) {
 	if inner == nil {
 		return "", value, fmt.Errorf("%s: no resource", t.cfg.TypeName)
 	}
@@ -130,7 +224,7 @@ func (t Type[T]) DecodeTyped(inner *anypb.Any) (name string, value T, err error)
 }
 
 // Name implements ResourceType.
-func (t Type[T]) Name(inner *anypb.Any) (string, bool) {
+func (t *typeImpl[T]) Name(inner *anypb.Any) (string, bool) {
 	if t.cfg.NameField == 0 || inner == nil || inner.GetTypeUrl() != t.cfg.TypeURL {
 		return "", false
 	}
@@ -141,18 +235,8 @@ func (t Type[T]) Name(inner *anypb.Any) (string, bool) {
 	return CanonicalName(n), true
 }
 
-// NameBytes is Name without allocating the name: it returns the bytes of
-// the name inside inner.Value, which alias them and must neither be
-// modified nor kept, when they are the canonical name; ok is false when
-// Name would fail or when the canonical form differs from the bytes (an
-// xdstp name with context parameters, R-5.2), in which case use Name. A
-// cache keyed by canonical name can be probed with m[string(b)] without
-// an allocation, which makes recognising an unchanged resource
-// allocation-free.
-//
-// It is not part of ResourceType; a caller can check for it with a type
-// assertion to interface{ NameBytes(*anypb.Any) ([]byte, bool) }.
-func (t Type[T]) NameBytes(inner *anypb.Any) ([]byte, bool) {
+// NameBytes implements Type.
+func (t *typeImpl[T]) NameBytes(inner *anypb.Any) ([]byte, bool) {
 	if t.cfg.NameField == 0 || inner == nil || inner.GetTypeUrl() != t.cfg.TypeURL {
 		return nil, false
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 )
 
 // TestType_Name checks the name fast path against what Decode reports: the
@@ -245,5 +246,47 @@ func TestDecode_ErrorsAreValidationErrors(t *testing.T) {
 	}
 	if !errors.Is(err, proto.Error) {
 		t.Fatalf("Decode(garbage) error = %v, want it to wrap the proto error", err)
+	}
+}
+
+// TestBuiltinTypes_Constants checks that the built-in types are constants
+// (an importer cannot reassign them: this file does not compile
+// otherwise) and that each describes its type URL.
+func TestBuiltinTypes_Constants(t *testing.T) {
+	const (
+		lds = ListenerType
+		rds = RouteConfigType
+		cds = ClusterType
+		eds = EndpointsType
+	)
+	cases := []struct {
+		give          ResourceType
+		wantURL       string
+		wantName      string
+		wantAllInSotW bool
+	}{
+		{lds, ListenerTypeURL, "Listener", true},
+		{rds, RouteConfigTypeURL, "RouteConfiguration", false},
+		{cds, ClusterTypeURL, "Cluster", true},
+		{eds, EndpointsTypeURL, "ClusterLoadAssignment", false},
+	}
+	for i, tc := range cases {
+		if got := tc.give.TypeURL(); got != tc.wantURL {
+			t.Errorf("TypeURL() = %q, want %q", got, tc.wantURL)
+		}
+		if got := tc.give.TypeName(); got != tc.wantName {
+			t.Errorf("%s: TypeName() = %q, want %q", tc.wantURL, got, tc.wantName)
+		}
+		if got := tc.give.AllResourcesRequiredInSotW(); got != tc.wantAllInSotW {
+			t.Errorf("%s: AllResourcesRequiredInSotW() = %v, want %v", tc.wantURL, got, tc.wantAllInSotW)
+		}
+		if got := BuiltinTypes()[i]; got != tc.give {
+			t.Errorf("BuiltinTypes()[%d] = %v, want %v", i, got, tc.give)
+		}
+	}
+	// The typed entry point returns the typed value.
+	name, l, err := lds.DecodeTyped(mustAny(t, &v3listenerpb.Listener{Name: "svc"}))
+	if name != "svc" || l != nil || err == nil {
+		t.Errorf("DecodeTyped(listener without api_listener) = %q, %v, %v; want svc, nil, an error", name, l, err)
 	}
 }

@@ -5,6 +5,7 @@ package resources
 import (
 	"errors"
 	"fmt"
+	"regexp/syntax"
 	"sort"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
 
 // verdictCase is one row of TestCheck: the common rules of, for
@@ -286,5 +289,38 @@ func TestRuleCoverage(t *testing.T) {
 	}
 	if total < 150 {
 		t.Errorf("%d table cases, want at least 150", total)
+	}
+}
+
+// TestValidationError_WrapsCause checks that a field invalid because
+// parsing it failed keeps the parser's error as its cause, so that
+// errors.As finds both the *ValidationError and the cause.
+func TestValidationError_WrapsCause(t *testing.T) {
+	rc := &v3routepb.RouteConfiguration{
+		Name: "routes",
+		VirtualHosts: []*v3routepb.VirtualHost{{
+			Name:    "vh",
+			Domains: []string{"*"},
+			Routes: []*v3routepb.Route{{
+				Match: &v3routepb.RouteMatch{PathSpecifier: &v3routepb.RouteMatch_SafeRegex{
+					SafeRegex: &v3matcherpb.RegexMatcher{Regex: "(("},
+				}},
+				Action: &v3routepb.Route_Route{Route: &v3routepb.RouteAction{
+					ClusterSpecifier: &v3routepb.RouteAction_Cluster{Cluster: "c"},
+				}},
+			}},
+		}},
+	}
+	_, _, err := RouteConfigType.DecodeTyped(mustAny(t, rc))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || ve.Field != "virtual_hosts[0].routes[0].match.safe_regex.regex" {
+		t.Fatalf("DecodeTyped() error = %v, want a *ValidationError of the regex field", err)
+	}
+	var se *syntax.Error
+	if !errors.As(err, &se) || se.Code != syntax.ErrMissingParen {
+		t.Fatalf("DecodeTyped() error = %v, want it to wrap the *syntax.Error of the pattern", err)
+	}
+	if !strings.Contains(ve.Reason, se.Error()) {
+		t.Errorf("Reason = %q, want it to include the cause %q", ve.Reason, se.Error())
 	}
 }

@@ -5,12 +5,10 @@ package testutil
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"hash/fnv"
 	"slices"
 	"sync"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -44,14 +42,7 @@ func newDeltaStream(id int64) *deltaStream {
 
 // serveDelta runs one delta ADS stream (see serveStream).
 func (ms *ManagementServer) serveDelta(st deltaADSStream) error {
-	s, err := openStreamIn(ms, ms.deltaStreams, newDeltaStream)
-	if err != nil {
-		return err
-	}
-	return serveStream(ms, st, &s.streamCore,
-		func(req *v3discoverypb.DeltaDiscoveryRequest) { ms.handleDeltaRequest(s, req) },
-		func() { ms.pushDeltaSnapshot(s) },
-		func() { closeStreamIn(ms, ms.deltaStreams, s.id, s) })
+	return serveIn(ms, st, ms.deltaStreams, newDeltaStream, ms.handleDeltaRequest, ms.pushDeltaSnapshot)
 }
 
 // handleDeltaRequest records req, applies the subscription change it
@@ -227,7 +218,7 @@ func (ms *ManagementServer) deltaViewOf(snap *snapshot) *deltaView {
 		for typeURL, rs := range snap.resources {
 			names := make(map[string]bool, len(rs))
 			for _, r := range rs {
-				inner := ms.unwrapped(r.any)
+				inner := r.inner
 				v.inner[typeURL] = append(v.inner[typeURL], inner)
 				v.versions[typeURL] = append(v.versions[typeURL], deltaVersion(inner))
 				names[r.name] = true
@@ -236,20 +227,6 @@ func (ms *ManagementServer) deltaViewOf(snap *snapshot) *deltaView {
 		}
 	})
 	return v
-}
-
-// unwrapped returns the resource inside a snapshot entry, which is wrapped
-// in a Resource when the server has WrapResources: delta responses have a
-// wrapper of their own.
-func (ms *ManagementServer) unwrapped(a *anypb.Any) *anypb.Any {
-	if !ms.opts.WrapResources {
-		return a
-	}
-	w := &v3discoverypb.Resource{}
-	if err := a.UnmarshalTo(w); err != nil {
-		panic(fmt.Sprintf("testutil: a wrapped snapshot resource does not decode: %v", err)) // Update built it
-	}
-	return w.GetResource()
 }
 
 // deltaVersion is the per-resource version of a delta response: a hash of
@@ -277,16 +254,6 @@ func (ms *ManagementServer) snapshotHas(snap *snapshot, typeURL, name string) bo
 // the server is Manual. It returns an error wrapping ctx.Err() if ctx ends
 // first, or an error if the server was stopped.
 func (ms *ManagementServer) SendDeltaResponse(ctx context.Context, resp *v3discoverypb.DeltaDiscoveryResponse) (nonce string, err error) {
-	out := proto.Clone(resp).(*v3discoverypb.DeltaDiscoveryResponse)
-	return ms.sendScripted(ctx, "delta stream", func() (string, bool) {
-		s, ok := newestStreamLocked(ms.deltaStreams)
-		if !ok {
-			return "", false
-		}
-		if out.GetNonce() == "" {
-			out.Nonce = ms.nextNonce()
-		}
-		s.enqueue(out)
-		return out.GetNonce(), true
-	})
+	return sendScriptedTo(ctx, ms, "delta stream", ms.deltaStreams, resp,
+		func(r *v3discoverypb.DeltaDiscoveryResponse, nonce string) { r.Nonce = nonce })
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/proxyless/xds/transport"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	v3discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
@@ -67,7 +66,7 @@ func newRawDeltaStream(t *testing.T, ms *testutil.ManagementServer) *rawDeltaStr
 		if err != nil {
 			t.Fatalf("grpc.NewClient() = %v", err)
 		}
-		st, err := v3discoverygrpc.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
+		st, err := v3discoverypb.NewAggregatedDiscoveryServiceClient(cc).DeltaAggregatedResources(ctx)
 		if err != nil {
 			t.Fatalf("DeltaAggregatedResources() = %v", err)
 		}

@@ -42,14 +42,7 @@ func newSotWStream(id int64) *sotwStream {
 
 // serveSotW runs one SotW ADS stream (see serveStream).
 func (ms *ManagementServer) serveSotW(st adsStream) error {
-	s, err := openStreamIn(ms, ms.streams, newSotWStream)
-	if err != nil {
-		return err
-	}
-	return serveStream(ms, st, &s.streamCore,
-		func(req *v3discoverypb.DiscoveryRequest) { ms.handleRequest(s, req) },
-		func() { ms.pushSnapshot(s) },
-		func() { closeStreamIn(ms, ms.streams, s.id, s) })
+	return serveIn(ms, st, ms.streams, newSotWStream, ms.handleRequest, ms.pushSnapshot)
 }
 
 // handleRequest records req, updates the subscription it carries and

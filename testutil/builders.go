@@ -22,14 +22,25 @@ import (
 // output passes gRPC's validation (the decoders of package resources).
 
 // MarshalAny returns m packed in an Any, marshalled deterministically, so
-// two calls with equal messages give equal Anys (proto.Equal). It panics
-// if m cannot be marshalled, which is a programmer error.
+// two calls with equal messages give equal Anys (proto.Equal). It is a
+// builder for messages a test constructs: it panics if m cannot be
+// marshalled (a string field that is not UTF-8), which fails the test
+// with the message. Update reports such a resource as an error instead.
 func MarshalAny(m proto.Message) *anypb.Any {
-	a := &anypb.Any{}
-	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
-		panic(fmt.Sprintf("testutil: marshalling %T: %v", m, err))
+	a, err := marshalAny(m)
+	if err != nil {
+		panic(err.Error())
 	}
 	return a
+}
+
+// marshalAny is MarshalAny returning the error.
+func marshalAny(m proto.Message) (*anypb.Any, error) {
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
+		return nil, fmt.Errorf("testutil: marshalling %T: %w", m, err)
+	}
+	return a, nil
 }
 
 // Listener returns a client-side (API) Listener named name whose

@@ -11,8 +11,14 @@
 // NewManagementServer starts a ManagementServer serving the aggregated
 // discovery service (ADS), both SotW (StreamAggregatedResources) and
 // incremental (DeltaAggregatedResources), over gRPC on 127.0.0.1, or in
-// memory (ServerOptions.InMemory), and stops it when the test ends. Bootstrap
-// returns a bootstrap file pointing at it, for bootstrap.Parse.
+// memory (ServerOptions.InMemory), and stops it when the test ends; it
+// fails the test (tb.Fatal) when the server cannot start.
+// StartManagementServer is the same for programs that are not tests
+// (xdsctl demo, examples): it returns an error instead, and the caller
+// calls Stop. Bootstrap returns a bootstrap file pointing at the server,
+// for bootstrap.Parse. Setup failures are reported, never panicked: Update
+// returns an error for a resource it cannot serve (and fails the test of
+// NewManagementServer's server).
 //
 // The server answers from snapshots. Update sets the snapshot of a node,
 // or the default one ("") used by nodes without their own; every resource

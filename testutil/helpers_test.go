@@ -19,7 +19,6 @@ import (
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	v3adsgrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
@@ -112,7 +111,7 @@ func newRawStream(t *testing.T, ms *testutil.ManagementServer, read bool) *rawSt
 		if err != nil {
 			t.Fatalf("grpc.NewClient() = %v", err)
 		}
-		st, err := v3adsgrpc.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+		st, err := v3discoverypb.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
 		if err != nil {
 			t.Fatalf("StreamAggregatedResources() = %v", err)
 		}

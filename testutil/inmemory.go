@@ -46,15 +46,19 @@ type inMemoryTransport struct {
 // the stream on a new goroutine, counted by the server and started here,
 // so inside the caller's synctest bubble if there is one.
 func (t *inMemoryTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	var serve func(*inMemoryServerStream) error
+	var serve func(ctx context.Context, in, out *msgQueue) error
 	if ads, ok := perTypeMethods[method]; ok {
 		method = ads // a per-type stream is served as an ADS stream of one type
 	}
 	switch method {
 	case transport.ADSMethod:
-		serve = func(ss *inMemoryServerStream) error { return t.ms.serveSotW(ss) }
+		serve = func(ctx context.Context, in, out *msgQueue) error {
+			return t.ms.serveSotW(&inMemoryServerStream[*v3discoverypb.DiscoveryRequest, *v3discoverypb.DiscoveryResponse]{ctx, in, out})
+		}
 	case transport.DeltaADSMethod:
-		serve = func(ss *inMemoryServerStream) error { return t.ms.serveDelta(inMemoryDeltaServerStream{ss}) }
+		serve = func(ctx context.Context, in, out *msgQueue) error {
+			return t.ms.serveDelta(&inMemoryServerStream[*v3discoverypb.DeltaDiscoveryRequest, *v3discoverypb.DeltaDiscoveryResponse]{ctx, in, out})
+		}
 	default:
 		return nil, fmt.Errorf("testutil: in-memory transport: unknown method %q", method)
 	}
@@ -75,11 +79,10 @@ func (t *inMemoryTransport) NewStream(ctx context.Context, method string) (trans
 	sctx, cancel := context.WithCancel(ctx)
 	toServer, toClient := newMsgQueue(), newMsgQueue()
 	cs := &inMemoryClientStream{ctx: ctx, in: toClient, out: toServer}
-	ss := &inMemoryServerStream{ctx: sctx, in: toServer, out: toClient}
 	t.streams[cs] = cancel
 	go func() {
 		defer t.ms.wg.Done()
-		err := serve(ss)
+		err := serve(sctx, toServer, toClient)
 		cancel()
 		if err == nil {
 			err = io.EOF // the server ended the stream with status OK
@@ -142,66 +145,39 @@ func (cs *inMemoryClientStream) Recv() ([]byte, error) {
 	return msg, err
 }
 
-// inMemoryServerStream is the server side of an in-memory stream; it
-// unmarshals requests and marshals responses at the boundary.
-type inMemoryServerStream struct {
+// inMemoryServerStream is the server side of an in-memory stream, SotW
+// or delta: it unmarshals requests and marshals responses at the
+// boundary, as gRPC's codec would.
+type inMemoryServerStream[Req, Resp proto.Message] struct {
 	ctx context.Context // done when the client's ctx is, or the transport closed
-	in  *msgQueue       // serialized DiscoveryRequests from the client
-	out *msgQueue       // serialized DiscoveryResponses to the client
+	in  *msgQueue       // serialized requests from the client
+	out *msgQueue       // serialized responses to the client
 }
 
-func (ss *inMemoryServerStream) Context() context.Context { return ss.ctx }
+func (ss *inMemoryServerStream[Req, Resp]) Context() context.Context { return ss.ctx }
 
 // Send never blocks: a client that stops reading only makes the queue
 // grow.
-func (ss *inMemoryServerStream) Send(resp *v3discoverypb.DiscoveryResponse) error {
+func (ss *inMemoryServerStream[Req, Resp]) Send(resp Resp) error {
 	b, err := proto.Marshal(resp)
 	if err != nil {
-		return status.Errorf(codes.Internal, "testutil: encoding a DiscoveryResponse: %v", err)
+		return status.Errorf(codes.Internal, "testutil: encoding a %s: %v", resp.ProtoReflect().Descriptor().Name(), err)
 	}
 	return ss.out.put(b)
 }
 
-func (ss *inMemoryServerStream) Recv() (*v3discoverypb.DiscoveryRequest, error) {
+func (ss *inMemoryServerStream[Req, Resp]) Recv() (Req, error) {
+	var zero Req
 	b, err := ss.in.get(ss.ctx.Done())
 	if errors.Is(err, errWaitAborted) {
-		return nil, status.FromContextError(ss.ctx.Err()).Err()
+		return zero, status.FromContextError(ss.ctx.Err()).Err()
 	}
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	req := &v3discoverypb.DiscoveryRequest{}
+	req := zero.ProtoReflect().Type().New().Interface().(Req)
 	if err := proto.Unmarshal(b, req); err != nil {
-		return nil, status.Errorf(codes.Internal, "testutil: decoding a DiscoveryRequest: %v", err)
-	}
-	return req, nil
-}
-
-// inMemoryDeltaServerStream is the server side of an in-memory delta
-// stream: the same queues, other messages.
-type inMemoryDeltaServerStream struct{ ss *inMemoryServerStream }
-
-func (d inMemoryDeltaServerStream) Context() context.Context { return d.ss.ctx }
-
-func (d inMemoryDeltaServerStream) Send(resp *v3discoverypb.DeltaDiscoveryResponse) error {
-	b, err := proto.Marshal(resp)
-	if err != nil {
-		return status.Errorf(codes.Internal, "testutil: encoding a DeltaDiscoveryResponse: %v", err)
-	}
-	return d.ss.out.put(b)
-}
-
-func (d inMemoryDeltaServerStream) Recv() (*v3discoverypb.DeltaDiscoveryRequest, error) {
-	b, err := d.ss.in.get(d.ss.ctx.Done())
-	if errors.Is(err, errWaitAborted) {
-		return nil, status.FromContextError(d.ss.ctx.Err()).Err()
-	}
-	if err != nil {
-		return nil, err
-	}
-	req := &v3discoverypb.DeltaDiscoveryRequest{}
-	if err := proto.Unmarshal(b, req); err != nil {
-		return nil, status.Errorf(codes.Internal, "testutil: decoding a DeltaDiscoveryRequest: %v", err)
+		return zero, status.Errorf(codes.Internal, "testutil: decoding a %s: %v", req.ProtoReflect().Descriptor().Name(), err)
 	}
 	return req, nil
 }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
@@ -100,16 +98,6 @@ func (ms *ManagementServer) WaitForRequest(ctx context.Context, match func(*Requ
 // Manual. It returns an error wrapping
 // ctx.Err() if ctx ends first, or an error if the server was stopped.
 func (ms *ManagementServer) SendResponse(ctx context.Context, resp *v3discoverypb.DiscoveryResponse) (nonce string, err error) {
-	out := proto.Clone(resp).(*v3discoverypb.DiscoveryResponse)
-	return ms.sendScripted(ctx, "stream", func() (string, bool) {
-		s, ok := newestStreamLocked(ms.streams)
-		if !ok {
-			return "", false
-		}
-		if out.GetNonce() == "" {
-			out.Nonce = ms.nextNonce()
-		}
-		s.enqueue(out)
-		return out.GetNonce(), true
-	})
+	return sendScriptedTo(ctx, ms, "stream", ms.streams, resp,
+		func(r *v3discoverypb.DiscoveryResponse, nonce string) { r.Nonce = nonce })
 }

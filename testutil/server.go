@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -46,10 +47,11 @@ type ServerOptions struct {
 }
 
 // ManagementServer is an in-process xDS management server serving the
-// SotW aggregated discovery service (ADS,
-// envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources)
-// over gRPC on loopback, or in memory (ServerOptions.InMemory). Delta ADS
-// is not implemented yet: such streams end with codes.Unimplemented.
+// aggregated discovery service (ADS,
+// envoy.service.discovery.v3.AggregatedDiscoveryService), both
+// StreamAggregatedResources (SotW) and DeltaAggregatedResources (delta,
+// see the package doc), from the same snapshots, over gRPC on loopback or
+// in memory (ServerOptions.InMemory).
 //
 // It answers from per-node snapshots set with Update (see Update for the
 // rules), records every request (Requests, NextRequest, WaitForRequest),
@@ -60,6 +62,7 @@ type ServerOptions struct {
 type ManagementServer struct {
 	// Initialized at creation time and read-only afterwards.
 	opts       ServerOptions
+	tb         testing.TB     // the test of NewManagementServer, failed by Update's errors; nil from StartManagementServer
 	address    string         // Address(): "127.0.0.1:PORT" or InMemoryAddress
 	grpcServer *grpc.Server   // nil when opts.InMemory
 	stopped    chan struct{}  // closed by Stop, before waiting for goroutines
@@ -79,6 +82,7 @@ type ManagementServer struct {
 	streams        map[int64]*sotwStream  // open SotW streams: accepted, not broken, not ended
 	deltaStreams   map[int64]*deltaStream // open delta streams, likewise
 	streamOpened   chan struct{}          // closed and replaced when a stream is added to streams
+	streamClosed   chan struct{}          // closed and replaced when a stream's handler ends
 	versionCounter int64                  // incremented by every Update
 	snapshots      map[string]*snapshot   // node ID ("" = default) → snapshot
 	requests       []*Request             // every request, in arrival order
@@ -95,6 +99,7 @@ func NewManagementServer(tb testing.TB, opts ServerOptions) *ManagementServer {
 	if err != nil {
 		tb.Fatalf("testutil: starting the management server: %v", err)
 	}
+	ms.tb = tb
 	tb.Cleanup(ms.Stop)
 	return ms
 }
@@ -110,6 +115,7 @@ func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
 		streams:      make(map[int64]*sotwStream),
 		deltaStreams: make(map[int64]*deltaStream),
 		streamOpened: make(chan struct{}),
+		streamClosed: make(chan struct{}),
 		snapshots:    make(map[string]*snapshot),
 		requestAdded: make(chan struct{}),
 	}
@@ -226,6 +232,26 @@ func (ms *ManagementServer) OpenStreams() int {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return len(ms.streams) + len(ms.deltaStreams)
+}
+
+// WaitForOpenStreams blocks until exactly n streams are open (see
+// OpenStreams), for example 0 once a client closed its stream. It returns
+// an error wrapping ctx.Err() if ctx ends first.
+func (ms *ManagementServer) WaitForOpenStreams(ctx context.Context, n int) error {
+	for {
+		ms.mu.Lock()
+		got, opened, closed := len(ms.streams)+len(ms.deltaStreams), ms.streamOpened, ms.streamClosed
+		ms.mu.Unlock()
+		if got == n {
+			return nil
+		}
+		select {
+		case <-opened:
+		case <-closed:
+		case <-ctx.Done():
+			return fmt.Errorf("testutil: waiting for %d open streams (%d open): %w", n, got, ctx.Err())
+		}
+	}
 }
 
 // nextNonce returns a nonce no other response of this server carries.

@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -65,8 +66,9 @@ type snapshot struct {
 
 // namedAny is one resource ready to send.
 type namedAny struct {
-	name string
-	any  *anypb.Any // possibly a wrapped Resource; shared by responses, never modified
+	name  string
+	any   *anypb.Any // possibly a wrapped Resource; shared by responses, never modified
+	inner *anypb.Any // the resource itself (any, unless wrapped): delta responses wrap it themselves
 }
 
 // Update sets the snapshot of the node nodeID; "" sets the default
@@ -91,27 +93,47 @@ type namedAny struct {
 // Delta streams get, instead, the resources whose bytes changed and the
 // removed ones (see the package doc, "Delta").
 //
-// Update panics if a resource cannot be marshalled or an Other entry has
-// a nil Resource (programmer error).
-func (ms *ManagementServer) Update(nodeID string, r Resources) {
+// Update returns an error, and changes nothing, when a resource cannot
+// be marshalled or an Other entry has a nil Resource; the test of a server
+// made by NewManagementServer is then also failed (tb.Errorf), so a test
+// may ignore the error.
+func (ms *ManagementServer) Update(nodeID string, r Resources) error {
+	if err := ms.update(nodeID, r); err != nil {
+		if ms.tb != nil {
+			ms.tb.Errorf("%v", err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (ms *ManagementServer) update(nodeID string, r Resources) error {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	ms.versionCounter++
 	version := r.Version
 	if version == "" {
-		version = strconv.FormatInt(ms.versionCounter, 10)
+		version = strconv.FormatInt(ms.versionCounter+1, 10)
 	}
 	snap := &snapshot{version: version, resources: make(map[string][]namedAny)}
+	var errs []error
 	add := func(name string, m proto.Message) {
-		a := MarshalAny(m)
-		if ms.opts.WrapResources {
-			a = MarshalAny(&v3discoverypb.Resource{Name: name, Version: version, Resource: a})
+		inner, err := marshalAny(m)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("testutil: Update: resource %q: %w", name, err))
+			return
 		}
-		typeURL := "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
+		a := inner
+		if ms.opts.WrapResources {
+			if a, err = marshalAny(&v3discoverypb.Resource{Name: name, Version: version, Resource: inner}); err != nil {
+				errs = append(errs, fmt.Errorf("testutil: Update: wrapping resource %q: %w", name, err))
+				return
+			}
+		}
+		typeURL := inner.GetTypeUrl()
 		if _, ok := snap.resources[typeURL]; !ok && !isBuiltin(typeURL) {
 			snap.otherTypes = append(snap.otherTypes, typeURL)
 		}
-		snap.resources[typeURL] = append(snap.resources[typeURL], namedAny{name: name, any: a})
+		snap.resources[typeURL] = append(snap.resources[typeURL], namedAny{name: name, any: a, inner: inner})
 	}
 	for _, l := range r.Listeners {
 		add(l.GetName(), l)
@@ -127,13 +149,18 @@ func (ms *ManagementServer) Update(nodeID string, r Resources) {
 	}
 	for i, o := range r.Other {
 		if o.Resource == nil {
-			panic(fmt.Sprintf("testutil: Update: Resources.Other[%d] (%q) has no Resource", i, o.Name))
+			errs = append(errs, fmt.Errorf("testutil: Update: Resources.Other[%d] (%q) has no Resource", i, o.Name))
+			continue
 		}
 		add(o.Name, o.Resource)
 	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	ms.versionCounter++
 	ms.snapshots[nodeID] = snap
 	if ms.opts.Manual {
-		return
+		return nil
 	}
 	// Streams of other nodes notice the version did not change.
 	for _, s := range ms.streams {
@@ -148,6 +175,7 @@ func (ms *ManagementServer) Update(nodeID string, r Resources) {
 		default:
 		}
 	}
+	return nil
 }
 
 func isBuiltin(typeURL string) bool {

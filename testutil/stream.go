@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 )
@@ -137,6 +138,31 @@ func openStreamIn[S any](ms *ManagementServer, streams map[int64]S, newStream fu
 	return s, nil
 }
 
+// adsStreamState is a stream's protocol state (*sotwStream or
+// *deltaStream), which embeds its streamCore.
+type adsStreamState[Resp any] interface {
+	comparable
+	core() *streamCore[Resp]
+}
+
+func (s *streamCore[Resp]) core() *streamCore[Resp] { return s }
+
+// serveIn runs one ADS stream of one protocol: it registers a new stream
+// state made by newStream in streams, serves st with serveStream, calling
+// handle for each request and push when the snapshot changed, and
+// unregisters the state when the stream ends.
+func serveIn[Req, Resp any, S adsStreamState[Resp]](ms *ManagementServer, st streamConn[Req, Resp], streams map[int64]S,
+	newStream func(id int64) S, handle func(S, Req), push func(S)) error {
+	s, err := openStreamIn(ms, streams, newStream)
+	if err != nil {
+		return err
+	}
+	return serveStream(ms, st, s.core(),
+		func(req Req) { handle(s, req) },
+		func() { push(s) },
+		func() { closeStreamIn(ms, streams, s.core().id, s) })
+}
+
 // closeStreamIn unregisters stream id from streams when its handler ends.
 func closeStreamIn[S comparable](ms *ManagementServer, streams map[int64]S, id int64, s S) {
 	ms.mu.Lock()
@@ -144,6 +170,8 @@ func closeStreamIn[S comparable](ms *ManagementServer, streams map[int64]S, id i
 	if streams[id] == s {
 		delete(streams, id)
 	}
+	close(ms.streamClosed)
+	ms.streamClosed = make(chan struct{})
 }
 
 // newestStreamLocked returns the stream of streams with the highest ID, the
@@ -157,6 +185,34 @@ func newestStreamLocked[S any](streams map[int64]S) (newest S, ok bool) {
 		}
 	}
 	return newest, ok
+}
+
+// scriptedResponse is a response SendResponse or SendDeltaResponse can
+// queue: both have a nonce.
+type scriptedResponse interface {
+	proto.Message
+	GetNonce() string
+}
+
+// sendScriptedTo queues a copy of resp on the newest stream of streams
+// (one of ms's maps, of resp's protocol), waiting until one is open. A
+// copy without a nonce gets a fresh one, set with setNonce. It returns the
+// copy's nonce; an error wrapping ctx.Err() if ctx ends first (what names
+// the stream kind in it), or errServerStopped. SendResponse and
+// SendDeltaResponse are this for their protocol.
+func sendScriptedTo[Resp scriptedResponse, S interface{ enqueue(Resp) }](ctx context.Context, ms *ManagementServer, what string, streams map[int64]S, resp Resp, setNonce func(Resp, string)) (string, error) {
+	out := proto.Clone(resp).(Resp)
+	return ms.sendScripted(ctx, what, func() (string, bool) {
+		s, ok := newestStreamLocked(streams)
+		if !ok {
+			return "", false
+		}
+		if out.GetNonce() == "" {
+			setNonce(out, ms.nextNonce())
+		}
+		s.enqueue(out)
+		return out.GetNonce(), true
+	})
 }
 
 // sendScripted waits until enqueueLocked, called with ms.mu held, finds an

@@ -3,11 +3,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -32,29 +36,44 @@ const defaultDemoInterval = 2 * time.Second
 
 var demoCommand = &command{
 	name:     "demo",
-	synopsis: "[--duration D] [--interval D] [--delta]",
-	summary:  "run a small mesh in-process and watch its updates flow",
+	synopsis: "[--bootstrap-out FILE] [--admin ADDR] [--duration D] [--interval D] [--delta] [-o text|json|yaml]",
+	summary:  "serve a small mesh in-process, print its bootstrap, and watch its updates flow",
 	help: `Demo starts an in-process management server serving a small mesh:
 
-  Listener "greeter.example.com"
-    -> RouteConfiguration "route-greeter": /helloworld.Greeter/ splits 90/10
-       between two clusters, everything else goes to "cluster-greeter"
-    -> Clusters "cluster-greeter" and "cluster-greeter-canary" (EDS)
-    -> ClusterLoadAssignments "eds-greeter" (3 endpoints, 2 priorities)
-       and "eds-greeter-canary" (1 endpoint)
+  Listener "svc"
+    -> RouteConfiguration "route-svc": /helloworld.Greeter/ splits 90/10
+       between two clusters, everything else goes to "cluster-svc"
+    -> Clusters "cluster-svc" and "cluster-svc-canary" (EDS)
+    -> ClusterLoadAssignments "eds-svc" (3 endpoints, 2 priorities)
+       and "eds-svc-canary" (1 endpoint)
 
-It creates a client of that server and resolves the Listener as a gRPC
-channel does (gRFC A74, the same view as "xdsctl resolve"): each time the
-whole tree is known, it prints it, from the Listener down to every
-endpoint. Every --interval it changes an endpoint (flips the health of
-one, moves another to a new port) so you can watch updates flow. It runs
-until interrupted (Ctrl-C) or until --duration has passed, then exits 0.
-With --delta the client speaks incremental xDS (DeltaAggregatedResources)
-to the same server.`,
+It prints a bootstrap that points at the server, so that a second
+terminal can look at it while the demo runs:
+
+  xdsctl demo --bootstrap-out /tmp/b.json
+  GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/watch
+  xdsctl status --bootstrap /tmp/b.json 'listener/*'
+
+--bootstrap-out FILE writes the bootstrap to FILE (replacing it); without
+it, demo prints an export line for GRPC_XDS_BOOTSTRAP_CONFIG to paste.
+
+The demo also creates a client of that server and resolves the Listener
+as a gRPC channel does (gRFC A74, the same view as "xdsctl resolve"): each
+time the whole tree is known, it prints it, from the Listener down to
+every endpoint. Every --interval it changes an endpoint (flips the health
+of one, moves another to a new port) so you can watch updates flow. It
+runs until interrupted (Ctrl-C) or until --duration has passed, then
+exits 0. With --delta its client speaks incremental xDS
+(DeltaAggregatedResources); the server speaks both. With --output json or
+yaml, each configuration is printed as "xdsctl resolve" prints it, and the
+other messages go to stderr.`,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		duration := fs.Duration("duration", 0, "stop after this long; 0 means run until interrupted")
 		interval := fs.Duration("interval", defaultDemoInterval, "how often an endpoint changes")
-		delta := fs.Bool("delta", false, "speak incremental (delta) xDS to the demo server")
+		delta := fs.Bool("delta", false, "the demo's own client speaks incremental (delta) xDS")
+		bootstrapOut := fs.String("bootstrap-out", "", "write the bootstrap of the demo server to `FILE`, for GRPC_XDS_BOOTSTRAP or --bootstrap")
+		admin := fs.String("admin", "", "also serve CSDS (gRFC A40) for the demo's client on this `address`, e.g. localhost:9901")
+		out := registerOutput(fs)
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("unexpected arguments %q", args)
@@ -65,27 +84,38 @@ to the same server.`,
 			if *interval <= 0 {
 				return usageErrorf("--interval must be positive, got %v", *interval)
 			}
-			return runDemo(ctx, e, *duration, *interval, *delta)
+			return runDemo(ctx, e, demoOptions{
+				duration: *duration, interval: *interval, delta: *delta, bootstrapOut: *bootstrapOut, admin: *admin, out: *out,
+			})
 		}
 	},
 }
 
-// The names of the demo mesh.
+// The names of the demo mesh. The README's snippets use them.
 const (
 	demoNodeID        = "xdsctl-demo"
-	demoListener      = "greeter.example.com"
-	demoRoute         = "route-greeter"
-	demoCluster       = "cluster-greeter"
-	demoCanaryCluster = "cluster-greeter-canary"
-	demoEDS           = "eds-greeter"
-	demoCanaryEDS     = "eds-greeter-canary"
+	demoListener      = "svc"
+	demoRoute         = "route-svc"
+	demoCluster       = "cluster-svc"
+	demoCanaryCluster = "cluster-svc-canary"
+	demoEDS           = "eds-svc"
+	demoCanaryEDS     = "eds-svc-canary"
 )
 
+// demoOptions are the flags of demo.
+type demoOptions struct {
+	duration, interval time.Duration
+	delta              bool
+	bootstrapOut       string // "" prints an export line instead
+	admin              string // "" serves no CSDS
+	out                outputFormat
+}
+
 // runDemo implements the demo command.
-func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delta bool) error {
-	if duration > 0 {
+func runDemo(ctx context.Context, e *env, o demoOptions) error {
+	if o.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
 	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
@@ -96,12 +126,13 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delt
 	mesh := newDemoMesh()
 	ms.Update("", mesh.resources())
 
-	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{NodeID: demoNodeID}))
+	bootstrapJSON := ms.Bootstrap(testutil.BootstrapOptions{NodeID: demoNodeID})
+	cfg, err := bootstrap.Parse(bootstrapJSON)
 	if err != nil {
 		return fmt.Errorf("parsing the demo bootstrap: %w", err)
 	}
 	var opts []client.Option
-	if delta {
+	if o.delta {
 		opts = append(opts, client.WithDelta())
 	}
 	c, err := client.New(cfg, opts...)
@@ -109,27 +140,47 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delt
 		return fmt.Errorf("creating the xDS client: %w", err)
 	}
 	defer c.Close()
+	stopAdmin, err := serveCSDS(e, o.admin, c)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 
-	fmt.Fprintf(e.stdout, "xdsctl demo: management server on %s, client node %q.\n", ms.Address(), demoNodeID)
-	fmt.Fprintf(e.stdout, "Resolving Listener %q: every complete configuration is printed; an endpoint changes every %v. Ctrl-C to stop.\n\n", demoListener, interval)
+	// People read the banner and the change notes; with a structured
+	// format, stdout carries only the configurations.
+	notes := e.stdout
+	if o.out.structured() {
+		notes = e.stderr
+	}
+	fmt.Fprintf(notes, "xdsctl demo: management server on %s, serving Listener %q to every node.\n", ms.Address(), demoListener)
+	if err := announceBootstrap(notes, bootstrapJSON, o.bootstrapOut); err != nil {
+		return err
+	}
+	fmt.Fprintf(notes, "Resolving Listener %q: every complete configuration is printed; an endpoint changes every %v. Ctrl-C to stop.\n\n", demoListener, o.interval)
 	var writeErr error // set by the Manager's Watcher goroutine; read after m.Close
-	write := func(s string) {
+	write := func(b []byte) {
 		if writeErr == nil {
-			if _, err := io.WriteString(e.stdout, s); err != nil {
+			if _, err := e.stdout.Write(b); err != nil {
 				writeErr = fmt.Errorf("writing output: %w", err)
 			}
 		}
 	}
 	m := depmgr.New(c, demoListener, depmgr.Funcs{
 		OnUpdate: func(cfg *depmgr.XDSConfig) {
-			write(formatConfigText(cfg, e.now()) + "\n")
+			b, err := formatConfig(o.out, cfg, e.now())
+			if err != nil {
+				b = formatConfigError(o.out, "error", err, e.now())
+			} else if !o.out.structured() {
+				b = append(b, '\n')
+			}
+			write(b)
 		},
-		OnError:        func(err error) { write(string(formatConfigError(outputText, "error", err, e.now()))) },
-		OnAmbientError: func(err error) { write(string(formatConfigError(outputText, "ambient_error", err, e.now()))) },
+		OnError:        func(err error) { write(formatConfigError(o.out, "error", err, e.now())) },
+		OnAmbientError: func(err error) { write(formatConfigError(o.out, "ambient_error", err, e.now())) },
 	})
 	defer m.Close()
 
-	ticker := time.NewTicker(interval)
+	ticker := time.NewTicker(o.interval)
 	defer ticker.Stop()
 	for done := false; !done; {
 		select {
@@ -137,7 +188,7 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delt
 			done = true
 		case <-ticker.C:
 			what := mesh.step()
-			fmt.Fprintf(e.stdout, "[%s] demo: the management server changes %s (version %s)\n",
+			fmt.Fprintf(notes, "[%s] demo: the management server changes %s (version %s)\n",
 				e.now().Format(time.TimeOnly), what, mesh.version())
 			ms.Update("", mesh.resources())
 		}
@@ -146,8 +197,49 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delt
 	if writeErr != nil {
 		return writeErr
 	}
-	fmt.Fprintf(e.stdout, "xdsctl demo: stopped after %d updates.\n", mesh.steps)
+	fmt.Fprintf(notes, "xdsctl demo: stopped after %d updates.\n", mesh.steps)
 	return nil
+}
+
+// announceBootstrap writes the bootstrap to file, when given, and tells
+// how a second terminal uses it.
+func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string) error {
+	if file != "" {
+		if err := os.WriteFile(file, append(bootstrapJSON, '\n'), 0o644); err != nil {
+			return fmt.Errorf("--bootstrap-out: %w", err)
+		}
+		q := shellQuote(file)
+		fmt.Fprintf(w, "Bootstrap written to %s. In another terminal:\n", file)
+		fmt.Fprintf(w, "  GRPC_XDS_BOOTSTRAP=%s go run ./examples/watch\n", q)
+		fmt.Fprintf(w, "  xdsctl status --bootstrap %s 'listener/*'\n", q)
+		fmt.Fprintf(w, "  xdsctl resolve --bootstrap %s %s\n", q, demoListener)
+		return nil
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, bootstrapJSON); err != nil {
+		return fmt.Errorf("compacting the demo bootstrap: %w", err)
+	}
+	fmt.Fprintf(w, "Its bootstrap, for another terminal (or use --bootstrap-out FILE):\n")
+	fmt.Fprintf(w, "  export GRPC_XDS_BOOTSTRAP_CONFIG=%s\n", shellQuote(compact.String()))
+	fmt.Fprintf(w, "  go run ./examples/watch\n")
+	fmt.Fprintf(w, "  xdsctl status 'listener/*'\n")
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:=@.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // demoEndpoint is one endpoint of the demo mesh.
@@ -224,7 +316,7 @@ func demoRouteConfig() *v3routepb.RouteConfiguration {
 	return &v3routepb.RouteConfiguration{
 		Name: demoRoute,
 		VirtualHosts: []*v3routepb.VirtualHost{{
-			Name:    "greeter",
+			Name:    "svc",
 			Domains: []string{demoListener},
 			Routes: []*v3routepb.Route{
 				{

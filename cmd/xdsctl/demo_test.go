@@ -11,15 +11,15 @@ import (
 // down to the endpoints. Versions are not pinned: an update may come
 // before the first response.
 var demoResources = []*regexp.Regexp{
-	regexp.MustCompile(`\] Listener greeter\.example\.com \(version \d+\): routes via RouteConfiguration "route-greeter"\n`),
-	regexp.MustCompile(`\n  RouteConfiguration route-greeter \(version \d+\): virtual host "greeter", domains \[greeter\.example\.com\]\n`),
-	regexp.MustCompile(`\n    prefix "/helloworld\.Greeter/" -> weighted clusters "cluster-greeter" \(weight 90\), "cluster-greeter-canary" \(weight 10\)\n`),
-	regexp.MustCompile(`\n  Cluster cluster-greeter \(version \d+\): EDS, EDS service name "eds-greeter",`),
-	regexp.MustCompile(`\n  Cluster cluster-greeter-canary \(version \d+\): EDS, EDS service name "eds-greeter-canary",`),
-	regexp.MustCompile(`\n    ClusterLoadAssignment eds-greeter \(version \d+\): 3 endpoints in 2 localities\n`),
+	regexp.MustCompile(`\] Listener svc \(version \d+\): routes via RouteConfiguration "route-svc"\n`),
+	regexp.MustCompile(`\n  RouteConfiguration route-svc \(version \d+\): virtual host "svc", domains \[svc\]\n`),
+	regexp.MustCompile(`\n    prefix "/helloworld\.Greeter/" -> weighted clusters "cluster-svc" \(weight 90\), "cluster-svc-canary" \(weight 10\)\n`),
+	regexp.MustCompile(`\n  Cluster cluster-svc \(version \d+\): EDS, EDS service name "eds-svc",`),
+	regexp.MustCompile(`\n  Cluster cluster-svc-canary \(version \d+\): EDS, EDS service name "eds-svc-canary",`),
+	regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc \(version \d+\): 3 endpoints in 2 localities\n`),
 	regexp.MustCompile(`\n      priority 1, locality us-west1/us-west1-a, weight 1\n`),
 	regexp.MustCompile(`\n        127\.0\.0\.1:50051 weight=1 health=HEALTHY\n`),
-	regexp.MustCompile(`\n    ClusterLoadAssignment eds-greeter-canary \(version \d+\): 1 endpoint in 1 locality\n`),
+	regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc-canary \(version \d+\): 1 endpoint in 1 locality\n`),
 }
 
 // missing returns the patterns of want that s does not match.
@@ -43,7 +43,7 @@ func TestDemo_Duration(t *testing.T) {
 	}
 	out := r.stdout.String()
 	if m := missing(out, append(demoResources,
-		regexp.MustCompile(`\] demo: the management server changes the health of 127\.0\.0\.1:50052 in "eds-greeter" to UNHEALTHY \(version 2\)\n`),
+		regexp.MustCompile(`\] demo: the management server changes the health of 127\.0\.0\.1:50052 in "eds-svc" to UNHEALTHY \(version 2\)\n`),
 		regexp.MustCompile(`\n        127\.0\.0\.1:50052 weight=1 health=UNHEALTHY\n`),
 		regexp.MustCompile(`\nxdsctl demo: stopped after \d+ updates\.\n$`),
 	)...); len(m) > 0 {
@@ -61,7 +61,7 @@ func TestDemo_Interrupted(t *testing.T) {
 	ctx := testContext(t)
 	r := startRun(t, "demo", "--interval", "50ms")
 	// The server may coalesce quick updates, so any later version will do.
-	laterEndpoints := regexp.MustCompile(`\n    ClusterLoadAssignment eds-greeter \(version ([2-9]|[1-9][0-9]+)\)`)
+	laterEndpoints := regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc \(version ([2-9]|[1-9][0-9]+)\)`)
 	waitForOutput(ctx, t, &r.stdout, "the mesh and an update", func(s string) bool {
 		return len(missing(s, append(demoResources, laterEndpoints)...)) == 0
 	})
@@ -80,9 +80,9 @@ func TestDemo_Delta(t *testing.T) {
 	}
 	out := r.stdout.String()
 	if m := missing(out,
-		regexp.MustCompile(`\] Listener greeter\.example\.com \(version \w+\): routes via RouteConfiguration "route-greeter"\n`),
-		regexp.MustCompile(`\n  Cluster cluster-greeter \(version \w+\): EDS, EDS service name "eds-greeter",`),
-		regexp.MustCompile(`\n    ClusterLoadAssignment eds-greeter \(version \w+\): 3 endpoints in 2 localities\n`),
+		regexp.MustCompile(`\] Listener svc \(version \w+\): routes via RouteConfiguration "route-svc"\n`),
+		regexp.MustCompile(`\n  Cluster cluster-svc \(version \w+\): EDS, EDS service name "eds-svc",`),
+		regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc \(version \w+\): 3 endpoints in 2 localities\n`),
 		regexp.MustCompile(`\n        127\.0\.0\.1:50052 weight=1 health=UNHEALTHY\n`),
 	); len(m) > 0 {
 		t.Errorf("demo --delta output lacks %q; it is:\n%s", m, out)

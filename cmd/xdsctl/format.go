@@ -332,8 +332,9 @@ type jsonEvent struct {
 	Error    string          `json:"error,omitempty"`
 }
 
-// formatEventJSON renders ev as one line of JSON, ending with a newline.
-func formatEventJSON(ev event) ([]byte, error) {
+// formatEventRecord renders ev as one line of JSON or one YAML document
+// (encodeRecord), ending with a newline.
+func formatEventRecord(out outputFormat, ev event) ([]byte, error) {
 	je := jsonEvent{Event: ev.Kind, TypeURL: ev.TypeURL, Name: ev.Name, Version: ev.Version}
 	if ev.Kind == eventChanged && ev.Raw != nil {
 		r, err := marshalResource(ev.Raw)
@@ -345,11 +346,11 @@ func formatEventJSON(ev event) ([]byte, error) {
 	if ev.Err != nil {
 		je.Error = ev.Err.Error()
 	}
-	out, err := json.Marshal(je)
+	b, err := encodeRecord(out, je)
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s %q: %w", ev.TypeName, ev.Name, err)
 	}
-	return append(out, '\n'), nil
+	return b, nil
 }
 
 // marshalResource renders a resource as a compact protojson object with an
@@ -385,13 +386,21 @@ func marshalProtoJSON(m proto.Message) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// formatStatusJSON renders a CSDS dump as protojson indented by two spaces,
-// ending with a newline. The indentation is normalized, so the output is
-// stable across protobuf versions.
-func formatStatusJSON(cc *v3statuspb.ClientConfig) ([]byte, error) {
+// formatStatusStructured renders a CSDS dump as protojson indented by two
+// spaces, or as the YAML document of that JSON, ending with a newline. The
+// indentation is normalized, so the output is stable across protobuf
+// versions.
+func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig) ([]byte, error) {
 	compact, err := marshalProtoJSON(cc)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the CSDS dump: %w", err)
+	}
+	if out == outputYAML {
+		y, err := jsonToYAML(compact)
+		if err != nil {
+			return nil, err
+		}
+		return append([]byte("---\n"), y...), nil
 	}
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, compact, "", "  "); err != nil {
@@ -405,13 +414,14 @@ func formatStatusJSON(cc *v3statuspb.ClientConfig) ([]byte, error) {
 type resourceKey struct{ typeURL, name string }
 
 // formatStatusTable writes a CSDS dump as a table with the columns TYPE,
-// NAME, STATUS, VERSION and ERROR, one row per resource in dump order.
-// ERROR is the error_state of a NACKed resource; for a resource still
-// REQUESTED it is notes[key] when set (for example the connection error a
-// watcher received). Empty cells show "-".
+// NAME, STATUS, VERSION, LAST UPDATED and ERROR, one row per resource in
+// dump order. LAST UPDATED is the dump's last_updated in UTC, RFC 3339,
+// to the second. ERROR is the error_state of a NACKed resource; for a
+// resource still REQUESTED it is notes[key] when set (for example the
+// connection error a watcher received). Empty cells show "-".
 func formatStatusTable(w io.Writer, cc *v3statuspb.ClientConfig, notes map[resourceKey]string) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tNAME\tSTATUS\tVERSION\tERROR")
+	fmt.Fprintln(tw, "TYPE\tNAME\tSTATUS\tVERSION\tLAST UPDATED\tERROR")
 	for _, g := range cc.GetGenericXdsConfigs() {
 		errText := ""
 		if es := g.GetErrorState(); es != nil {
@@ -422,9 +432,13 @@ func formatStatusTable(w io.Writer, cc *v3statuspb.ClientConfig, notes map[resou
 		} else if g.GetClientStatus() == v3adminpb.ClientResourceStatus_REQUESTED {
 			errText = notes[resourceKey{g.GetTypeUrl(), g.GetName()}]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n",
+		updated := ""
+		if lu := g.GetLastUpdated(); lu != nil {
+			updated = lu.AsTime().UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n",
 			cell(shortTypeName(g.GetTypeUrl())), cell(g.GetName()), cell(g.GetClientStatus().String()),
-			cell(g.GetVersionInfo()), cell(errText))
+			cell(g.GetVersionInfo()), cell(updated), cell(errText))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the status table: %w", err)

@@ -217,7 +217,7 @@ func TestFormatEventText(t *testing.T) {
 func TestFormatEventJSON(t *testing.T) {
 	var b bytes.Buffer
 	for _, ev := range goldenEvents(t) {
-		line, err := formatEventJSON(ev)
+		line, err := formatEventRecord(outputJSON, ev)
 		if err != nil {
 			t.Fatalf("formatEventJSON(%s %s) = %v", ev.TypeName, ev.Name, err)
 		}
@@ -287,7 +287,7 @@ func TestFormatStatusTable(t *testing.T) {
 
 // TestFormatStatusJSON checks the JSON dump against testdata/status.json.
 func TestFormatStatusJSON(t *testing.T) {
-	got, err := formatStatusJSON(goldenDump())
+	got, err := formatStatusStructured(outputJSON, goldenDump())
 	if err != nil {
 		t.Fatal(err)
 	}

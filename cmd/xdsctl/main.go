@@ -6,22 +6,32 @@
 //
 // Usage:
 //
-//	xdsctl demo     [--duration D] [--interval D] [--delta]
-//	xdsctl watch    [--bootstrap FILE] [--delta] [--output text|json] [--resource-timeout D] TYPE/NAME...
-//	xdsctl resolve  [--bootstrap FILE] [--delta] [--once] [--output text|json] [--authority A] [--resource-timeout D] LISTENER
-//	xdsctl status   [--bootstrap FILE] [--delta] [--wait D] [--output text|json] [--resource-timeout D] TYPE/NAME...
-//	xdsctl validate [--output text|json] FILE...
+//	xdsctl demo     [--bootstrap-out FILE] [--admin ADDR] [--duration D] [--interval D] [--delta] [-o FORMAT]
+//	xdsctl watch    [CONNECTION] [--delta] [-o FORMAT] [--resource-timeout D] TYPE/NAME...
+//	xdsctl resolve  [CONNECTION] [--delta] [--once [--timeout D]] [-o FORMAT] [--authority A] [--resource-timeout D] LISTENER
+//	xdsctl status   [CONNECTION | --csds ADDR] [--delta] [--wait D] [-o FORMAT] [--resource-timeout D] TYPE/NAME...
+//	xdsctl validate [-o FORMAT] FILE...
 //	xdsctl help     [COMMAND]
 //
-// TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds).
-// Without --bootstrap, the bootstrap comes from GRPC_XDS_BOOTSTRAP or
-// GRPC_XDS_BOOTSTRAP_CONFIG. --delta speaks incremental xDS to every
-// server (a server can also ask for it with the bootstrap server feature
-// "delta_ads"). Run "xdsctl help COMMAND" for the details of a command.
+// CONNECTION is --bootstrap FILE, or --server HOST:PORT [--node ID]
+// [--insecure | --tls [--tls-ca-file F] [--tls-cert-file F --tls-key-file F]]
+// for a quick look without a bootstrap file; without either, the bootstrap
+// comes from GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG. watch,
+// resolve and status also take --max-recv-msg-size BYTES and --log-level
+// LEVEL (trace, debug, info, warn, error). FORMAT (-o or --output) is
+// text, json or yaml.
+//
+// TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds);
+// TYPE/* names every resource of the type (a wildcard subscription).
+// --delta speaks incremental xDS to every server (a server can also ask
+// for it with the bootstrap server feature "delta_ads"). Run
+// "xdsctl help COMMAND" for the details of a command.
 //
 // Exit codes: 0 on success (including Ctrl-C of demo, watch and resolve),
 // 1 on a runtime failure (for validate: an invalid resource), 2 on a usage
-// error (for validate: an unreadable input).
+// error (for validate: an unreadable input); status exits 3 when a
+// resource is NACKED, 4 when one does not exist, 5 when one was not
+// received in time.
 package main
 
 import (

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"slices"
@@ -17,7 +16,7 @@ import (
 
 var resolveCommand = &command{
 	name:     "resolve",
-	synopsis: "[--bootstrap FILE] [--delta] [--once] [--output text|json] [--authority A] [--resource-timeout D] LISTENER",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT] [--delta] [--once [--timeout D]] [-o text|json|yaml] [--authority A] [--resource-timeout D] LISTENER",
 	summary:  "print the complete configuration a Listener leads to, as a gRPC channel sees it",
 	help: `Resolve follows a Listener and everything it leads to, as a gRPC channel does
 (gRFC A74): its RouteConfiguration, the virtual host selected for the
@@ -38,33 +37,49 @@ with.
 Without --once, resolve prints every new configuration until interrupted
 (Ctrl-C), then exits 0. With --once, it prints the first complete
 configuration and exits 0, or exits 1 if the configuration is unusable
-first.
+first (for example a Listener that does not exist, after the
+does-not-exist timer, --resource-timeout) or if none is complete within
+--timeout (default 20s: longer than the does-not-exist timer, so a missing
+resource is reported as such), for example because the management server
+does not answer.
 
 With --output json it prints one JSON object per line: {"config":{…}},
-{"error":"…"} or {"ambient_error":"…"}.
+{"error":"…"} or {"ambient_error":"…"}; routes are objects with a "match"
+(prefix, path or safe_regex, case_sensitive, headers,
+fraction_per_million) and an "action" (kind, cluster, weighted_clusters,
+…). With --output yaml it prints the same as YAML documents, each
+starting with "---".
 
-Without --bootstrap, the bootstrap is read from the file named by
-GRPC_XDS_BOOTSTRAP, or from GRPC_XDS_BOOTSTRAP_CONFIG.
+Without --bootstrap or --server, the bootstrap is read from the file named
+by GRPC_XDS_BOOTSTRAP, or from GRPC_XDS_BOOTSTRAP_CONFIG.
 `,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var cf clientFlags
 		cf.register(fs)
-		out := outputText
-		fs.Var(&out, "output", "output `format`: text or json")
+		out := registerOutput(fs)
 		once := fs.Bool("once", false, "exit after the first complete configuration (0), or the first error (1)")
+		timeout := fs.Duration("timeout", 0, "with --once: give up (exit 1) when no configuration is complete after this long; 0 means 20s")
 		authority := fs.String("authority", "", "the data-plane `authority` the virtual host is selected for; default: the Listener name")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 1 || args[0] == "" {
 				return usageErrorf("want exactly one LISTENER, got %q", args)
 			}
-			return runResolve(ctx, e, &cf, resolveOptions{once: *once, out: out, authority: *authority}, args[0])
+			if *timeout < 0 {
+				return usageErrorf("--timeout must not be negative, got %v", *timeout)
+			}
+			return runResolve(ctx, e, &cf, resolveOptions{once: *once, timeout: *timeout, out: *out, authority: *authority}, args[0])
 		}
 	},
 }
 
+// defaultResolveTimeout is the default of resolve --timeout: longer than
+// the client's does-not-exist timer.
+const defaultResolveTimeout = 20 * time.Second
+
 // resolveOptions are the flags of resolve other than the client's.
 type resolveOptions struct {
 	once      bool
+	timeout   time.Duration // with once; 0 means defaultResolveTimeout
 	out       outputFormat
 	authority string
 }
@@ -127,8 +142,19 @@ func runResolve(ctx context.Context, e *env, cf *clientFlags, o resolveOptions, 
 	}, opts...)
 	defer m.Close()
 
+	var timeout <-chan time.Time
+	if o.once {
+		if o.timeout == 0 {
+			o.timeout = defaultResolveTimeout
+		}
+		timer := time.NewTimer(o.timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	select {
 	case err = <-done:
+	case <-timeout:
+		err = fmt.Errorf("no complete configuration of Listener %q within %v (--timeout): the management server sent too little, or nothing; try xdsctl status or --log-level debug", listener, o.timeout)
 	case <-ctx.Done():
 		if o.once {
 			err = fmt.Errorf("interrupted before the configuration of Listener %q was complete", listener)
@@ -143,12 +169,12 @@ func runResolve(ctx context.Context, e *env, cf *clientFlags, o resolveOptions, 
 
 // formatConfig renders a snapshot in format out.
 func formatConfig(out outputFormat, cfg *depmgr.XDSConfig, now time.Time) ([]byte, error) {
-	if out == outputJSON {
-		b, err := json.Marshal(map[string]any{"config": configJSON(cfg)})
+	if out.structured() {
+		b, err := encodeRecord(out, map[string]any{"config": configJSON(cfg)})
 		if err != nil {
 			return nil, fmt.Errorf("rendering the configuration: %w", err)
 		}
-		return append(b, '\n'), nil
+		return b, nil
 	}
 	return []byte(formatConfigText(cfg, now)), nil
 }
@@ -156,13 +182,14 @@ func formatConfig(out outputFormat, cfg *depmgr.XDSConfig, now time.Time) ([]byt
 // formatConfigError renders a whole-config error (kind "error") or an
 // ambient error (kind "ambient_error") in format out, on one line.
 func formatConfigError(out outputFormat, kind string, err error, now time.Time) []byte {
-	if out == outputJSON {
-		b, jerr := json.Marshal(map[string]string{kind: err.Error()})
-		if jerr != nil {
-			// Only strings: cannot fail.
-			panic(fmt.Sprintf("xdsctl: encoding an error: %v", jerr))
+	if out.structured() {
+		b, jerr := encodeRecord(out, map[string]string{kind: err.Error()})
+		if jerr == nil {
+			return b
 		}
-		return append(b, '\n')
+		// Only strings: cannot fail; say so in the format asked for.
+		b, _ = encodeRecord(out, map[string]string{kind: "xdsctl: rendering an error failed"})
+		return b
 	}
 	what := "error: the configuration is unusable"
 	if kind == "ambient_error" {
@@ -297,8 +324,38 @@ type (
 		Routes  []jsonRoute `json:"routes"`
 	}
 	jsonRoute struct {
-		Match  string `json:"match"`
-		Action string `json:"action"`
+		Match  jsonRouteMatch  `json:"match"`
+		Action jsonRouteAction `json:"action"`
+	}
+	// jsonRouteMatch has exactly one of Prefix, Path and SafeRegex.
+	jsonRouteMatch struct {
+		Prefix             *string           `json:"prefix,omitempty"`
+		Path               *string           `json:"path,omitempty"`
+		SafeRegex          *string           `json:"safe_regex,omitempty"`
+		CaseSensitive      bool              `json:"case_sensitive"`
+		Headers            []jsonHeaderMatch `json:"headers,omitempty"`
+		FractionPerMillion *uint32           `json:"fraction_per_million,omitempty"`
+	}
+	jsonHeaderMatch struct {
+		Name       string `json:"name"`
+		Kind       string `json:"kind"` // exact, safe_regex, range, present, prefix, suffix, contains, …
+		Value      string `json:"value,omitempty"`
+		RangeStart *int64 `json:"range_start,omitempty"` // for range: [start, end)
+		RangeEnd   *int64 `json:"range_end,omitempty"`
+		Present    *bool  `json:"present,omitempty"` // for present
+		IgnoreCase bool   `json:"ignore_case,omitempty"`
+		Invert     bool   `json:"invert,omitempty"`
+	}
+	jsonRouteAction struct {
+		Kind                   string                `json:"kind"` // cluster, weighted_clusters, cluster_specifier_plugin, unsupported, non_forwarding
+		Cluster                string                `json:"cluster,omitempty"`
+		WeightedClusters       []jsonWeightedCluster `json:"weighted_clusters,omitempty"`
+		ClusterSpecifierPlugin string                `json:"cluster_specifier_plugin,omitempty"`
+		MaxStreamDuration      string                `json:"max_stream_duration,omitempty"` // a Go duration, "1.5s"
+	}
+	jsonWeightedCluster struct {
+		Name   string `json:"name"`
+		Weight uint32 `json:"weight"`
 	}
 	jsonCluster struct {
 		Name           string         `json:"name"`
@@ -344,10 +401,46 @@ func configJSON(cfg *depmgr.XDSConfig) *jsonConfig {
 		Clusters:    []*jsonCluster{},
 	}
 	for _, r := range vh.Routes {
-		j.VirtualHost.Routes = append(j.VirtualHost.Routes, jsonRoute{Match: formatMatch(r.Match), Action: formatAction(r.Action)})
+		j.VirtualHost.Routes = append(j.VirtualHost.Routes, jsonRoute{Match: routeMatchJSON(r.Match), Action: routeActionJSON(r.Action)})
 	}
 	for _, name := range clusterOrder(cfg) {
 		j.Clusters = append(j.Clusters, clusterJSON(cfg.Cluster(name)))
+	}
+	return j
+}
+
+func routeMatchJSON(m resources.RouteMatch) jsonRouteMatch {
+	j := jsonRouteMatch{CaseSensitive: m.CaseSensitive, FractionPerMillion: m.FractionPerMillion}
+	switch m.PathKind {
+	case resources.PathKindPrefix:
+		j.Prefix = &m.Prefix
+	case resources.PathKindPath:
+		j.Path = &m.Path
+	case resources.PathKindSafeRegex:
+		j.SafeRegex = &m.SafeRegex
+	}
+	for _, h := range m.Headers {
+		jh := jsonHeaderMatch{Name: h.Name, Kind: h.Kind.String(), IgnoreCase: h.IgnoreCase, Invert: h.Invert}
+		switch h.Kind {
+		case resources.HeaderMatchRange:
+			jh.RangeStart, jh.RangeEnd = &h.RangeStart, &h.RangeEnd
+		case resources.HeaderMatchPresent:
+			jh.Present = &h.Present
+		default:
+			jh.Value = h.Value
+		}
+		j.Headers = append(j.Headers, jh)
+	}
+	return j
+}
+
+func routeActionJSON(a resources.RouteAction) jsonRouteAction {
+	j := jsonRouteAction{Kind: a.Kind.String(), Cluster: a.Cluster, ClusterSpecifierPlugin: a.ClusterSpecifierPlugin}
+	for _, wc := range a.WeightedClusters {
+		j.WeightedClusters = append(j.WeightedClusters, jsonWeightedCluster{Name: wc.Name, Weight: wc.Weight})
+	}
+	if a.MaxStreamDuration != nil {
+		j.MaxStreamDuration = a.MaxStreamDuration.String()
 	}
 	return j
 }

@@ -219,7 +219,7 @@ func TestResolve_Once_Interrupted(t *testing.T) {
 // TestResolve_UsageErrors checks that resolve wants exactly one Listener.
 func TestResolve_UsageErrors(t *testing.T) {
 	ctx := testContext(t)
-	for _, args := range [][]string{{"resolve"}, {"resolve", "a", "b"}, {"resolve", "--output", "yaml", "svc"}} {
+	for _, args := range [][]string{{"resolve"}, {"resolve", "a", "b"}, {"resolve", "--output", "xml", "svc"}} {
 		code, _, stderr := runSync(ctx, args...)
 		if code != exitUsage {
 			t.Errorf("xdsctl %q = %d, want %d", args, code, exitUsage)

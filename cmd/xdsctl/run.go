@@ -4,12 +4,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"net"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,12 +23,21 @@ import (
 	"github.com/proxyless/xds/client"
 )
 
-// Exit codes of run.
+// Exit codes of run. status adds its own (exitNACKed, …; see status.go).
 const (
 	exitOK      = 0 // success, including an interrupted demo, watch or resolve
 	exitFailure = 1 // a runtime failure: bootstrap, connection, output
 	exitUsage   = 2 // a usage error: unknown command, flag or resource type
 )
+
+// exitError is an error with its own exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 // command is one xdsctl subcommand. To add a command, write a value of this
 // type and list it in commands.
@@ -99,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		return fail(e, usageErrorf("%s: %w (run 'xdsctl help %s')", cmd.name, err, cmd.name))
+		return fail(e, usageErrorf("%s: %s (run 'xdsctl help %s')", cmd.name, flagErrorText(err), cmd.name))
 	}
 	if err := runCmd(ctx, e, pos); err != nil {
 		var ue *usageError
@@ -111,14 +125,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// fail prints err on one line of stderr and returns its exit code.
+// fail prints err on one line of stderr and returns its exit code:
+// exitUsage for a *usageError, the code of an *exitError, exitFailure
+// otherwise.
 func fail(e *env, err error) int {
 	fmt.Fprintf(e.stderr, "xdsctl: %s\n", oneLine(err.Error()))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
 	return exitFailure
+}
+
+// flagDashRE finds the flag names in the errors of package flag, which
+// spells them with one dash ("-output").
+var flagDashRE = regexp.MustCompile(`(^|[ :])-([A-Za-z][A-Za-z0-9-]+)`)
+
+// flagErrorText returns the message of a flag parsing error with the flag
+// names spelled as users type them and as help prints them: "--output",
+// "-o".
+func flagErrorText(err error) string {
+	return flagDashRE.ReplaceAllString(err.Error(), "$1--$2")
 }
 
 func lookupCommand(name string) *command {
@@ -175,7 +206,8 @@ func printUsage(w io.Writer) {
 	fmt.Fprintf(&b, "  %-8s %s\n", "help", "print this text, or the help of a command")
 	b.WriteString("\n" + resourceArgHelp + "\n")
 	b.WriteString("Exit status: 0 on success (also when demo, watch or resolve is interrupted),\n")
-	b.WriteString("1 on a runtime failure, 2 on a usage error.\n")
+	b.WriteString("1 on a runtime failure, 2 on a usage error; status: 3 NACKED, 4 DOES_NOT_EXIST,\n")
+	b.WriteString("5 not received (see 'xdsctl help status').\n")
 	io.WriteString(w, b.String())
 }
 
@@ -183,8 +215,10 @@ func printUsage(w io.Writer) {
 const resourceArgHelp = `Resources are named TYPE/NAME, where TYPE is listener, route, cluster or
 endpoints (or lds, rds, cds, eds) and NAME is everything after the first
 "/", so xdstp names work: cluster/xdstp://auth/envoy.config.cluster.v3.Cluster/c1.
-Without --bootstrap, the bootstrap is read from the file named by
-GRPC_XDS_BOOTSTRAP, or from GRPC_XDS_BOOTSTRAP_CONFIG.
+TYPE/* (quote it for the shell: 'cds/*') names every resource of the type.
+Without --bootstrap or --server, the bootstrap is read from the file named
+by GRPC_XDS_BOOTSTRAP, or from GRPC_XDS_BOOTSTRAP_CONFIG. --server
+HOST:PORT talks to one management server without a bootstrap file.
 `
 
 // printCommandUsage prints the help of cmd with its flags.
@@ -199,14 +233,19 @@ func printCommandUsage(w io.Writer, cmd *command) {
 			b.WriteString("\nFlags:\n")
 			first = false
 		}
-		// As flag.PrintDefaults, with the "--" spelling of the synopsis.
+		// As flag.PrintDefaults, with the "--" spelling of the synopsis
+		// ("-o" for one-letter flags).
 		name, usage := flag.UnquoteUsage(f)
-		fmt.Fprintf(&b, "  --%s", f.Name)
+		dashes := "--"
+		if len(f.Name) == 1 {
+			dashes = "-"
+		}
+		fmt.Fprintf(&b, "  %s%s", dashes, f.Name)
 		if name != "" {
 			fmt.Fprintf(&b, " %s", name)
 		}
 		fmt.Fprintf(&b, "\n      %s", usage)
-		if f.DefValue != "" && f.DefValue != "0s" {
+		if f.DefValue != "" && f.DefValue != "0s" && f.DefValue != "0" && f.DefValue != "false" {
 			fmt.Fprintf(&b, " (default %s)", f.DefValue)
 		}
 		b.WriteString("\n")
@@ -227,12 +266,13 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// outputFormat is the value of --output.
+// outputFormat is the value of --output (-o).
 type outputFormat string
 
 const (
 	outputText outputFormat = "text"
 	outputJSON outputFormat = "json"
+	outputYAML outputFormat = "yaml"
 )
 
 // String implements flag.Value.
@@ -241,27 +281,86 @@ func (o *outputFormat) String() string { return string(*o) }
 // Set implements flag.Value.
 func (o *outputFormat) Set(s string) error {
 	switch f := outputFormat(s); f {
-	case outputText, outputJSON:
+	case outputText, outputJSON, outputYAML:
 		*o = f
 		return nil
 	}
-	return fmt.Errorf("want text or json, got %q", s)
+	return fmt.Errorf("want text, json or yaml, got %q", s)
+}
+
+// structured reports whether o is a machine-readable format (JSON or
+// YAML), as opposed to text for people.
+func (o outputFormat) structured() bool { return o == outputJSON || o == outputYAML }
+
+// outputFlagUsage is the usage of --output, shared by every command.
+const outputFlagUsage = "output `format`: text, json or yaml"
+
+// registerOutput defines --output and its short form -o on fs, with the
+// default text, and returns the value they set.
+func registerOutput(fs *flag.FlagSet) *outputFormat {
+	out := outputText
+	fs.Var(&out, "output", outputFlagUsage)
+	fs.Var(&out, "o", "short for --output: `format` text, json or yaml")
+	return &out
 }
 
 // clientFlags are the flags of the commands that talk to a management
-// server named by a bootstrap.
+// server: watch, resolve and status.
 type clientFlags struct {
 	bootstrap       string
+	server          string // --server HOST:PORT, instead of a bootstrap
+	node            string // --node, with --server
+	insecure        bool   // --insecure, with --server (the default)
+	tls             bool   // --tls, with --server
+	tlsCAFile       string // --tls-ca-file, with --server; implies --tls
+	tlsCertFile     string // --tls-cert-file, with --server; implies --tls
+	tlsKeyFile      string // --tls-key-file, with --server; implies --tls
 	resourceTimeout time.Duration
+	maxRecvMsgSize  int // bytes; 0 means the default
 	logLevel        string
 	delta           bool
 }
 
+// defaultServerNode is the node id --server sends without --node.
+const defaultServerNode = "xdsctl"
+
 func (f *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "the gRPC xDS bootstrap `file`; default: from GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG")
+	fs.StringVar(&f.server, "server", "", "talk to the management server at `HOST:PORT` without a bootstrap file (see --node, --insecure, --tls)")
+	fs.StringVar(&f.node, "node", "", "with --server: the node `id` to send (default \""+defaultServerNode+"\")")
+	fs.BoolVar(&f.insecure, "insecure", false, "with --server: connect without TLS (the default)")
+	fs.BoolVar(&f.tls, "tls", false, "with --server: connect with TLS, verifying the server against the system roots or --tls-ca-file")
+	fs.StringVar(&f.tlsCAFile, "tls-ca-file", "", "with --server: PEM `file` of the roots to verify the server with; implies --tls")
+	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "with --server: PEM `file` of the client certificate chain for mTLS, with --tls-key-file; implies --tls")
+	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "with --server: PEM `file` of the client's private key for mTLS, with --tls-cert-file; implies --tls")
 	fs.DurationVar(&f.resourceTimeout, "resource-timeout", 0, "how long to wait for a requested resource before it is reported not to exist; 0 means the client's default (15s)")
-	fs.StringVar(&f.logLevel, "log-level", "", "log the client's activity to stderr at this `level` (debug, info, warn or error); default: no logs")
+	fs.IntVar(&f.maxRecvMsgSize, "max-recv-msg-size", 0, "the largest response, in `bytes`, accepted from a management server; 0 means the default (4194304, 4 MiB)")
+	fs.StringVar(&f.logLevel, "log-level", "", "log the client's activity to stderr at this `level` (trace, debug, info, warn or error; trace adds every message sent and received); default: no logs")
 	fs.BoolVar(&f.delta, "delta", false, "speak incremental (delta) xDS to every management server (DeltaAggregatedResources); default: SotW, unless a server's bootstrap entry lists the \"delta_ads\" server feature")
+}
+
+// expiry returns the does-not-exist timeout the client will use.
+func (f *clientFlags) expiry() time.Duration {
+	if f.resourceTimeout > 0 {
+		return f.resourceTimeout
+	}
+	return defaultResourceTimeout
+}
+
+// defaultResourceTimeout is the client's does-not-exist timer (R-8.1).
+const defaultResourceTimeout = 15 * time.Second
+
+// parseLogLevel parses --log-level: a slog level name, or trace
+// (client.LevelTrace).
+func parseLogLevel(s string) (slog.Level, error) {
+	if strings.EqualFold(s, "trace") {
+		return client.LevelTrace, nil
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(s)); err != nil {
+		return 0, usageErrorf("--log-level: want trace, debug, info, warn or error, got %q", s)
+	}
+	return lvl, nil
 }
 
 // options validates the flags and returns the client options they ask for.
@@ -269,17 +368,23 @@ func (f *clientFlags) options(stderr io.Writer) ([]client.Option, error) {
 	if f.resourceTimeout < 0 {
 		return nil, usageErrorf("--resource-timeout must not be negative, got %v", f.resourceTimeout)
 	}
+	if f.maxRecvMsgSize < 0 {
+		return nil, usageErrorf("--max-recv-msg-size must not be negative, got %d", f.maxRecvMsgSize)
+	}
 	var opts []client.Option
 	if f.resourceTimeout > 0 {
 		opts = append(opts, client.WithWatchExpiryTimeout(f.resourceTimeout))
+	}
+	if f.maxRecvMsgSize > 0 {
+		opts = append(opts, client.WithMaxRecvMsgSize(f.maxRecvMsgSize))
 	}
 	if f.delta {
 		opts = append(opts, client.WithDelta())
 	}
 	if f.logLevel != "" {
-		var lvl slog.Level
-		if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
-			return nil, usageErrorf("--log-level: want debug, info, warn or error, got %q", f.logLevel)
+		lvl, err := parseLogLevel(f.logLevel)
+		if err != nil {
+			return nil, err
 		}
 		opts = append(opts, client.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))))
 	}
@@ -293,7 +398,7 @@ func (f *clientFlags) newClient(e *env) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := loadBootstrap(f.bootstrap)
+	cfg, err := f.loadBootstrap()
 	if err != nil {
 		return nil, err
 	}
@@ -304,13 +409,77 @@ func (f *clientFlags) newClient(e *env) (*client.Client, error) {
 	return c, nil
 }
 
+// loadBootstrap returns the bootstrap the flags name: the one --server
+// describes, the file --bootstrap names, or the one the environment names.
+func (f *clientFlags) loadBootstrap() (*bootstrap.Config, error) {
+	serverOnly := map[string]bool{
+		"--node": f.node != "", "--insecure": f.insecure, "--tls": f.tls,
+		"--tls-ca-file": f.tlsCAFile != "", "--tls-cert-file": f.tlsCertFile != "", "--tls-key-file": f.tlsKeyFile != "",
+	}
+	if f.server == "" {
+		for _, name := range slices.Sorted(maps.Keys(serverOnly)) {
+			if serverOnly[name] {
+				return nil, usageErrorf("%s needs --server", name)
+			}
+		}
+		return loadBootstrap(f.bootstrap)
+	}
+	if f.bootstrap != "" {
+		return nil, usageErrorf("--server and --bootstrap exclude each other")
+	}
+	data, err := f.serverBootstrap()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := bootstrap.Parse(data)
+	if err != nil {
+		return nil, usageErrorf("--server: %w", err)
+	}
+	return cfg, nil
+}
+
+// serverBootstrap returns the bootstrap JSON that --server and its
+// companion flags describe.
+func (f *clientFlags) serverBootstrap() ([]byte, error) {
+	if _, _, err := net.SplitHostPort(f.server); err != nil {
+		return nil, usageErrorf("--server: want HOST:PORT, got %q", f.server)
+	}
+	useTLS := f.tls || f.tlsCAFile != "" || f.tlsCertFile != "" || f.tlsKeyFile != ""
+	if useTLS && f.insecure {
+		return nil, usageErrorf("--insecure and --tls exclude each other")
+	}
+	if (f.tlsCertFile == "") != (f.tlsKeyFile == "") {
+		return nil, usageErrorf("--tls-cert-file and --tls-key-file go together")
+	}
+	creds := map[string]any{"type": "insecure"}
+	if useTLS {
+		config := map[string]string{}
+		for key, file := range map[string]string{
+			"ca_certificate_file": f.tlsCAFile, "certificate_file": f.tlsCertFile, "private_key_file": f.tlsKeyFile,
+		} {
+			if file != "" {
+				config[key] = file
+			}
+		}
+		creds = map[string]any{"type": "tls", "config": config}
+	}
+	node := f.node
+	if node == "" {
+		node = defaultServerNode
+	}
+	return json.Marshal(map[string]any{
+		"xds_servers": []any{map[string]any{"server_uri": f.server, "channel_creds": []any{creds}}},
+		"node":        map[string]string{"id": node},
+	})
+}
+
 // loadBootstrap parses the bootstrap file at path, or, when path is empty,
 // the bootstrap named by the environment.
 func loadBootstrap(path string) (*bootstrap.Config, error) {
 	if path == "" {
 		cfg, err := bootstrap.FromEnv()
 		if err != nil {
-			return nil, fmt.Errorf("no --bootstrap given, and the environment has none: %w", err)
+			return nil, fmt.Errorf("no --bootstrap or --server given, and the environment has no bootstrap: %w", err)
 		}
 		return cfg, nil
 	}

@@ -52,9 +52,10 @@ func TestRun_UsageErrors(t *testing.T) {
 	}{
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"help of unknown command", []string{"help", "frobnicate"}, `unknown command "frobnicate"`},
-		{"bad flag", []string{"watch", "--nope", "cluster/c"}, "flag provided but not defined: -nope"},
-		{"bad flag after argument", []string{"status", "cluster/c", "--nope"}, "flag provided but not defined: -nope"},
-		{"bad output", []string{"watch", "--output", "yaml", "cluster/c"}, "want text or json"},
+		{"bad flag", []string{"watch", "--nope", "cluster/c"}, "flag provided but not defined: --nope"},
+		{"bad flag after argument", []string{"status", "cluster/c", "--nope"}, "flag provided but not defined: --nope"},
+		{"bad output", []string{"watch", "--output", "xml", "cluster/c"}, `invalid value "xml" for flag --output: want text, json or yaml`},
+		{"bad short output", []string{"status", "-o", "xml", "cluster/c"}, `invalid value "xml" for flag -o: want text, json or yaml`},
 		{"bad duration", []string{"status", "--wait", "soon", "cluster/c"}, "invalid value"},
 		{"negative wait", []string{"status", "--bootstrap", bootstrapFile, "--wait", "-1s", "cluster/c"}, "--wait must not be negative"},
 		{"negative resource timeout", []string{"watch", "--bootstrap", bootstrapFile, "--resource-timeout", "-1s", "cluster/c"}, "--resource-timeout must not be negative"},
@@ -112,7 +113,7 @@ func TestRun_BootstrapErrors(t *testing.T) {
 		{"missing file", []string{"status", "--bootstrap", filepath.Join(dir, "missing.json"), "cluster/c"}, "reading the bootstrap"},
 		{"invalid JSON", []string{"watch", "--bootstrap", invalid, "cluster/c"}, "bootstrap " + invalid},
 		{"no servers", []string{"status", "--bootstrap", noServers, "cluster/c"}, "bootstrap " + noServers},
-		{"no bootstrap anywhere", []string{"status", "cluster/c"}, "no --bootstrap given"},
+		{"no bootstrap anywhere", []string{"status", "cluster/c"}, "no --bootstrap or --server given"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

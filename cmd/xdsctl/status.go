@@ -7,43 +7,77 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/proxyless/xds/client"
 
+	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
 
-// defaultStatusWait is the default of status --wait.
-const defaultStatusWait = 5 * time.Second
+// The exit codes of status beyond exitOK, exitFailure and exitUsage. When
+// several apply, the first in this order wins.
+const (
+	exitNACKed       = 3 // a named resource is NACKED
+	exitDoesNotExist = 4 // a named resource is DOES_NOT_EXIST
+	exitNotReceived  = 5 // a named resource was not received within --wait
+)
+
+// statusWaitMargin is how much longer than the does-not-exist timer the
+// default --wait is, so that a missing resource is reported as
+// DOES_NOT_EXIST rather than still REQUESTED.
+const statusWaitMargin = 5 * time.Second
 
 var statusCommand = &command{
 	name:     "status",
-	synopsis: "[--bootstrap FILE] [--delta] [--wait D] [--output text|json] [--resource-timeout D] TYPE/NAME...",
-	summary:  "subscribe to resources and print the client's CSDS dump",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT | --csds ADDR] [--delta] [--wait D] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
+	summary:  "subscribe to resources, print the client's CSDS dump, and exit 0 only when all are ACKED",
 	help: `Status subscribes to the named resources, waits until each of them has been
 received, reported missing or invalid, or failed to connect, or until --wait
 has passed, whichever comes first, and prints the client's CSDS dump (gRFC
-A40): a table with the columns TYPE NAME STATUS VERSION ERROR, or with
---output json the protojson of the envoy.service.status.v3.ClientConfig,
-indented by two spaces. STATUS is REQUESTED (nothing received yet), ACKED,
-NACKED or DOES_NOT_EXIST. ERROR is the rejection of a NACKed resource, or
-the connection error of a resource still REQUESTED.
+A40): a table with the columns TYPE NAME STATUS VERSION LAST UPDATED ERROR,
+or with --output json the protojson of the envoy.service.status.v3.ClientConfig,
+indented by two spaces (--output yaml: the same as YAML). STATUS is
+REQUESTED (nothing received yet), ACKED, NACKED or DOES_NOT_EXIST. LAST
+UPDATED is when the client last received the resource (UTC, RFC 3339).
+ERROR is the rejection of a NACKed resource, or the connection error of a
+resource still REQUESTED.
 
-Interrupting the wait (Ctrl-C) prints the dump at once. Status fails (exit
-1) without printing the dump when every resource failed to connect to its
-management server.
+TYPE/* subscribes to every resource of the type (a wildcard) and waits for
+the first one; each resource the server sends is a row.
+
+The default --wait is the does-not-exist timer (--resource-timeout, 15s by
+default) plus 5s, so that a resource the server does not have shows as
+DOES_NOT_EXIST; status returns as soon as every resource has settled, so an
+ACKED answer comes at once. Interrupting the wait (Ctrl-C) prints the dump
+at once.
+
+Exit status, for CI:
+  0  every named resource is ACKED (for TYPE/*: at least one resource of
+     the type was received, and every one is ACKED)
+  1  a runtime failure, or every resource failed to connect to its
+     management server (the dump is then not printed)
+  2  a usage error
+  3  a resource is NACKED
+  4  a resource is DOES_NOT_EXIST
+  5  a resource was not received within --wait (still REQUESTED)
+When several apply, the lowest of 3, 4 and 5 is the exit status; stderr
+names the resources at fault.
 
 ` + resourceArgHelp,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var cf clientFlags
 		cf.register(fs)
-		out := outputText
-		fs.Var(&out, "output", "output `format`: text or json")
-		wait := fs.Duration("wait", defaultStatusWait, "the longest time to wait for the resources before printing")
+		out := registerOutput(fs)
+		wait := fs.Duration("wait", 0, "the longest time to wait for the resources before printing; 0 means the does-not-exist timer plus 5s (20s by default)")
+		csdsAddr := fs.String("csds", "", "print the status that the process serving CSDS at this `address` reports for its clients, instead of subscribing (TYPE/NAME arguments then filter)")
 		return func(ctx context.Context, e *env, args []string) error {
-			return runStatus(ctx, e, &cf, *wait, out, args)
+			if *csdsAddr != "" {
+				return runStatusCSDS(ctx, e, *csdsAddr, *out, args)
+			}
+			return runStatus(ctx, e, &cf, *wait, *out, args)
 		}
 	},
 }
@@ -62,11 +96,14 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 		return err
 	}
 	defer c.Close()
+	if wait == 0 {
+		wait = cf.expiry() + statusWaitMargin
+	}
 
 	t := newSettleTracker(refs)
 	for _, r := range refs {
 		key := r.key()
-		defer r.watch(c, e, func(ev event) { t.record(key, ev) })()
+		defer r.watch(c, e, func(ev event) { t.record(key, r.wildcard(), ev) })()
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -86,17 +123,57 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 			fmt.Fprintf(e.stderr, "xdsctl: warning: %s\n", oneLine(n))
 		}
 	}
-	if out == outputJSON {
-		b, err := formatStatusJSON(cc)
+	if out.structured() {
+		b, err := formatStatusStructured(out, cc)
 		if err != nil {
 			return err
 		}
 		if _, err := e.stdout.Write(b); err != nil {
 			return fmt.Errorf("writing output: %w", err)
 		}
+	} else if err := formatStatusTable(e.stdout, cc, notes); err != nil {
+		return err
+	}
+	return statusVerdict(refs, cc.GetGenericXdsConfigs(), wait)
+}
+
+// statusVerdict returns nil when every resource of refs is ACKED in gs,
+// and otherwise an *exitError with the status's exit code, naming the
+// resources at fault.
+func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsConfig, wait time.Duration) error {
+	code := exitOK
+	var faults []string
+	fault := func(c int, r resourceRef, name, what string) {
+		if code == exitOK || c < code {
+			code = c
+		}
+		faults = append(faults, fmt.Sprintf("%s/%s %s", r.kind.names[0], name, what))
+	}
+	for _, r := range refs {
+		found := false
+		for _, g := range gs {
+			if g.GetTypeUrl() != r.kind.typeURL || (!r.wildcard() && g.GetName() != r.name) {
+				continue
+			}
+			found = true
+			switch st := g.GetClientStatus(); st {
+			case v3adminpb.ClientResourceStatus_ACKED:
+			case v3adminpb.ClientResourceStatus_NACKED:
+				fault(exitNACKed, r, g.GetName(), "is NACKED")
+			case v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
+				fault(exitDoesNotExist, r, g.GetName(), "does not exist")
+			default:
+				fault(exitNotReceived, r, g.GetName(), fmt.Sprintf("was not received within %v (%s)", wait, st))
+			}
+		}
+		if !found {
+			fault(exitNotReceived, r, r.name, fmt.Sprintf("was not received within %v", wait))
+		}
+	}
+	if code == exitOK {
 		return nil
 	}
-	return formatStatusTable(e.stdout, cc, notes)
+	return &exitError{code: code, err: errors.New("status: " + strings.Join(faults, "; "))}
 }
 
 // settleTracker records, for each resource of a status command, whether it
@@ -122,14 +199,17 @@ func newSettleTracker(refs []resourceRef) *settleTracker {
 }
 
 // record notes ev for the resource key. Ambient errors settle nothing:
-// they come after a change, which already did.
-func (t *settleTracker) record(key resourceKey, ev event) {
+// they come after a change, which already did; except for a wildcard,
+// whose connection failure before any response is an ambient error.
+func (t *settleTracker) record(key resourceKey, wildcard bool, ev event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	switch ev.Kind {
-	case eventChanged:
+	switch {
+	case ev.Kind == eventChanged:
 		delete(t.errs, key)
-	case eventResourceError:
+	case ev.Kind == eventResourceError && !wildcard:
+		t.errs[key] = ev.Err
+	case wildcard && errors.Is(ev.Err, client.ErrConnection):
 		t.errs[key] = ev.Err
 	default:
 		return
@@ -169,10 +249,11 @@ func (t *settleTracker) result(refs []resourceRef) (notes map[resourceKey]string
 	return notes, failed
 }
 
-// inDump reports whether gs has the resource key.
+// inDump reports whether gs has the resource key; for a wildcard key,
+// whether it has any resource of the type.
 func inDump(gs []*v3statuspb.ClientConfig_GenericXdsConfig, key resourceKey) bool {
 	for _, g := range gs {
-		if g.GetTypeUrl() == key.typeURL && g.GetName() == key.name {
+		if g.GetTypeUrl() == key.typeURL && (key.name == wildcardName || g.GetName() == key.name) {
 			return true
 		}
 	}

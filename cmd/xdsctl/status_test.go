@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -17,16 +18,25 @@ import (
 )
 
 // tableRows parses the status table into rows of fields (the cells hold
-// no spaces in these tests), checking the header.
+// no spaces in these tests), checking the header. The LAST UPDATED cell,
+// which varies, is checked to be "-" or a time in RFC 3339 and left out
+// of the rows.
 func tableRows(t *testing.T, out string) [][]string {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "TYPE NAME STATUS VERSION ERROR" {
-		t.Fatalf("table header = %q, want TYPE NAME STATUS VERSION ERROR", lines[0])
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "TYPE NAME STATUS VERSION LAST UPDATED ERROR" {
+		t.Fatalf("table header = %q, want TYPE NAME STATUS VERSION LAST UPDATED ERROR", lines[0])
 	}
 	var rows [][]string
 	for _, l := range lines[1:] {
-		rows = append(rows, strings.Fields(l))
+		f := strings.Fields(l)
+		if len(f) < 6 {
+			t.Fatalf("table row %q has fewer than 6 cells", l)
+		}
+		if _, err := time.Parse(time.RFC3339, f[4]); f[4] != "-" && err != nil {
+			t.Errorf("LAST UPDATED of row %q: %v", l, err)
+		}
+		rows = append(rows, append(f[:4:4], f[5:]...))
 	}
 	return rows
 }
@@ -110,9 +120,10 @@ func TestStatus_ResourceTimeout(t *testing.T) {
 
 	code, stdout, stderr := runSync(ctx, "status", "--bootstrap", bootstrapFile, "--wait", "1h", "--resource-timeout", "200ms",
 		"cluster/cluster-svc", "cluster/missing")
-	if code != exitOK || stderr != "" {
-		t.Fatalf("status = %d, stderr %q; want 0 and no stderr", code, stderr)
+	if code != exitDoesNotExist {
+		t.Fatalf("status = %d, stderr %q; want %d", code, stderr, exitDoesNotExist)
 	}
+	checkOneLineError(t, stderr, "status: cluster/missing does not exist")
 	want := [][]string{
 		{"Cluster", "cluster-svc", "ACKED", "1", "-"},
 		{"Cluster", "missing", "DOES_NOT_EXIST", "-", "-"},
@@ -131,9 +142,10 @@ func TestStatus_WaitBounds(t *testing.T) {
 	bootstrapFile := writeBootstrap(t, ms, testutil.BootstrapOptions{})
 
 	code, stdout, stderr := runSync(ctx, "status", "--bootstrap", bootstrapFile, "--wait", "100ms", "listener/svc")
-	if code != exitOK || stderr != "" {
-		t.Fatalf("status = %d, stderr %q; want 0 and no stderr", code, stderr)
+	if code != exitNotReceived {
+		t.Fatalf("status = %d, stderr %q; want %d", code, stderr, exitNotReceived)
 	}
+	checkOneLineError(t, stderr, "status: listener/svc was not received within 100ms (REQUESTED)")
 	want := [][]string{{"Listener", "svc", "REQUESTED", "-", "-"}}
 	if got := tableRows(t, stdout); !equalRows(got, want) {
 		t.Fatalf("status printed:\n%s\nwant rows %q", stdout, want)

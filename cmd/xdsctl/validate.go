@@ -14,7 +14,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -26,7 +25,7 @@ import (
 
 var validateCommand = &command{
 	name:     "validate",
-	synopsis: "[--output text|json] FILE...",
+	synopsis: "[-o text|json|yaml] FILE...",
 	summary:  "check resources offline, as a gRPC client would on receiving them",
 	help: `Validate decodes and validates xDS resources exactly as this library's
 client does when a management server sends them (the rules of gRPC's xDS
@@ -45,20 +44,22 @@ It prints one verdict per resource:
   INVALID <type> <name>: <field>: <reason>
 With --output json it prints one JSON object per resource and line, with
 the fields file, index, type_url, type, name, valid, and for an invalid
-resource error, and field and reason when a field is at fault.
+resource error, and field and reason when a field is at fault; with
+--output yaml, the same as YAML documents.
 
-JSON input names the types inside Any fields ("@type"), which must be
-types xdsctl knows; give other resources (for example with an RLS cluster
-specifier plugin) in proto text or binary.
+JSON input names the types inside Any fields ("@type"). An Any whose type
+xdsctl does not link (an Envoy extension gRPC does not use, or your own)
+is read as that type URL with an opaque value, which is all gRPC looks at
+for a type it does not support: an optional HTTP filter of such a type is
+accepted, a required one rejected, as a gRPC client would.
 
 Exit status: 0 when every resource is valid, 1 when any is invalid, 2 when
 an input cannot be read.
 `,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		out := outputText
-		fs.Var(&out, "output", "output `format`: text or json")
+		out := registerOutput(fs)
 		return func(_ context.Context, e *env, args []string) error {
-			return runValidate(e, out, args)
+			return runValidate(e, *out, args)
 		}
 	},
 }
@@ -135,7 +136,7 @@ func writeVerdict(w io.Writer, out outputFormat, v verdict) error {
 	if name == "" {
 		name = "(unnamed)"
 	}
-	if out == outputJSON {
+	if out.structured() {
 		jv := jsonVerdict{File: v.file, Index: v.index, TypeURL: v.TypeURL, Type: v.TypeName, Name: v.Name, Valid: v.Err == nil}
 		if v.Err != nil {
 			jv.Error = v.Err.Error()
@@ -144,11 +145,11 @@ func writeVerdict(w io.Writer, out outputFormat, v verdict) error {
 				jv.Field, jv.Reason = ve.Field, ve.Reason
 			}
 		}
-		b, err := json.Marshal(jv)
+		b, err := encodeRecord(out, jv)
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(append(b, '\n'))
+		_, err = w.Write(b)
 		return err
 	}
 	if v.Err == nil {
@@ -261,14 +262,14 @@ func parseJSONObject(v json.RawMessage) ([]*anypb.Any, error) {
 	}
 	if _, ok := probe["@type"]; ok {
 		a := &anypb.Any{}
-		if err := protojson.Unmarshal(v, a); err != nil {
+		if err := unmarshalOpaqueJSON(v, a); err != nil {
 			return nil, err
 		}
 		return expand(a)
 	}
 	if _, ok := probe["resources"]; ok {
 		dr := &v3discoverypb.DiscoveryResponse{}
-		if err := protojson.Unmarshal(v, dr); err != nil {
+		if err := unmarshalOpaqueJSON(v, dr); err != nil {
 			return nil, err
 		}
 		return dr.GetResources(), nil

@@ -175,7 +175,12 @@ func TestValidate_ExitCodes(t *testing.T) {
 		{name: "empty file", give: []string{write("empty.txt", "\n")}, wantCode: exitUsage, wantStderr: "empty.txt: empty input"},
 		{name: "garbage", give: []string{write("garbage.bin", "\xff\xff\xff")}, wantCode: exitUsage, wantStderr: "garbage.bin: not a binary Any or DiscoveryResponse"},
 		{name: "no file", give: nil, wantCode: exitUsage, wantStderr: "xdsctl: validate: no FILE given"},
-		{name: "bad output flag", give: []string{"--output", "yaml", valid}, wantCode: exitUsage, wantStderr: "want text or json"},
+		{name: "bad output flag", give: []string{"--output", "xml", valid}, wantCode: exitUsage, wantStderr: `validate: invalid value "xml" for flag --output: want text, json or yaml`},
+		{name: "unknown flag, as typed", give: []string{"--outptu", "json", valid}, wantCode: exitUsage, wantStderr: "flag provided but not defined: --outptu"},
+		{name: "yaml", give: []string{"-o", "yaml", valid}, wantCode: exitOK, wantStdout: "---\nfile: " + valid + "\nindex: 0\ntype_url: type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment\ntype: ClusterLoadAssignment\nname: e\nvalid: true\n"},
+		{name: "unlinked optional filter", give: []string{write("buffer-optional.json", listenerWithFilter("true"))}, wantCode: exitOK, wantStdout: "VALID Listener l\n"},
+		{name: "unlinked required filter", give: []string{write("buffer-required.json", listenerWithFilter("false"))}, wantCode: exitFailure, wantStdout: "INVALID Listener l: api_listener.api_listener.http_filters[0]"},
+		{name: "unlinked type, misspelled field of a linked one", give: []string{write("buffer-typo.json", strings.Replace(listenerWithFilter("true"), `"name": "l"`, `"nmae": "l"`, 1))}, wantCode: exitUsage, wantStderr: "nmae"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,7 +188,7 @@ func TestValidate_ExitCodes(t *testing.T) {
 			if code != tc.wantCode {
 				t.Errorf("exit code = %d, want %d; stderr: %s", code, tc.wantCode, stderr)
 			}
-			if tc.wantStdout != "" && stdout != tc.wantStdout {
+			if tc.wantStdout != "" && stdout != tc.wantStdout && !(strings.HasPrefix(stdout, tc.wantStdout) && strings.HasPrefix(tc.wantStdout, "INVALID")) {
 				t.Errorf("stdout = %q, want %q", stdout, tc.wantStdout)
 			}
 			if !strings.Contains(stderr, tc.wantStderr) {
@@ -193,13 +198,31 @@ func TestValidate_ExitCodes(t *testing.T) {
 	}
 }
 
+// listenerWithFilter returns the protojson of a Listener "l" whose first
+// HTTP filter is Envoy's buffer filter, a type xdsctl does not link, with
+// is_optional set to optional ("true" or "false").
+func listenerWithFilter(optional string) string {
+	return `{
+  "@type": "type.googleapis.com/envoy.config.listener.v3.Listener",
+  "name": "l",
+  "apiListener": {"apiListener": {
+    "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+    "rds": {"configSource": {"ads": {}}, "routeConfigName": "r"},
+    "httpFilters": [
+      {"name": "buffer", "isOptional": ` + optional + `, "typedConfig": {"@type": "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", "maxRequestBytes": 1024}},
+      {"name": "router", "typedConfig": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}
+    ]
+  }}
+}`
+}
+
 // TestValidate_Help checks that validate is listed and has its help.
 func TestValidate_Help(t *testing.T) {
 	code, stdout, _ := runSync(testContext(t), "help", "validate")
-	if code != exitOK || !strings.Contains(stdout, "Usage: xdsctl validate [--output text|json] FILE...") {
+	if code != exitOK || !strings.Contains(stdout, "Usage: xdsctl validate [-o text|json|yaml] FILE...") {
 		t.Fatalf("help validate = %d, %q", code, stdout)
 	}
-	if _, stdout, _ := runSync(testContext(t), "help"); !strings.Contains(stdout, "xdsctl validate [--output text|json] FILE...") {
+	if _, stdout, _ := runSync(testContext(t), "help"); !strings.Contains(stdout, "xdsctl validate [-o text|json|yaml] FILE...") {
 		t.Fatalf("help does not list validate:\n%s", stdout)
 	}
 }

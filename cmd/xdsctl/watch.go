@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,13 +19,14 @@ import (
 
 var watchCommand = &command{
 	name:     "watch",
-	synopsis: "[--bootstrap FILE] [--delta] [--output text|json] [--resource-timeout D] TYPE/NAME...",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT] [--delta] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
 	summary:  "print every update of resources until interrupted",
 	help: `Watch subscribes to the named resources and prints every event the client
 delivers for them (changed, resource_error, ambient_error) until it is
-interrupted (Ctrl-C), then exits 0.
+interrupted (Ctrl-C), then exits 0. TYPE/* watches every resource of the
+type that the management server sends (a wildcard subscription).
 
-With --output json it prints exactly one JSON object per line:
+With --output json (-o json) it prints exactly one JSON object per line:
   {"event":"changed|resource_error|ambient_error","type_url":"…","name":"…",
    "version":"…","resource":{…},"error":"…"}
 Empty fields are left out: "resource" (the protojson of the resource as
@@ -32,15 +34,16 @@ received, with its "@type") comes only with changed, "error" only with the
 two error events, and "version" only when known. The version is the
 version_info of the cached resource in the client's CSDS dump at the time of
 the event; it is left out when the dump has moved on to another value.
+With --output yaml it prints the same objects as YAML documents, each
+starting with "---".
 
 ` + resourceArgHelp,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var cf clientFlags
 		cf.register(fs)
-		out := outputText
-		fs.Var(&out, "output", "output `format`: text or json")
+		out := registerOutput(fs)
 		return func(ctx context.Context, e *env, args []string) error {
-			return runWatch(ctx, e, &cf, out, args)
+			return runWatch(ctx, e, &cf, *out, args)
 		}
 	},
 }
@@ -80,9 +83,9 @@ func runWatch(ctx context.Context, e *env, cf *clientFlags, out outputFormat, ar
 // writeEvent writes ev to w in format out.
 func writeEvent(w io.Writer, out outputFormat, ev event) error {
 	var b []byte
-	if out == outputJSON {
+	if out.structured() {
 		var err error
-		if b, err = formatEventJSON(ev); err != nil {
+		if b, err = formatEventRecord(out, ev); err != nil {
 			return err
 		}
 	} else {
@@ -104,11 +107,16 @@ type resourceKind struct {
 	names    []string // accepted TYPE spellings, lower case
 	typeName string   // short name, as in messages
 	typeURL  string
-	// watch watches the resource name of this kind with c and calls
-	// emit with every event, on the client's callback goroutine, with the
-	// version looked up in the client's dump.
+	// watch watches the resource name of this kind with c, or every
+	// resource of the kind when name is wildcardName, and calls emit with
+	// every event, on the client's callback goroutine, with the version
+	// looked up in the client's dump.
 	watch func(c *client.Client, e *env, name string, emit func(event)) (cancel func())
 }
+
+// wildcardName is the NAME of TYPE/NAME that watches every resource of
+// the type (client.WatchAll).
+const wildcardName = "*"
 
 // The built-in resource kinds.
 var (
@@ -125,31 +133,62 @@ var resourceKinds = []*resourceKind{listenerKind, routeKind, clusterKind, endpoi
 func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *resourceKind {
 	k := &resourceKind{names: names, typeName: typ.TypeName(), typeURL: typ.TypeURL()}
 	k.watch = func(c *client.Client, e *env, name string, emit func(event)) func() {
-		name = resources.CanonicalName(name)
+		wildcard := name == wildcardName
+		if !wildcard {
+			name = resources.CanonicalName(name)
+		}
 		deliver := func(kind eventKind, v any, raw *anypb.Any, err error) {
 			ev := event{
 				Time: e.now(), Kind: kind, TypeName: k.typeName, TypeURL: k.typeURL, Name: name,
 				Value: v, Raw: raw, Err: err,
 			}
+			if wildcard {
+				// The event is about one resource of the type: name it.
+				ev.Name = eventResourceName(typ, raw, err)
+			}
 			// Flow control holds the stream until this callback returns,
 			// so the dump still describes the response being delivered.
-			ev.Version = versionFromDump(c.Dump(), k.typeURL, name, raw)
+			ev.Version = versionFromDump(c.Dump(), k.typeURL, ev.Name, raw)
 			emit(ev)
 		}
-		return client.Watch(c, typ, name, watcher.Funcs[T]{
+		w := watcher.Funcs[T]{
 			OnChanged:       func(v T) { deliver(eventChanged, v, v.Raw(), nil) },
 			OnResourceError: func(err error) { deliver(eventResourceError, nil, nil, err) },
 			OnAmbientError:  func(err error) { deliver(eventAmbientError, nil, nil, err) },
-		})
+		}
+		if wildcard {
+			return client.WatchAll(c, typ, w)
+		}
+		return client.Watch(c, typ, name, w)
 	}
 	return k
+}
+
+// eventResourceName returns the name of the resource a wildcard watch
+// reports on: from the resource as received, or from the error, which
+// names it (*client.ResourceError); "*" when the event concerns the whole
+// type (a connection error).
+func eventResourceName(typ resources.ResourceType, raw *anypb.Any, err error) string {
+	if inner, err := resources.Unwrap(raw); raw != nil && err == nil {
+		if name, ok := typ.Name(inner); ok {
+			return name
+		}
+	}
+	var re *client.ResourceError
+	if errors.As(err, &re) && re.Name != "" {
+		return re.Name
+	}
+	return wildcardName
 }
 
 // resourceRef is a parsed TYPE/NAME argument.
 type resourceRef struct {
 	kind *resourceKind
-	name string // canonical
+	name string // canonical, or wildcardName
 }
+
+// wildcard reports whether r names every resource of its type.
+func (r resourceRef) wildcard() bool { return r.name == wildcardName }
 
 // watch watches r with c; see resourceKind.watch.
 func (r resourceRef) watch(c *client.Client, e *env, emit func(event)) func() {
@@ -167,10 +206,13 @@ func parseResourceArg(s string) (resourceRef, error) {
 		return resourceRef{}, usageErrorf("resource %q: want TYPE/NAME", s)
 	}
 	typ = strings.ToLower(typ)
+	if name != wildcardName {
+		name = resources.CanonicalName(name)
+	}
 	for _, k := range resourceKinds {
 		for _, n := range k.names {
 			if n == typ {
-				return resourceRef{kind: k, name: resources.CanonicalName(name)}, nil
+				return resourceRef{kind: k, name: name}, nil
 			}
 		}
 	}

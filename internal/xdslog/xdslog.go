@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package xdslog holds the fixed slog attribute keys and levels the module
-// logs with, so that logs can be queried by field (STYLE "Logging").
+// logs with, so that logs can be queried by field. Users see the levels as
+// slog.Level values documented in the public packages (client.LevelTrace).
 package xdslog
 
 import "log/slog"
@@ -20,7 +21,7 @@ const (
 )
 
 // LevelTrace is below slog.LevelDebug; full protocol messages are logged at
-// this level.
+// this level. It equals client.LevelTrace, its public name (a test checks).
 const LevelTrace = slog.LevelDebug - 4
 
 // Discard returns a logger that drops everything: the default of a library

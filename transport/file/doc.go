@@ -53,13 +53,15 @@
 // loaded (a Listener file replaced by a Cluster file) fails the whole
 // load, and nothing of it is sent: the client keeps its last good values.
 // The error reaches watchers through the client's connectivity handling
-// the stream ends, the client reconnects at once since the stream
-// had responses, and the new stream fails with the load error
-// before any response, which the client reports as a connection error:
-// an AmbientError to watchers of cached resources, a ResourceError to the
-// others. The client then retries with its backoff;
-// once an error was reported, a stream that meets it again does not fail
-// but waits for the next change of the source, so a fixed file is picked
-// up at once rather than after the backoff, and watchers get one error per
-// distinct failure.
+// the stream ends; the client opens a new one (at once, or after
+// its backoff when the stream was short-lived), without reporting
+// anything since the stream had responses; the new stream fails
+// with the load error before any response, which the client reports as a
+// connection error: an AmbientError to watchers of cached resources, a
+// ResourceError to the others. The client then retries with its
+// backoff (R-11.1: 1 s × 1.6ⁿ ± 20 %). Once an error was reported, a
+// stream that meets it again does not fail but waits for the next change
+// of the source: a fixed file is picked up as soon as it is written (or
+// when the retry in progress opens its stream: within 2 s after one bad
+// file), and watchers get one error per distinct failure.
 package file

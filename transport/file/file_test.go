@@ -191,11 +191,34 @@ func TestReplacements(t *testing.T) {
 		t.Error("svc lost its cached version")
 	}
 
-	// A good file again: picked up without waiting for the client's
-	// backoff.
-	start := time.Now()
+	// A good file again: picked up (after the client's backoff of the
+	// second consecutive failure at most, 1.6 s ± 20 %).
 	replace(t, path, good)
 	wantRoute(ctx, t, w, "route-v3")
+}
+
+// TestRecoveryWithin2s checks that a good file replacing a bad one is
+// picked up within 2 s: the client's retry after the reported error finds
+// the same error and waits for the next change instead of failing again,
+// so the fix is seen as soon as it is written.
+func TestRecoveryWithin2s(t *testing.T) {
+	ctx := testContext(t)
+	path := filepath.Join(t.TempDir(), "lds.json")
+	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v1"))))
+	c := newClient(t, path)
+	w := transporttest.NewRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	wantRoute(ctx, t, w, "route-v1")
+
+	replace(t, path, []byte("{not json"))
+	w.Want(ctx, t, transporttest.AmbientError, client.ErrConnection)
+	// Past the client's retry (1.6 s ± 20 % after the report), which
+	// meets the same error: not reported again.
+	w.WantNone(t, 2500*time.Millisecond)
+
+	start := time.Now()
+	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v2"))))
+	wantRoute(ctx, t, w, "route-v2")
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("recovery took %v, want < 2s", d)
 	}

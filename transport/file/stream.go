@@ -92,8 +92,9 @@ func (s *stream) Recv() ([]byte, error) {
 }
 
 // reload reads the source. A good load replaces the snapshot. A failed
-// load ends the stream when it received responses (so the client
-// reconnects at once, R-11.2, and the next stream reports the error), and
+// load ends the stream when it received responses (the client opens a
+// new one without reporting, R-11.2, and the next stream reports the
+// error), and
 // otherwise is returned by Recv, unless the Transport reported the same
 // error already: then the stream waits for the next change, so that the
 // client's backoff does not delay picking up a fixed source.

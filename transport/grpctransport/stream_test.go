@@ -17,7 +17,6 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	v3adsgrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
 	"github.com/proxyless/xds/transport"
@@ -85,10 +84,10 @@ func TestStream_EchoBytes(t *testing.T) {
 // adsServer answers every ADS request with a response echoing its type URL
 // and version, on both the SotW and the delta stream.
 type adsServer struct {
-	v3adsgrpc.UnimplementedAggregatedDiscoveryServiceServer
+	v3discoverypb.UnimplementedAggregatedDiscoveryServiceServer
 }
 
-func (adsServer) StreamAggregatedResources(s v3adsgrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+func (adsServer) StreamAggregatedResources(s v3discoverypb.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
 	for {
 		req, err := s.Recv()
 		if err != nil {
@@ -104,7 +103,7 @@ func (adsServer) StreamAggregatedResources(s v3adsgrpc.AggregatedDiscoveryServic
 	}
 }
 
-func (adsServer) DeltaAggregatedResources(s v3adsgrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+func (adsServer) DeltaAggregatedResources(s v3discoverypb.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	for {
 		req, err := s.Recv()
 		if err != nil {
@@ -129,7 +128,7 @@ func TestStream_ADSProtoServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	lis := startServer(t, func(s *grpc.Server) {
-		v3adsgrpc.RegisterAggregatedDiscoveryServiceServer(s, adsServer{})
+		v3discoverypb.RegisterAggregatedDiscoveryServiceServer(s, adsServer{})
 	})
 	tr := build(t, grpctransport.NewBuilder(), insecureConfig(lis.Addr().String()))
 

@@ -47,9 +47,10 @@
 // own backoff, exactly as for a failed ADS stream.
 //
 // Once the mux stream has received a response, a failed type's stream is
-// reopened by itself, the others go on: at once when the failed stream had
-// received a response, else after the type's backoff. The new
-// stream gets a replay of the type's subscription, with no nonce:
+// reopened by itself, the others go on: at once when the failed stream was
+// healthy (it received a response and lived at least 10 s, R-11.2), else
+// after the type's backoff. The new stream gets a replay of the type's
+// subscription, with no nonce:
 //
 //   - SotW: the last request the engine sent for the type, with its
 //     version_info (the last ACKed version: a NACK carries it too, R-7.3)
@@ -74,9 +75,10 @@
 //     failing before answering is retried with its own backoff silently:
 //     its watchers keep their cached values and see no connection error;
 //     an uncached resource of that type gets the does-not-exist timer
-//     (15 s, R-9) instead. Failing the mux in that case would instead make
-//     the engine reconnect every type at once without backoff, in a loop,
-//     since the mux did receive responses.
+//     (15 s, R-9) instead. Failing the mux in that case would restart
+//     every type's stream, and would not be reported either, since the
+//     mux did receive responses. Reporting a connection error for
+//     one type needs an engine that knows of per-type streams.
 //   - A type with no service (not built in, no WithService) fails like an
 //     unreachable service, with an error naming the type URL.
 //   - ADS ordering guarantees across types (make-before-break, R-7.9) do

@@ -181,7 +181,7 @@ func (m *muxStream) subFor(typeURL string) *subStream {
 func (m *muxStream) serve(sub *subStream, st transport.Stream, openErr error) {
 	bo := backoff.NewStreamBackoff()
 	for {
-		got, err := false, openErr
+		got, err, opened := false, openErr, time.Now()
 		if st != nil {
 			got, err = m.readLoop(sub, st)
 		}
@@ -200,8 +200,8 @@ func (m *muxStream) serve(sub *subStream, st transport.Stream, openErr error) {
 			return
 		}
 		var delay time.Duration
-		if got {
-			bo.Reset() // reconnect at once
+		if got && time.Since(opened) >= healthyStreamDuration {
+			bo.Reset() // a healthy stream is replaced at once
 		} else {
 			delay = bo.NextBackOff()
 		}
@@ -211,6 +211,13 @@ func (m *muxStream) serve(sub *subStream, st transport.Stream, openErr error) {
 		st, openErr = m.reopen(sub)
 	}
 }
+
+// healthyStreamDuration is how long a type's stream that received a
+// response must have lived for its end to be followed by a new stream at
+// once, with a fresh backoff; otherwise the type's backoff applies, so that
+// a server that answers and then fails at once is not reconnected to in a
+// tight loop. The client's engine uses the same rule for its own stream.
+const healthyStreamDuration = 10 * time.Second
 
 // sleep waits for d or until ctx ends, and reports whether d elapsed.
 func sleep(ctx context.Context, d time.Duration) bool {

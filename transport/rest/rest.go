@@ -44,11 +44,12 @@
 // that is not a DiscoveryResponse of the requested type, or a body larger
 // than WithMaxResponseBytes ends the stream with the error. The client
 // handles it as a failed stream: when the stream had given
-// responses it starts a new one at once, which polls every type; when
-// that fails before any response, its watchers get the error as a
-// connection error (AmbientError with a cached value, ResourceError
-// otherwise, R-11.3) and the client retries with its backoff (1 s × 1.6ⁿ
-// ± 20 %, at most 120 s; ).
+// responses it starts a new one without reporting anything (at once when
+// the stream was long-lived, after its backoff otherwise), which polls
+// every type; when a stream fails before any response, its watchers get
+// the error as a connection error (AmbientError with a cached value,
+// ResourceError otherwise, R-11.3) and the client retries with its
+// backoff (1 s × 1.6ⁿ ± 20 %, at most 120 s; ).
 package rest
 
 import (

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/transport"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+)
+
+// limitBuilder wraps a transport.Builder with message size limits, as
+// gRPC enforces them: a response above maxRecv, or a request above
+// maxSend (the server's limit), fails the stream's Recv with an error
+// wrapping transport.ErrMessageTooLarge. It counts streams, and from
+// maxStreams on, NewStream blocks until its context ends, so that a client
+// that reconnects in a tight loop cannot spin a synctest bubble forever.
+type limitBuilder struct {
+	inner            transport.Builder
+	maxRecv, maxSend int
+	maxStreams       int
+
+	mu      sync.Mutex
+	streams int
+}
+
+func (b *limitBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+	tr, err := b.inner.Build(sc)
+	if err != nil {
+		return nil, err
+	}
+	return &limitTransport{Transport: tr, b: b}, nil
+}
+
+func (b *limitBuilder) streamCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.streams
+}
+
+type limitTransport struct {
+	transport.Transport
+	b *limitBuilder
+}
+
+func (tr *limitTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
+	tr.b.mu.Lock()
+	tr.b.streams++
+	n := tr.b.streams
+	tr.b.mu.Unlock()
+	if n > tr.b.maxStreams {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	s, err := tr.Transport.NewStream(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	return &limitStream{Stream: s, b: tr.b, refused: make(chan int, 1)}, nil
+}
+
+type limitStream struct {
+	transport.Stream
+	b       *limitBuilder
+	refused chan int // the size of a request the "server" refused
+}
+
+func (s *limitStream) Send(msg []byte) error {
+	if s.b.maxSend > 0 && len(msg) > s.b.maxSend {
+		select {
+		case s.refused <- len(msg):
+		default:
+		}
+		return nil // the server fails the stream, as gRPC does
+	}
+	return s.Stream.Send(msg)
+}
+
+func (s *limitStream) Recv() ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		b, err := s.Stream.Recv()
+		got <- result{b, err}
+	}()
+	select {
+	case n := <-s.refused:
+		return nil, fmt.Errorf("rpc error: code = ResourceExhausted desc = grpc: received message larger than max (%d vs. %d): %w", n, s.b.maxSend, transport.ErrMessageTooLarge)
+	case r := <-got:
+		if r.err == nil && s.b.maxRecv > 0 && len(r.b) > s.b.maxRecv {
+			return nil, fmt.Errorf("rpc error: code = ResourceExhausted desc = grpc: received message larger than max (%d vs. %d): %w", len(r.b), s.b.maxRecv, transport.ErrMessageTooLarge)
+		}
+		return r.b, r.err
+	}
+}
+
+// TestLimits_OversizeResponse checks §4 of gRFC A88's "Open issues" as the
+// client handles it: a response above the client's receive limit that
+// comes after a small response of another type fails the stream every
+// time. The stream had a response but was not healthy, so the backoff
+// goes on (R-11.1: no tight loop); each failure is reported (the client's
+// own limit): the cached Listener's watcher gets AmbientError, the
+// uncached Cluster's ResourceError, at most one per watcher per stream,
+// naming the limit and how to raise it. 10 minutes of fake time see at
+// most 15 streams (the backoff's schedule gives 13); the old code
+// reconnected at once, forever.
+func TestLimits_OversizeResponse(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		ms.Update("", testutil.Resources{
+			Listeners: []*v3listenerpb.Listener{testutil.Listener("svc", "r")},
+			Clusters:  []*v3clusterpb.Cluster{testutil.Cluster("big", strings.Repeat("x", 2000))},
+		})
+		lb := &limitBuilder{inner: ms.TransportBuilder(), maxRecv: 1024, maxStreams: 200}
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(lb), client.WithMaxRecvMsgSize(1024))
+		wl := newRecorder[*resources.Listener]()
+		defer client.Watch(c, resources.ListenerType, "svc", wl)()
+		wl.wantKind(ctx, t, changed, nil)
+		wc := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "big", wc)()
+
+		e := wc.wantKind(ctx, t, resourceError, client.ErrConnection)
+		for _, want := range []string{"1024 bytes", "client.WithMaxRecvMsgSize", "--max-recv-msg-size"} {
+			if !strings.Contains(e.err.Error(), want) {
+				t.Errorf("error %q does not name %q", e.err, want)
+			}
+		}
+		if !errors.Is(e.err, transport.ErrMessageTooLarge) {
+			t.Errorf("error %v does not wrap transport.ErrMessageTooLarge", e.err)
+		}
+		wl.wantKind(ctx, t, ambientError, transport.ErrMessageTooLarge)
+
+		time.Sleep(10 * time.Minute) // fake time
+		streams := lb.streamCount()
+		if streams > 15 {
+			t.Fatalf("%d streams in 10 minutes, want at most 15 (backoff)", streams)
+		}
+		if n := len(wc.events) + 1; n > streams {
+			t.Fatalf("%d errors for %d failed streams, want at most one per stream", n, streams)
+		}
+	})
+}
+
+// TestLimits_HugeSubscriptionRefused checks a subscription too large for
+// the server's request limit: the stream fails before any
+// response, each time; each watcher gets at most one ResourceError per
+// failed stream, naming the size of the request; attempts follow the
+// backoff (at most 15 in 10 minutes of fake time).
+func TestLimits_HugeSubscriptionRefused(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		lb := &limitBuilder{inner: ms.TransportBuilder(), maxSend: 4096, maxStreams: 200}
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(lb))
+		const n = 300
+		ws := make([]*recorder[*resources.Cluster], n)
+		for i := range ws {
+			ws[i] = newRecorder[*resources.Cluster]()
+			defer client.Watch(c, resources.ClusterType, fmt.Sprintf("cluster-%04d-%s", i, strings.Repeat("y", 20)), ws[i])()
+		}
+		e := ws[0].wantKind(ctx, t, resourceError, client.ErrConnection)
+		if !strings.Contains(e.err.Error(), "largest request sent on the stream was") {
+			t.Errorf("error %q does not name the request size", e.err)
+		}
+		time.Sleep(10 * time.Minute) // fake time
+		streams := lb.streamCount()
+		if streams > 15 {
+			t.Fatalf("%d streams in 10 minutes, want at most 15 (backoff)", streams)
+		}
+		for i, w := range ws {
+			if got := len(w.events); got > streams {
+				t.Fatalf("watcher %d got %d errors for %d failed streams, want at most one per stream", i, got, streams)
+			}
+		}
+	})
+}
+
+// TestLimits_MaxRecvMsgSizeOverGRPC checks WithMaxRecvMsgSize end to end
+// over gRPC: a Cluster response above a 1 KiB limit fails the stream, and
+// the watcher's error wraps transport.ErrMessageTooLarge and names the
+// limit and the option.
+func TestLimits_MaxRecvMsgSizeOverGRPC(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	ms.Update("", testutil.Resources{Clusters: []*v3clusterpb.Cluster{testutil.Cluster("big", strings.Repeat("x", 2000))}})
+	c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithMaxRecvMsgSize(1024))
+	w := newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "big", w)()
+	e := w.wantKind(ctx, t, resourceError, transport.ErrMessageTooLarge)
+	if !strings.Contains(e.err.Error(), "1024 bytes") || !strings.Contains(e.err.Error(), "WithMaxRecvMsgSize") {
+		t.Fatalf("error %q does not name the limit and the option", e.err)
+	}
+}
