@@ -218,11 +218,13 @@ func (w *ChainWatchers) WantChain(ctx context.Context, t testing.TB) {
 	w.E.Want(ctx, t, Changed, nil)
 }
 
-// FirstAddress returns the first address of the first locality of e, or
-// "" when there is none.
-func FirstAddress(e *resources.Endpoints) string {
-	if len(e.Localities) == 0 || len(e.Localities[0].Endpoints) == 0 || len(e.Localities[0].Endpoints[0].Addresses) == 0 {
-		return ""
+// WantEndpoint waits for the next endpoints update and fails the test
+// unless its first address is addr.
+func (w *ChainWatchers) WantEndpoint(ctx context.Context, t testing.TB, addr string) {
+	t.Helper()
+	e := w.E.Want(ctx, t, Changed, nil)
+	l := e.Value.Localities
+	if len(l) == 0 || len(l[0].Endpoints) == 0 || len(l[0].Endpoints[0].Addresses) == 0 || l[0].Endpoints[0].Addresses[0] != addr {
+		t.Fatalf("endpoints update %v, want first address %s", e, addr)
 	}
-	return e.Localities[0].Endpoints[0].Addresses[0]
 }

@@ -176,10 +176,7 @@ func TestChain(t *testing.T) {
 	}
 
 	s.set("v2", testutil.Chain(testutil.ChainOptions{Ports: []uint32{9090}}))
-	e := w.E.Want(ctx, t, transporttest.Changed, nil)
-	if got := transporttest.FirstAddress(e.Value); got != "127.0.0.1:9090" {
-		t.Fatalf("endpoint %q, want 127.0.0.1:9090", got)
-	}
+	w.WantEndpoint(ctx, t, "127.0.0.1:9090")
 }
 
 // TestNACK checks that the poll after an invalid response carries the
