@@ -44,7 +44,9 @@
 // While the mux stream has received nothing yet, the failure of any
 // type's stream fails the mux stream: the engine then reports the
 // connection error to every watcher of the server and retries with its
-// own backoff, exactly as for a failed ADS stream.
+// own backoff, exactly as for a failed ADS stream. So does a
+// failure wrapping transport.ErrMessageTooLarge at any time, which the
+// engine reports whenever it happens.
 //
 // Once the mux stream has received a response, a failed type's stream is
 // reopened by itself, the others go on: at once when the failed stream was

@@ -190,7 +190,9 @@ func (m *muxStream) serve(sub *subStream, st transport.Stream, openErr error) {
 			sub.st = nil
 		}
 		sub.nonces = nil
-		fatal := !m.received
+		// A size limit is reported whenever it is hit, as the engine does
+		// for its own stream: retrying would hit it again.
+		fatal := !m.received || errors.Is(err, transport.ErrMessageTooLarge)
 		m.mu.Unlock()
 		if m.ctx.Err() != nil {
 			return

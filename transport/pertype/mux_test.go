@@ -155,3 +155,27 @@ func TestMux_FailBeforeAnyResponse(t *testing.T) {
 		t.Fatalf("Recv() = %v, want the stream's error naming the type", err)
 	}
 }
+
+// TestMux_MessageTooLarge checks that a type's stream failing on the size
+// limit fails the mux even after responses, so that the engine reports
+// the limit.
+func TestMux_MessageTooLarge(t *testing.T) {
+	ctx := testContext(t)
+	ft := &fakeTransport{streams: make(chan *fakeStream, 10)}
+	mux, err := pertype.Wrap(ft).NewStream(ctx, transport.ADSMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mux.Send(marshal(t, &v3discoverypb.DiscoveryRequest{TypeUrl: ldsType, ResourceNames: []string{"a"}})); err != nil {
+		t.Fatal(err)
+	}
+	s1 := next(ctx, t, ft.streams)
+	s1.recv <- marshal(t, &v3discoverypb.DiscoveryResponse{TypeUrl: ldsType, VersionInfo: "1", Nonce: "n1"})
+	if _, err := mux.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	s1.fail <- transport.ErrMessageTooLarge
+	if _, err := mux.Recv(); !errors.Is(err, transport.ErrMessageTooLarge) {
+		t.Fatalf("Recv() = %v, want an error wrapping ErrMessageTooLarge", err)
+	}
+}
