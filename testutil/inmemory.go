@@ -47,6 +47,9 @@ type inMemoryTransport struct {
 // so inside the caller's synctest bubble if there is one.
 func (t *inMemoryTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
 	var serve func(ctx context.Context, in, out *msgQueue) error
+	if ads, ok := perTypeMethods[method]; ok {
+		method = ads // a per-type stream is served as an ADS stream of one type
+	}
 	switch method {
 	case transport.ADSMethod:
 		serve = func(ctx context.Context, in, out *msgQueue) error {

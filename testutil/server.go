@@ -128,7 +128,9 @@ func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
 	}
 	ms.address = lis.Addr().String()
 	ms.grpcServer = grpc.NewServer()
-	v3adsgrpc.RegisterAggregatedDiscoveryServiceServer(ms.grpcServer, &adsService{ms: ms})
+	ads := &adsService{ms: ms}
+	v3adsgrpc.RegisterAggregatedDiscoveryServiceServer(ms.grpcServer, ads)
+	registerPerTypeServices(ms.grpcServer, ads)
 	ms.enter() // cannot fail: nothing can have stopped ms yet
 	go func() {
 		defer ms.wg.Done()

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package file implements filesystem subscriptions (xDS protocol,
+// "Filesystem subscriptions"): resources come from files holding one
+// envoy.service.discovery.v3.DiscoveryResponse each, re-read when they are
+// replaced, instead of from a management server. No bootstrap file and no
+// server are needed:
+//
+//	cfg, b, err := file.Bootstrap("/etc/xds/listeners.yaml")
+//	c, err := client.New(cfg, client.WithTransportBuilder(b))
+//
+// It is a transport.Transport, so the client's engine is unchanged:
+// validation, the cache, NACK semantics (an invalid resource keeps the
+// last good value and shows NACKED in Dump), does-not-exist timers and
+// watchers behave as with a management server. The stream answers the
+// client's SotW requests with the source's current DiscoveryResponse of
+// each requested type (with a fresh nonce; of the built-in types, only the
+// resources the request names, unless it asks for the wildcard "*"), again
+// when a request changes the names, and sends a new response when the
+// source changes. Incremental (delta) xDS is not supported
+// (ErrDeltaUnsupported).
+//
+// # Source
+//
+// The server URI is "file:///path" (PathFromURI). The path is a file, or a
+// directory whose files are all read: one or more files per type, whose
+// resources are merged by type URL (files in name order). Hidden files
+// (".name", as Kubernetes ConfigMap volumes use internally) and files of
+// other extensions are skipped, so write temporary files under a hidden
+// name. The format follows the extension: .json (proto3 JSON), .yaml or
+// .yml (YAML converted to JSON with sigs.k8s.io/yaml), .textpb or .txtpb
+// (protobuf text format) and .pb (binary). Any values name their message
+// by type URL; the messages are resolved with protoregistry.GlobalTypes
+// (WithResolver), which holds the client's built-in resource types.
+//
+// The version_info of a type's response is the file's version_info when
+// one file holds the type and sets it, otherwise a digest of the
+// resources ("sha256:…"), so unchanged content is not sent again.
+//
+// # Replacing files
+//
+// Replace a file atomically, the way Envoy expects: write a temporary file
+// in the same directory, then rename it over the old one. The directory is
+// watched with file-system notifications (github.com/fsnotify/fsnotify),
+// which see renames; where notifications are not available the source is
+// polled every DefaultPollInterval (1 s; WithPolling forces polling). A
+// replacement is picked up within about a second.
+//
+// # Errors
+//
+// A load is all of the source or nothing: a file that cannot be read or
+// parsed, has no type_url, or changed its type_url since it was first
+// loaded (a Listener file replaced by a Cluster file) fails the whole
+// load, and nothing of it is sent: the client keeps its last good values.
+// The error reaches watchers through the client's connectivity handling
+// the stream ends; the client opens a new one (at once, or after
+// its backoff when the stream was short-lived), without reporting
+// anything since the stream had responses; the new stream fails
+// with the load error before any response, which the client reports as a
+// connection error: an AmbientError to watchers of cached resources, a
+// ResourceError to the others. The client then retries with its
+// backoff (R-11.1: 1 s × 1.6ⁿ ± 20 %). Once an error was reported, a
+// stream that meets it again does not fail but waits for the next change
+// of the source: a fixed file is picked up as soon as it is written (or
+// when the retry in progress opens its stream: within 2 s after one bad
+// file), and watchers get one error per distinct failure.
+package file

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package mixed picks the transport of each management server from its
+// bootstrap entry, so that one client can take resources from several
+// kinds of sources at once (a Listener from a file, endpoints from a
+// management server): the cache, the dependency manager (package depmgr)
+// and the resolver work unchanged on every source.
+//
+//	c, err := client.New(cfg, client.WithTransportBuilder(mixed.NewBuilder()))
+//
+// By server_uri:
+//
+//   - "file:///path": a filesystem subscription (package transport/file).
+//   - "http://…" or "https://…": REST-JSON polling (package transport/rest).
+//   - anything else: gRPC (package transport/grpctransport), with ADS; with
+//     per-type streams (package transport/pertype) when the entry lists the
+//     server feature "xds_per_type" (FeaturePerType) or the Builder was made
+//     WithPerType.
+//
+// Which server serves a resource is the bootstrap's business, as always:
+// old-style names go to the top-level xds_servers, xdstp names to their
+// authority's (gRFC A47). A file or REST source speaks SotW only: with
+// client.WithDelta or "delta_ads", its watchers get the transport's
+// ErrDeltaUnsupported.
+//
+// Caveat: "xds_per_type" is not one of the features that make two server
+// entries different servers (bootstrap.ServerConfig.Key), so two entries
+// with the same server_uri and credentials, one with it and one without,
+// share the channel built for the first one used.
+package mixed
+
+import (
+	"strings"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/transport"
+	"github.com/proxyless/xds/transport/file"
+	"github.com/proxyless/xds/transport/grpctransport"
+	"github.com/proxyless/xds/transport/pertype"
+	"github.com/proxyless/xds/transport/rest"
+)
+
+// FeaturePerType is the server feature that selects per-type gRPC streams
+// (xDS protocol, "Variants of the xDS Transport Protocol", variants 1 and
+// 2: SotW, or delta with "delta_ads" or client.WithDelta) instead of ADS
+// for a gRPC server entry.
+const FeaturePerType = "xds_per_type"
+
+// Option configures a Builder.
+type Option func(*Builder)
+
+// WithGRPC sets the Builder of gRPC transports (default
+// grpctransport.NewBuilder()).
+func WithGRPC(b transport.Builder) Option {
+	return func(m *Builder) { m.grpc = b }
+}
+
+// WithPerType makes every gRPC server use per-type streams, whatever its
+// server features (xdsctl --per-type).
+func WithPerType(opts ...pertype.Option) Option {
+	return func(m *Builder) {
+		m.forcePerType = true
+		m.pertypeOpts = append(m.pertypeOpts, opts...)
+	}
+}
+
+// WithPerTypeOptions configures the per-type transports of the servers
+// that list FeaturePerType.
+func WithPerTypeOptions(opts ...pertype.Option) Option {
+	return func(m *Builder) { m.pertypeOpts = append(m.pertypeOpts, opts...) }
+}
+
+// WithFileOptions configures the filesystem transports.
+func WithFileOptions(opts ...file.Option) Option {
+	return func(m *Builder) { m.fileOpts = append(m.fileOpts, opts...) }
+}
+
+// WithRESTOptions configures the REST-JSON transports.
+func WithRESTOptions(opts ...rest.Option) Option {
+	return func(m *Builder) { m.restOpts = append(m.restOpts, opts...) }
+}
+
+// Builder is a transport.Builder that chooses the transport of each server
+// by its server_uri and features (see the package doc). Safe for
+// concurrent use.
+type Builder struct {
+	grpc         transport.Builder
+	forcePerType bool
+	pertypeOpts  []pertype.Option
+	fileOpts     []file.Option
+	restOpts     []rest.Option
+
+	// Built by NewBuilder; read-only afterwards.
+	perType *pertype.Builder
+	file    *file.Builder
+	rest    *rest.Builder
+}
+
+var _ transport.Builder = (*Builder)(nil)
+
+// NewBuilder returns a Builder configured by opts.
+func NewBuilder(opts ...Option) *Builder {
+	m := &Builder{}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.grpc == nil {
+		m.grpc = grpctransport.NewBuilder()
+	}
+	m.perType = pertype.NewBuilder(m.grpc, m.pertypeOpts...)
+	m.file = file.NewBuilder(m.fileOpts...)
+	m.rest = rest.NewBuilder(m.restOpts...)
+	return m
+}
+
+// Build returns the transport for sc, with the error of the chosen
+// Builder.
+func (m *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+	if sc == nil {
+		return m.grpc.Build(sc)
+	}
+	uri := strings.ToLower(sc.ServerURI)
+	switch {
+	case strings.HasPrefix(uri, file.Scheme+":"):
+		return m.file.Build(sc)
+	case strings.HasPrefix(uri, "http://"), strings.HasPrefix(uri, "https://"):
+		return m.rest.Build(sc)
+	case m.forcePerType || sc.HasFeature(FeaturePerType):
+		return m.perType.Build(sc)
+	default:
+		return m.grpc.Build(sc)
+	}
+}
