@@ -16,7 +16,14 @@
 // CONNECTION is --bootstrap FILE, or --server HOST:PORT [--node ID]
 // [--insecure | --tls [--tls-ca-file F] [--tls-cert-file F --tls-key-file F]]
 // for a quick look without a bootstrap file; without either, the bootstrap
-// comes from GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG. watch,
+// comes from GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG. Servers are
+// reached over one ADS stream each, or one stream per type with
+// --per-type (or the bootstrap server feature "xds_per_type"); a bootstrap
+// server_uri file:///PATH or http(s)://HOST:PORT is read as a filesystem
+// subscription or polled over REST-JSON. CONNECTION can also be
+// --rest http://HOST:PORT [--rest-interval D] [--node ID] (REST-JSON
+// polling, SotW) or --file PATH [--node ID] (a DiscoveryResponse file or a
+// directory of them, re-read when replaced; no server). watch,
 // resolve and status also take --max-recv-msg-size BYTES and --log-level
 // LEVEL (trace, debug, info, warn, error). FORMAT (-o or --output) is
 // text, json or yaml.

@@ -21,6 +21,11 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/transport"
+	"github.com/proxyless/xds/transport/file"
+	"github.com/proxyless/xds/transport/grpctransport"
+	"github.com/proxyless/xds/transport/mixed"
+	"github.com/proxyless/xds/transport/rest"
 )
 
 // Exit codes of run. status adds its own (exitNACKed, …; see status.go).
@@ -319,6 +324,10 @@ type clientFlags struct {
 	maxRecvMsgSize  int // bytes; 0 means the default
 	logLevel        string
 	delta           bool
+	perType         bool          // --per-type: one stream per type URL on the type's own service
+	rest            string        // --rest URL: REST-JSON polling instead of gRPC
+	restInterval    time.Duration // --rest-interval, with --rest
+	file            string        // --file PATH: a filesystem subscription instead of a server
 }
 
 // defaultServerNode is the node id --server sends without --node.
@@ -327,7 +336,7 @@ const defaultServerNode = "xdsctl"
 func (f *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bootstrap, "bootstrap", "", "the gRPC xDS bootstrap `file`; default: from GRPC_XDS_BOOTSTRAP or GRPC_XDS_BOOTSTRAP_CONFIG")
 	fs.StringVar(&f.server, "server", "", "talk to the management server at `HOST:PORT` without a bootstrap file (see --node, --insecure, --tls)")
-	fs.StringVar(&f.node, "node", "", "with --server: the node `id` to send (default \""+defaultServerNode+"\")")
+	fs.StringVar(&f.node, "node", "", "with --server, --rest or --file: the node `id` to send (default \""+defaultServerNode+"\")")
 	fs.BoolVar(&f.insecure, "insecure", false, "with --server: connect without TLS (the default)")
 	fs.BoolVar(&f.tls, "tls", false, "with --server: connect with TLS, verifying the server against the system roots or --tls-ca-file")
 	fs.StringVar(&f.tlsCAFile, "tls-ca-file", "", "with --server: PEM `file` of the roots to verify the server with; implies --tls")
@@ -337,6 +346,10 @@ func (f *clientFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxRecvMsgSize, "max-recv-msg-size", 0, "the largest response, in `bytes`, accepted from a management server; 0 means the default (4194304, 4 MiB)")
 	fs.StringVar(&f.logLevel, "log-level", "", "log the client's activity to stderr at this `level` (trace, debug, info, warn or error; trace adds every message sent and received); default: no logs")
 	fs.BoolVar(&f.delta, "delta", false, "speak incremental (delta) xDS to every management server (DeltaAggregatedResources); default: SotW, unless a server's bootstrap entry lists the \"delta_ads\" server feature")
+	fs.BoolVar(&f.perType, "per-type", false, "open one stream per resource type on the type's own service (StreamListeners, …; with --delta, DeltaListeners, …) instead of one ADS stream; a server's bootstrap entry can ask for it with the server feature \"xds_per_type\"")
+	fs.StringVar(&f.rest, "rest", "", "poll the management server's REST-JSON endpoints at this base `URL` (http://HOST:PORT) instead of opening gRPC streams; SotW only")
+	fs.DurationVar(&f.restInterval, "rest-interval", 0, "with --rest: how often to poll when nothing changes (default 30s, jittered ±20%)")
+	fs.StringVar(&f.file, "file", "", "read the resources from this `path`, a file holding one DiscoveryResponse (.json, .yaml, .textpb or .pb) or a directory of such files, re-read when replaced; no server, no bootstrap")
 }
 
 // expiry returns the does-not-exist timeout the client will use.
@@ -398,15 +411,81 @@ func (f *clientFlags) newClient(e *env) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := f.loadBootstrap()
+	cfg, b, err := f.source()
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, opts...)
+	c, err := client.New(cfg, append(opts, client.WithTransportBuilder(b))...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the xDS client: %w", err)
 	}
 	return c, nil
+}
+
+// source returns the bootstrap and the transport builder the flags ask
+// for: a filesystem subscription (--file), REST-JSON polling (--rest), or
+// gRPC servers from a bootstrap (--server, --bootstrap or the environment)
+// reached by the transport each server entry asks for (transport/mixed:
+// file:// and http(s):// server URIs, the "xds_per_type" server feature,
+// else ADS; --per-type for every gRPC server).
+func (f *clientFlags) source() (*bootstrap.Config, transport.Builder, error) {
+	if f.restInterval < 0 {
+		return nil, nil, usageErrorf("--rest-interval must not be negative, got %v", f.restInterval)
+	}
+	if f.restInterval > 0 && f.rest == "" {
+		return nil, nil, usageErrorf("--rest-interval needs --rest")
+	}
+	if f.rest != "" || f.file != "" {
+		if f.rest != "" && f.file != "" {
+			return nil, nil, usageErrorf("--file and --rest exclude each other")
+		}
+		flag := "--rest"
+		if f.file != "" {
+			flag = "--file"
+		}
+		excluded := map[string]bool{
+			"--bootstrap": f.bootstrap != "", "--server": f.server != "", "--delta": f.delta, "--per-type": f.perType,
+		}
+		for _, name := range slices.Sorted(maps.Keys(excluded)) {
+			if excluded[name] {
+				return nil, nil, usageErrorf("%s and %s exclude each other", flag, name)
+			}
+		}
+		var (
+			cfg *bootstrap.Config
+			b   transport.Builder
+			err error
+		)
+		if f.file != "" {
+			cfg, b, err = file.Bootstrap(f.file)
+		} else {
+			var ropts []rest.Option
+			if f.restInterval > 0 {
+				ropts = append(ropts, rest.WithInterval(f.restInterval))
+			}
+			cfg, b, err = rest.Bootstrap(f.rest, ropts...)
+		}
+		if err != nil {
+			return nil, nil, usageErrorf("%s: %w", flag, err)
+		}
+		if f.node != "" {
+			cfg.Node.ID = f.node
+		}
+		return cfg, b, nil
+	}
+	cfg, err := f.loadBootstrap()
+	if err != nil {
+		return nil, nil, err
+	}
+	var gopts []grpctransport.Option
+	if f.maxRecvMsgSize > 0 {
+		gopts = append(gopts, grpctransport.WithMaxRecvMsgSize(f.maxRecvMsgSize))
+	}
+	mopts := []mixed.Option{mixed.WithGRPC(grpctransport.NewBuilder(gopts...))}
+	if f.perType {
+		mopts = append(mopts, mixed.WithPerType())
+	}
+	return cfg, mixed.NewBuilder(mopts...), nil
 }
 
 // loadBootstrap returns the bootstrap the flags name: the one --server

@@ -32,7 +32,7 @@ const statusWaitMargin = 5 * time.Second
 
 var statusCommand = &command{
 	name:     "status",
-	synopsis: "[--bootstrap FILE | --server HOST:PORT | --csds ADDR] [--delta] [--wait D] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH | --csds ADDR] [--delta] [--per-type] [--wait D] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
 	summary:  "subscribe to resources, print the client's CSDS dump, and exit 0 only when all are ACKED",
 	help: `Status subscribes to the named resources, waits until each of them has been
 received, reported missing or invalid, or failed to connect, or until --wait

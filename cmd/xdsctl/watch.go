@@ -19,7 +19,7 @@ import (
 
 var watchCommand = &command{
 	name:     "watch",
-	synopsis: "[--bootstrap FILE | --server HOST:PORT] [--delta] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH] [--delta] [--per-type] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
 	summary:  "print every update of resources until interrupted",
 	help: `Watch subscribes to the named resources and prints every event the client
 delivers for them (changed, resource_error, ambient_error) until it is
