@@ -37,6 +37,7 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 	if c == nil {
 		panic("resolver: NewBuilder with a nil client")
 	}
+	registerRouter()
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
@@ -70,21 +71,27 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		return nil, fmt.Errorf("resolver: target %q: %w", t, err)
 	}
 	hashHeader := b.opts.ringHashHeader
-	if hashHeader == "" {
-		hashHeader = randomHashHeader
-	} else if err := validateHashHeader(hashHeader); err != nil {
-		return nil, fmt.Errorf("resolver: WithRingHashRequestHashHeader: %w", err)
+	if hashHeader != "" {
+		if err := validateHashHeader(hashHeader); err != nil {
+			return nil, fmt.Errorf("resolver: WithRingHashRequestHashHeader: %w", err)
+		}
 	}
 	failSC := cc.ParseServiceConfig(failServiceConfig)
 	if failSC.Err != nil {
 		// Cannot happen: pick_first is always registered.
 		return nil, fmt.Errorf("resolver: grpc rejects the pick_first service config: %w", failSC.Err)
 	}
+	routerSC := cc.ParseServiceConfig(routerServiceConfig)
+	if routerSC.Err != nil {
+		// Cannot happen: NewBuilder registered the router.
+		return nil, fmt.Errorf("resolver: grpc rejects the router's service config: %w", routerSC.Err)
+	}
 	r := &xdsResolver{
 		cc:             cc,
 		target:         t,
 		ringHashHeader: hashHeader,
 		failSC:         failSC,
+		routerSC:       routerSC,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))

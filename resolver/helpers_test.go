@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -46,6 +47,12 @@ type backend struct {
 
 func (b *backend) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	return &testgrpc.SimpleResponse{ServerId: b.id, Hostname: b.addr}, nil
+}
+
+// EmptyCall answers with the server's ID in the header "server-id".
+func (b *backend) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.Empty, error) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs("server-id", b.id))
+	return &testgrpc.Empty{}, nil
 }
 
 // startBackend starts a backend named id, stopped when the test ends.

@@ -14,12 +14,6 @@ import (
 // WithScheme is not given: "xds", as in "xds:///name".
 const DefaultScheme = "xds"
 
-// randomHashHeader is the request hash header configured for ring_hash
-// when neither the route nor WithRingHashRequestHashHeader gives one:
-// RPCs do not carry it, so each RPC gets a random hash, as an xDS route
-// without hash policies gives in gRPC (gRFC A42).
-const randomHashHeader = "x-proxyless-xds-random-hash"
-
 // Option configures a Builder.
 type Option func(*options)
 
@@ -27,7 +21,7 @@ type options struct {
 	scheme         string
 	logger         *slog.Logger
 	depmgrOpts     []depmgr.Option
-	ringHashHeader string // "" means randomHashHeader
+	ringHashHeader string // "" for none: a random hash
 }
 
 func defaultOptions() options {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"google.golang.org/grpc/attributes"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
@@ -30,8 +31,11 @@ type xdsResolver struct {
 	target         string                     // the target, for messages
 	ringHashHeader string                     // the request hash header of ring_hash without route hash policies
 	failSC         *serviceconfig.ParseResult // failServiceConfig, parsed
+	routerSC       *serviceconfig.ParseResult // routerServiceConfig, parsed
 	logger         *slog.Logger
 	manager        *depmgr.Manager
+
+	version uint64 // configurations pushed; used on the manager's goroutine only
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -47,26 +51,25 @@ func (r *xdsResolver) Close() {
 	r.logger.Debug("closed")
 }
 
-// Update turns a complete configuration into a State for the channel, or
-// fails the channel when the configuration cannot be used (see the package
-// doc, "Errors").
+// Update turns a complete configuration into a State for the channel: the
+// router's service config, and the configuration (routerConfig) in its
+// attributes; or fails the channel when the configuration cannot be used
+// (see the package doc, "Errors").
 func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
-	res, err := resolve(snapshotOf(cfg), r.ringHashHeader)
+	rc, err := buildConfig(snapshotOf(cfg), r.ringHashHeader)
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	sc := r.cc.ParseServiceConfig(res.serviceConfig)
-	if sc.Err != nil {
-		// serviceConfig names only registered balancers, with configs
-		// their parsers accept (see the tests): only a grpc change can
-		// bring this.
-		r.fail(fmt.Errorf("grpc rejects the service config %s: %w", res.serviceConfig, sc.Err))
-		return
+	r.version++
+	rc.version, rc.source = r.version, cfg
+	r.logger.Debug("updating the channel", "version", rc.version, "routes", len(rc.routes), "clusters", len(rc.clusters))
+	for name, c := range rc.clusters {
+		if c.err != nil {
+			r.logger.Warn("RPCs routed to a cluster will fail", "cluster", name, "error", c.err)
+		}
 	}
-	r.logger.Debug("updating the channel", "route", res.route, "endpoints", len(res.endpoints), "service_config", res.serviceConfig)
-	if err := r.cc.UpdateState(grpcresolver.State{Endpoints: res.endpoints, ServiceConfig: sc}); err != nil {
-		// The balancer did not like the state; grpc has already acted on it.
+	if err := r.cc.UpdateState(grpcresolver.State{ServiceConfig: r.routerSC, Attributes: attributes.New(routerConfigKey{}, rc)}); err != nil {
 		r.logger.Debug("the channel rejected the state", "error", err)
 	}
 }

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/connectivity"
+	grpcresolver "google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/serviceconfig"
+)
+
+// routerName is the name of the LB policy of this package that the
+// resolver's service config names: it routes each RPC (gRFC A28) and
+// balances it over the cluster's priorities, localities and endpoints.
+const routerName = "proxyless_xds_router_experimental"
+
+// routerServiceConfig is the service config the resolver gives the
+// channel; the configuration itself travels in the State's attributes.
+const routerServiceConfig = `{"loadBalancingConfig":[{"` + routerName + `":{}}]}`
+
+// failoverTimeout is how long a priority may stay CONNECTING before the
+// next one is used (gRFC A56).
+const failoverTimeout = 10 * time.Second
+
+var registerOnce sync.Once
+
+// registerRouter registers the router LB policy with grpc, once per
+// process; NewBuilder calls it (never an init function).
+func registerRouter() {
+	registerOnce.Do(func() { balancer.Register(routerBuilder{}) })
+}
+
+// routerConfigKey is the resolver.State attribute key of *routerConfig.
+type routerConfigKey struct{}
+
+// timerFunc starts a timer that calls f after d; the returned function
+// stops it. Tests replace it (export_test.go).
+type timerFunc func(d time.Duration, f func()) (stop func() bool)
+
+func realTimer(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// newTimer is the timer of the routers; see timerFunc.
+var newTimer timerFunc = realTimer
+
+type routerBuilder struct{}
+
+func (routerBuilder) Name() string { return routerName }
+
+func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) balancer.Balancer {
+	return &router{
+		cc:        cc,
+		bopts:     opts,
+		newTimer:  newTimer,
+		channelID: rand.Uint64(),
+		children:  make(map[string]*child),
+		prios:     make(map[string][]*prioState),
+		counters:  make(map[string]*atomic.Int64),
+	}
+}
+
+type routerLBConfig struct{ serviceconfig.LoadBalancingConfig }
+
+func (routerBuilder) ParseConfig(json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
+	return routerLBConfig{}, nil
+}
+
+// router is the balancer of one channel. grpc calls its methods one at a
+// time; children call back on the same goroutine (or from their SubConn
+// listeners, also serialized by grpc). Failover timers fire on their own
+// goroutines. mu guards the state below; children are called without
+// holding it, since they call back into UpdateState.
+type router struct {
+	cc        balancer.ClientConn
+	bopts     balancer.BuildOptions
+	newTimer  timerFunc
+	channelID uint64 // hashed by channel_id hash policies (gRFC A42)
+
+	mu       sync.Mutex
+	cfg      *routerConfig
+	children map[string]*child        // by childKey
+	prios    map[string][]*prioState  // by route cluster, one per priority
+	counters map[string]*atomic.Int64 // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
+	updating bool                     // inside UpdateClientConnState: children's updates wait
+	closed   bool
+}
+
+// prioState is the failover state of one priority of a cluster (gRFC A56).
+type prioState struct {
+	failedOver bool        // the failover timer fired; treated as failed until READY
+	stop       func() bool // stops the running failover timer; nil when none
+}
+
+// child is one endpoint-policy balancer: a locality of a priority of a
+// leaf cluster (or the whole priority, for ring_hash). It is the
+// balancer.ClientConn of that balancer: SubConns go to the channel, the
+// state it reports is kept for the router's picker.
+type child struct {
+	balancer.ClientConn // the channel's
+	r                   *router
+	key                 string
+	policy              childPolicy
+	b                   balancer.Balancer
+	state               balancer.State // guarded by r.mu
+	removed             bool           // guarded by r.mu
+}
+
+// UpdateState records the child's state and rebuilds the router's picker.
+func (c *child) UpdateState(s balancer.State) {
+	r := c.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.removed || r.closed {
+		return
+	}
+	c.state = s
+	if !r.updating {
+		r.updateStateLocked()
+	}
+}
+
+// UpdateClientConnState applies a configuration: it starts the children
+// the configuration needs, updates the endpoints of those that stay, and
+// closes the others; then it gives the channel a new picker.
+func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
+	cfg, ok := s.ResolverState.Attributes.Value(routerConfigKey{}).(*routerConfig)
+	if !ok {
+		return balancer.ErrBadResolverState
+	}
+	type update struct {
+		c   *child
+		eps []grpcresolver.Endpoint
+	}
+	var (
+		updates []update
+		removed []*child
+	)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.cfg = cfg
+	r.updating = true
+	want := make(map[string]bool)
+	for name, cc := range cfg.clusters {
+		ps := r.prios[name]
+		for len(ps) < len(cc.priorities) {
+			ps = append(ps, &prioState{})
+		}
+		for _, p := range ps[len(cc.priorities):] {
+			p.stopTimer()
+		}
+		r.prios[name] = ps[:len(cc.priorities)]
+		for _, p := range cc.priorities {
+			for _, l := range p.localities {
+				if want[l.key] {
+					continue
+				}
+				want[l.key] = true
+				c := r.children[l.key]
+				if c == nil {
+					c = &child{ClientConn: r.cc, r: r, key: l.key, policy: p.policy,
+						state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
+					c.b = balancer.Get(p.policy.name).Build(c, r.bopts)
+					r.children[l.key] = c
+				}
+				c.policy = p.policy
+				updates = append(updates, update{c, l.endpoints})
+			}
+			key := counterKey(p)
+			if r.counters[key] == nil {
+				r.counters[key] = new(atomic.Int64)
+			}
+		}
+	}
+	for name, ps := range r.prios {
+		if _, ok := cfg.clusters[name]; !ok {
+			for _, p := range ps {
+				p.stopTimer()
+			}
+			delete(r.prios, name)
+		}
+	}
+	for key, c := range r.children {
+		if !want[key] {
+			c.removed = true
+			delete(r.children, key)
+			removed = append(removed, c)
+		}
+	}
+	r.mu.Unlock()
+
+	for _, c := range removed {
+		c.b.Close()
+	}
+	for _, u := range updates {
+		// A child that rejects its endpoints reports TRANSIENT_FAILURE
+		// itself; the error says nothing more.
+		_ = u.c.b.UpdateClientConnState(balancer.ClientConnState{
+			ResolverState:  grpcresolver.State{Endpoints: u.eps},
+			BalancerConfig: u.c.policy.config,
+		})
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.updating = false
+	if !r.closed {
+		r.updateStateLocked()
+	}
+	return nil
+}
+
+func counterKey(p *priorityConfig) string { return p.leaf + "\x00" + p.edsService }
+
+func (p *prioState) stopTimer() {
+	if p.stop != nil {
+		p.stop()
+		p.stop = nil
+	}
+}
+
+// ResolverError passes err to the children, which fail their RPCs with it
+// if they have no endpoint.
+func (r *router) ResolverError(err error) {
+	for _, c := range r.snapshotChildren() {
+		c.b.ResolverError(err)
+	}
+}
+
+// UpdateSubConnState is not used: children's SubConns have listeners.
+func (r *router) UpdateSubConnState(balancer.SubConn, balancer.SubConnState) {}
+
+// ExitIdle asks every child to connect.
+func (r *router) ExitIdle() {
+	for _, c := range r.snapshotChildren() {
+		c.b.ExitIdle()
+	}
+}
+
+// Close closes the children and stops the failover timers.
+func (r *router) Close() {
+	r.mu.Lock()
+	r.closed = true
+	for _, ps := range r.prios {
+		for _, p := range ps {
+			p.stopTimer()
+		}
+	}
+	children := r.children
+	r.children = nil
+	r.mu.Unlock()
+	for _, c := range children {
+		c.b.Close()
+	}
+}
+
+func (r *router) snapshotChildren() []*child {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*child, 0, len(r.children))
+	for _, c := range r.children {
+		out = append(out, c)
+	}
+	return out
+}
+
+// updateStateLocked selects the priority of each cluster (gRFC A56),
+// builds a picker over the selected priorities, and gives it to the
+// channel with the aggregated connectivity state: READY when a selected
+// priority is READY, else CONNECTING, IDLE, TRANSIENT_FAILURE in that
+// order.
+func (r *router) updateStateLocked() {
+	if r.cfg == nil {
+		return
+	}
+	p := &picker{cfg: r.cfg, clusters: make(map[string]*clusterPicker, len(r.cfg.clusters)), channelID: r.channelID}
+	agg := connectivity.TransientFailure
+	for name, cc := range r.cfg.clusters {
+		cp := &clusterPicker{}
+		p.clusters[name] = cp
+		if cc.err != nil {
+			cp.err = unavailable(cc.err.Error())
+			continue
+		}
+		i, st := r.selectPriorityLocked(name, cc)
+		agg = better(agg, st)
+		prio := cc.priorities[i]
+		pp := &prioPicker{cfg: prio, counter: r.counters[counterKey(prio)]}
+		pp.errs = dropErrors(prio)
+		var best *child
+		for _, l := range prio.localities {
+			c := r.children[l.key]
+			if c == nil {
+				continue
+			}
+			if c.state.ConnectivityState == connectivity.Ready {
+				pp.total += uint64(l.weight)
+				pp.ready = append(pp.ready, weightedPicker{cum: pp.total, p: c.state.Picker})
+			}
+			if best == nil || rank(c.state.ConnectivityState) > rank(best.state.ConnectivityState) {
+				best = c
+			}
+		}
+		if best != nil {
+			pp.other = best.state.Picker
+		}
+		cp.prio = pp
+	}
+	r.cc.UpdateState(balancer.State{ConnectivityState: agg, Picker: p})
+}
+
+// selectPriorityLocked returns the priority of cluster name to use and its
+// state (gRFC A56): the first that is READY or IDLE, or CONNECTING with
+// its failover timer not yet fired (which starts it); priorities that are
+// in TRANSIENT_FAILURE, or whose timer fired, are skipped. When every
+// priority fails, the last one.
+func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, connectivity.State) {
+	ps := r.prios[name]
+	last := connectivity.TransientFailure
+	for i, p := range cc.priorities {
+		st := r.priorityStateLocked(p)
+		last = st
+		s := ps[i]
+		switch st {
+		case connectivity.Ready, connectivity.Idle:
+			s.stopTimer()
+			s.failedOver = false
+			return i, st
+		case connectivity.Connecting:
+			if s.failedOver {
+				continue
+			}
+			if s.stop == nil {
+				s.stop = r.newTimer(failoverTimeout, func() {
+					r.mu.Lock()
+					defer r.mu.Unlock()
+					if r.closed || s.stop == nil {
+						return
+					}
+					s.stop, s.failedOver = nil, true
+					r.updateStateLocked()
+				})
+			}
+			return i, st
+		default:
+			s.stopTimer()
+		}
+	}
+	return len(cc.priorities) - 1, last
+}
+
+// priorityStateLocked aggregates the states of a priority's children:
+// READY if one is, else CONNECTING, IDLE, TRANSIENT_FAILURE.
+func (r *router) priorityStateLocked(p *priorityConfig) connectivity.State {
+	st := connectivity.TransientFailure
+	for _, l := range p.localities {
+		if c := r.children[l.key]; c != nil {
+			st = better(st, c.state.ConnectivityState)
+		}
+	}
+	return st
+}
+
+func rank(s connectivity.State) int {
+	switch s {
+	case connectivity.Ready:
+		return 4
+	case connectivity.Connecting:
+		return 3
+	case connectivity.Idle:
+		return 2
+	}
+	return 1
+}
+
+func better(a, b connectivity.State) connectivity.State {
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
