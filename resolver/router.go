@@ -64,7 +64,9 @@ func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) b
 	}
 }
 
-type routerLBConfig struct{ serviceconfig.LoadBalancingConfig }
+type routerLBConfig struct {
+	serviceconfig.LoadBalancingConfig
+}
 
 func (routerBuilder) ParseConfig(json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
 	return routerLBConfig{}, nil

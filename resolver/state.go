@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/resources"
 )
