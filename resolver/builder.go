@@ -92,6 +92,7 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		ringHashHeader: hashHeader,
 		failSC:         failSC,
 		routerSC:       routerSC,
+		timer:          b.opts.timer,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))

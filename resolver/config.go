@@ -33,6 +33,8 @@ type routerConfig struct {
 	// source is the XDSConfig the configuration was made from, for the
 	// interceptors (filters, Listener settings); nil in unit tests.
 	source *depmgr.XDSConfig
+	// timer starts the failover timers; nil for time.AfterFunc.
+	timer timerFunc
 }
 
 // route is a route compiled for matching.

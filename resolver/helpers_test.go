@@ -43,9 +43,21 @@ type backend struct {
 	id   string
 	addr string // host:port
 	port uint32
+	// arrived and release, when not nil, hold each UnaryCall: it sends
+	// on arrived, then waits for release to be closed (or the RPC's end).
+	arrived chan struct{}
+	release chan struct{}
 }
 
-func (b *backend) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+func (b *backend) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	if b.arrived != nil {
+		b.arrived <- struct{}{}
+		select {
+		case <-b.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return &testgrpc.SimpleResponse{ServerId: b.id, Hostname: b.addr}, nil
 }
 
@@ -57,12 +69,18 @@ func (b *backend) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.E
 
 // startBackend starts a backend named id, stopped when the test ends.
 func startBackend(t *testing.T, id string) *backend {
+	return startBackendWith(t, &backend{id: id})
+}
+
+// startBackendWith starts b (its id, arrived and release set), stopped
+// when the test ends.
+func startBackendWith(t *testing.T, b *backend) *backend {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listening: %v", err)
 	}
-	b := &backend{id: id, addr: lis.Addr().String(), port: uint32(lis.Addr().(*net.TCPAddr).Port)}
+	b.addr, b.port = lis.Addr().String(), uint32(lis.Addr().(*net.TCPAddr).Port)
 	s := grpc.NewServer()
 	testgrpc.RegisterTestServiceServer(s, b)
 	done := make(chan struct{})

@@ -22,6 +22,7 @@ type options struct {
 	logger         *slog.Logger
 	depmgrOpts     []depmgr.Option
 	ringHashHeader string // "" for none: a random hash
+	timer          timerFunc // failover timers; nil for time.AfterFunc
 }
 
 func defaultOptions() options {

@@ -35,7 +35,8 @@ type xdsResolver struct {
 	logger         *slog.Logger
 	manager        *depmgr.Manager
 
-	version uint64 // configurations pushed; used on the manager's goroutine only
+	timer   timerFunc // failover timers; nil for time.AfterFunc
+	version uint64    // configurations pushed; used on the manager's goroutine only
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -62,7 +63,7 @@ func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
 		return
 	}
 	r.version++
-	rc.version, rc.source = r.version, cfg
+	rc.version, rc.source, rc.timer = r.version, cfg, r.timer
 	r.logger.Debug("updating the channel", "version", rc.version, "routes", len(rc.routes), "clusters", len(rc.clusters))
 	for name, c := range rc.clusters {
 		if c.err != nil {

@@ -40,13 +40,10 @@ func registerRouter() {
 type routerConfigKey struct{}
 
 // timerFunc starts a timer that calls f after d; the returned function
-// stops it. Tests replace it (export_test.go).
+// stops it. Tests give their own (export_test.go).
 type timerFunc func(d time.Duration, f func()) (stop func() bool)
 
 func realTimer(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
-
-// newTimer is the timer of the routers; see timerFunc.
-var newTimer timerFunc = realTimer
 
 type routerBuilder struct{}
 
@@ -56,7 +53,6 @@ func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) b
 	return &router{
 		cc:        cc,
 		bopts:     opts,
-		newTimer:  newTimer,
 		channelID: rand.Uint64(),
 		children:  make(map[string]*child),
 		prios:     make(map[string][]*prioState),
@@ -80,7 +76,6 @@ func (routerBuilder) ParseConfig(json.RawMessage) (serviceconfig.LoadBalancingCo
 type router struct {
 	cc        balancer.ClientConn
 	bopts     balancer.BuildOptions
-	newTimer  timerFunc
 	channelID uint64 // hashed by channel_id hash policies (gRFC A42)
 
 	mu       sync.Mutex
@@ -340,7 +335,11 @@ func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, conn
 				continue
 			}
 			if s.stop == nil {
-				s.stop = r.newTimer(failoverTimeout, func() {
+				newTimer := r.cfg.timer
+				if newTimer == nil {
+					newTimer = realTimer
+				}
+				s.stop = newTimer(failoverTimeout, func() {
 					r.mu.Lock()
 					defer r.mu.Unlock()
 					if r.closed || s.stop == nil {

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/proxyless/xds/resolver"
+	"github.com/proxyless/xds/testutil"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	v3typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+)
+
+// edsChain returns the chain of the listener "svc" whose cluster-svc
+// endpoints (eds-svc) are cla.
+func edsChain(cla *v3endpointpb.ClusterLoadAssignment) testutil.Resources {
+	r := testutil.Chain(testutil.ChainOptions{Listener: "svc"})
+	cla.ClusterName = "eds-svc"
+	r.Endpoints = []*v3endpointpb.ClusterLoadAssignment{cla}
+	return r
+}
+
+// weighted returns l with load_balancing_weight w.
+func weighted(l *v3endpointpb.LocalityLbEndpoints, w uint32) *v3endpointpb.LocalityLbEndpoints {
+	l.LoadBalancingWeight = wrapperspb.UInt32(w)
+	return l
+}
+
+// TestResolver_E2E_LocalityWeights checks that RPCs are spread over the
+// localities of a priority by locality weight (weighted target), whatever
+// the number of endpoints in each.
+//
+//  1. Serve one cluster with locality z1 (weight 3: A) and z2 (weight 1: B, C).
+//  2. 2000 RPCs: A 75 ± 3 %, B and C together 25 ± 3 %.
+func TestResolver_E2E_LocalityWeights(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a, b, c := startBackend(t, "A"), startBackend(t, "B"), startBackend(t, "C")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	e.ms.Update("", edsChain(&v3endpointpb.ClusterLoadAssignment{Endpoints: []*v3endpointpb.LocalityLbEndpoints{
+		weighted(localityEndpoints("z1", 0, lbEndpoint(a.port, v3corepb.HealthStatus_HEALTHY)), 3),
+		weighted(localityEndpoints("z2", 0, lbEndpoint(b.port, v3corepb.HealthStatus_HEALTHY), lbEndpoint(c.port, v3corepb.HealthStatus_HEALTHY)), 1),
+	}}))
+	tc, _ := e.dial(t, "xds:///svc")
+	for _, id := range []string{"A", "B", "C"} {
+		if err := waitForServer(ctx, tc, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 2000
+	got := countServers(ctx, t, tc, classDefault, n)
+	got["B+C"] = got["B"] + got["C"]
+	checkShare(t, "locality", got, n, "A", 75, 3)
+	checkShare(t, "locality", got, n, "B+C", 25, 3)
+}
+
+// TestResolver_E2E_Drops checks drop_overloads (gRFC A27): a category
+// dropping 10 % of RPCs fails about 10 % of them with UNAVAILABLE before
+// any pick, naming the category.
+//
+//  1. Serve one cluster (A) whose ClusterLoadAssignment drops 10 % in category "throttle".
+//  2. 3000 RPCs: 10 ± 2 % fail UNAVAILABLE naming "throttle"; the others reach A.
+func TestResolver_E2E_Drops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a := startBackend(t, "A")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	cla := testutil.Endpoints("eds-svc", "127.0.0.1", a.port)
+	cla.Policy = &v3endpointpb.ClusterLoadAssignment_Policy{DropOverloads: []*v3endpointpb.ClusterLoadAssignment_Policy_DropOverload{{
+		Category:       "throttle",
+		DropPercentage: &v3typepb.FractionalPercent{Numerator: 10, Denominator: v3typepb.FractionalPercent_HUNDRED},
+	}}}
+	e.ms.Update("", edsChain(cla))
+	tc, _ := e.dial(t, "xds:///svc")
+	if err := waitForServer(ctx, tc, "A"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	dropped := 0
+	for i := range n {
+		id, err := unaryServerID(ctx, tc)
+		switch {
+		case err == nil && id == "A":
+		case status.Code(err) == codes.Unavailable && contains(err, `"throttle"`):
+			dropped++
+		default:
+			t.Fatalf("RPC %d: server %q, error %v; want A or a drop", i, id, err)
+		}
+	}
+	if share := 100 * float64(dropped) / n; share < 8 || share > 12 {
+		t.Errorf("%d of %d RPCs dropped (%.1f%%); want 10 ± 2%%", dropped, n, share)
+	}
+}
+
+// TestResolver_E2E_CircuitBreaker checks max_requests (gRFC A32): with
+// max_requests 2 and two RPCs in flight, a third fails at once with
+// UNAVAILABLE; once they end, RPCs succeed again.
+//
+//  1. Serve one cluster with max_requests 2; its backend holds each RPC.
+//  2. Start two RPCs; wait until the backend holds both.
+//  3. A third RPC fails UNAVAILABLE naming max_requests.
+//  4. Release: the two succeed, and a new RPC succeeds.
+func TestResolver_E2E_CircuitBreaker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a := startBackendWith(t, &backend{id: "A", arrived: make(chan struct{}, 10), release: make(chan struct{})})
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	r := chain(a)
+	r.Clusters[0].CircuitBreakers = &v3clusterpb.CircuitBreakers{Thresholds: []*v3clusterpb.CircuitBreakers_Thresholds{{
+		Priority: v3corepb.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(2),
+	}}}
+	e.ms.Update("", r)
+	tc, _ := e.dial(t, "xds:///svc")
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := tc.UnaryCall(ctx, nil)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		select {
+		case <-a.arrived:
+		case <-ctx.Done():
+			t.Fatal("the backend did not receive two RPCs")
+		}
+	}
+	_, err := tc.UnaryCall(ctx, nil)
+	if status.Code(err) != codes.Unavailable || !contains(err, "max_requests") {
+		t.Errorf("third concurrent RPC: %v; want UNAVAILABLE naming max_requests", err)
+	}
+	close(a.release)
+	wg.Wait()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("held RPC: %v", err)
+		}
+	}
+	if _, err := unaryServerID(ctx, tc); err != nil {
+		t.Errorf("RPC after the held ones ended: %v", err)
+	}
+}
+
+// TestResolver_E2E_FailoverTimer checks the priority failover of gRFC
+// A56 with the failover timer faked: priority 0 stays CONNECTING (a
+// listener that never speaks HTTP/2), so RPCs wait for it until its 10 s
+// timer fires; then priority 1 serves them. When priority 0 becomes READY
+// (its endpoint moved to a live backend), RPCs go back to it.
+//
+//  1. Serve priority 0: a silent listener; priority 1: B.
+//  2. The router starts a 10 s failover timer for priority 0; fire it.
+//  3. RPCs reach B.
+//  4. Move priority 0's endpoint to A: RPCs reach A.
+func TestResolver_E2E_FailoverTimer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a, b := startBackend(t, "A"), startBackend(t, "B")
+	silent := silentListener(t)
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	e.ms.Update("", edsChain(&v3endpointpb.ClusterLoadAssignment{Endpoints: []*v3endpointpb.LocalityLbEndpoints{
+		localityEndpoints("z0", 0, lbEndpoint(silent, v3corepb.HealthStatus_HEALTHY)),
+		localityEndpoints("z1", 1, lbEndpoint(b.port, v3corepb.HealthStatus_HEALTHY)),
+	}}))
+	timers := make(chan *resolver.FakeTimer, 16)
+	tc, cc := e.dial(t, "xds:///svc", resolver.WithFakeTimers(timers))
+	cc.Connect()
+	var timer *resolver.FakeTimer
+	select {
+	case timer = <-timers:
+	case <-ctx.Done():
+		t.Fatal("no failover timer started")
+	}
+	if timer.D.Seconds() != 10 {
+		t.Errorf("failover timer of %v; want 10s", timer.D)
+	}
+	timer.Fire()
+	if err := waitForServer(ctx, tc, "B"); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyServer(ctx, tc, "B", 20); err != nil {
+		t.Fatal(err)
+	}
+	e.ms.Update("", edsChain(&v3endpointpb.ClusterLoadAssignment{Endpoints: []*v3endpointpb.LocalityLbEndpoints{
+		localityEndpoints("z0", 0, lbEndpoint(a.port, v3corepb.HealthStatus_HEALTHY)),
+		localityEndpoints("z1", 1, lbEndpoint(b.port, v3corepb.HealthStatus_HEALTHY)),
+	}}))
+	if err := waitForServer(ctx, tc, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyServer(ctx, tc, "A", 20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResolver_E2E_FailoverOnFailure checks that a priority whose
+// endpoints refuse connections (TRANSIENT_FAILURE) fails over at once,
+// without waiting for the timer.
+//
+//  1. Serve priority 0: a closed port; priority 1: B.
+//  2. RPCs reach B (no timer fired).
+func TestResolver_E2E_FailoverOnFailure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	b := startBackend(t, "B")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	e.ms.Update("", edsChain(&v3endpointpb.ClusterLoadAssignment{Endpoints: []*v3endpointpb.LocalityLbEndpoints{
+		localityEndpoints("z0", 0, lbEndpoint(closedPort(t), v3corepb.HealthStatus_HEALTHY)),
+		localityEndpoints("z1", 1, lbEndpoint(b.port, v3corepb.HealthStatus_HEALTHY)),
+	}}))
+	timers := make(chan *resolver.FakeTimer, 16)
+	tc, _ := e.dial(t, "xds:///svc", resolver.WithFakeTimers(timers))
+	if err := waitForServer(ctx, tc, "B"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// silentListener returns the port of a listener that accepts connections
+// and never answers, so that gRPC stays CONNECTING; closed when the test
+// ends.
+func silentListener(t *testing.T) uint32 {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		done  = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		lis.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return uint32(lis.Addr().(*net.TCPAddr).Port)
+}
+
+// closedPort returns a port nothing listens on.
+func closedPort(t *testing.T) uint32 {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint32(lis.Addr().(*net.TCPAddr).Port)
+	lis.Close()
+	return port
+}
+
