@@ -277,4 +277,3 @@ func closedPort(t *testing.T) uint32 {
 	lis.Close()
 	return port
 }
-

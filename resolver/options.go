@@ -21,7 +21,7 @@ type options struct {
 	scheme         string
 	logger         *slog.Logger
 	depmgrOpts     []depmgr.Option
-	ringHashHeader string // "" for none: a random hash
+	ringHashHeader string    // "" for none: a random hash
 	timer          timerFunc // failover timers; nil for time.AfterFunc
 }
 
