@@ -18,6 +18,8 @@ import (
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/lrs"
+	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // NewBuilder returns a grpc resolver.Builder for the targets
@@ -95,6 +97,11 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		timer:          b.opts.timer,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
+	lb := b.opts.lrsBuilder
+	if lb == nil {
+		lb = grpctransport.NewBuilder()
+	}
+	r.load = &loadReporter{store: lrs.NewStore(), builder: lb, cfg: b.client.BootstrapConfig(), logger: r.logger}
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
 	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With("target", t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -35,6 +36,9 @@ type routerConfig struct {
 	source *depmgr.XDSConfig
 	// timer starts the failover timers; nil for time.AfterFunc.
 	timer timerFunc
+	// load receives the load of clusters with lrs_server "self"; nil
+	// when not reported.
+	load *lrs.Store
 }
 
 // route is a route compiled for matching.
@@ -73,7 +77,8 @@ type priorityConfig struct {
 	priority    uint32
 	drops       []resources.DropOverload
 	maxRequests uint32
-	lrs         bool // the leaf cluster has lrs_server "self"
+	lrs         bool   // the leaf cluster has lrs_server "self"
+	lrsService  string // eds_cluster_config.service_name as received, for load reports
 	policy      childPolicy
 	// localities are the localities with a usable endpoint. For a
 	// policy that balances over the whole priority (ring_hash), one
@@ -98,6 +103,9 @@ type localityConfig struct {
 	weight    uint32
 	key       string // child balancer key: unique per leaf, priority, locality and policy
 	endpoints []grpcresolver.Endpoint
+	// addrLocality maps each address to its locality, for the
+	// pseudo-locality of a per-priority policy; nil otherwise.
+	addrLocality map[string]resources.LocalityID
 }
 
 // buildConfig compiles the virtual host of s. ringHashHeader is the header
@@ -248,15 +256,20 @@ func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
 		}
 		p := byPrio[l.Priority]
 		if p == nil {
-			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, policy: policy}
+			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy}
 			byPrio[l.Priority] = p
 			out = append(out, p)
 		}
 		if policy.perPriority {
 			if len(p.localities) == 0 {
-				p.localities = []localityConfig{{weight: 1, key: childKey(leaf.Name, l.Priority, "*", policy.name)}}
+				p.localities = []localityConfig{{weight: 1, key: childKey(leaf.Name, l.Priority, "*", policy.name), addrLocality: make(map[string]resources.LocalityID)}}
 			}
 			p.localities[0].endpoints = append(p.localities[0].endpoints, eps...)
+			for _, ep := range eps {
+				for _, a := range ep.Addresses {
+					p.localities[0].addrLocality[a.Addr] = l.ID
+				}
+			}
 			continue
 		}
 		p.localities = append(p.localities, localityConfig{id: l.ID, weight: l.Weight, key: childKey(leaf.Name, l.Priority, l.ID.String(), policy.name), endpoints: eps})

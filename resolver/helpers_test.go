@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ type backend struct {
 	// on arrived, then waits for release to be closed (or the RPC's end).
 	arrived chan struct{}
 	release chan struct{}
+	// served counts the UnaryCalls answered.
+	served atomic.Int64
 }
 
 func (b *backend) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
@@ -58,6 +61,7 @@ func (b *backend) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*te
 			return nil, ctx.Err()
 		}
 	}
+	b.served.Add(1)
 	return &testgrpc.SimpleResponse{ServerId: b.id, Hostname: b.addr}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/transport"
 )
 
 // DefaultScheme is the URI scheme of the targets a Builder resolves when
@@ -23,6 +24,7 @@ type options struct {
 	depmgrOpts     []depmgr.Option
 	ringHashHeader string    // "" for none: a random hash
 	timer          timerFunc // failover timers; nil for time.AfterFunc
+	lrsBuilder     transport.Builder
 }
 
 func defaultOptions() options {
@@ -80,4 +82,18 @@ func WithRingHashRequestHashHeader(name string) Option {
 	return func(o *options) {
 		o.ringHashHeader = strings.ToLower(name)
 	}
+}
+
+// WithLoadReportTransport sets how the resolvers reach the management
+// server to report load (LRS, R-22) for clusters whose lrs_server is
+// "self": b builds a transport to the bootstrap's server of the cluster.
+// The default is grpctransport.NewBuilder(), which opens a connection of
+// its own; give the Builder given to the client
+// (client.WithTransportBuilder) to report on the client's connection, as
+// says. Each resolver (channel) reports its own load on its own
+// LRS stream, opened when a configuration first has such a cluster and
+// closed, after a final report, when the resolver is closed. See package
+// lrs.
+func WithLoadReportTransport(b transport.Builder) Option {
+	return func(o *options) { o.lrsBuilder = b }
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -51,23 +52,40 @@ type prioPicker struct {
 	ready   []weightedPicker // READY localities, cumulative weights
 	total   uint64
 	other   balancer.Picker // when no locality is READY: the best child's
+	// otherLoad is the load of other's locality; nil when not reported.
+	otherLoad *lrs.LocalityLoad
+	// ringLoad is the load of a cluster whose child covers the whole
+	// priority (ring_hash): the locality is found from the SubConn.
+	ringLoad *lrs.ClusterLoad
+	ring     *child
 }
 
 type weightedPicker struct {
-	cum uint64
-	p   balancer.Picker
+	cum  uint64
+	p    balancer.Picker
+	load *lrs.LocalityLoad // nil when load is not reported
 }
 
-// prioErrors are the errors of a priority, made once per picker.
+// prioErrors are the errors of a priority, made once per picker, and the
+// drop counters of its load report.
 type prioErrors struct {
-	drops   []error // per drop category
-	breaker error
+	drops        []error          // per drop category
+	dropCounters []*atomic.Uint64 // per drop category; nil when load is not reported
+	breaker      error
+	breakerDrops *atomic.Uint64 // nil when load is not reported
 }
 
-func dropErrors(p *priorityConfig) prioErrors {
+func dropErrors(p *priorityConfig, load *lrs.ClusterLoad) prioErrors {
 	e := prioErrors{drops: make([]error, len(p.drops))}
 	for i, d := range p.drops {
 		e.drops[i] = status.Errorf(codes.Unavailable, "RPC dropped by cluster %q: drop_overloads category %q", p.leaf, d.Category)
+	}
+	if load != nil {
+		e.dropCounters = make([]*atomic.Uint64, len(p.drops))
+		for i, d := range p.drops {
+			e.dropCounters[i] = load.DropCounter(d.Category)
+		}
+		e.breakerDrops = load.DropCounter("")
 	}
 	e.breaker = status.Errorf(codes.Unavailable, "RPC refused by cluster %q: max_requests (%d) concurrent RPCs reached (circuit breaking)", p.leaf, p.maxRequests)
 	return e
@@ -122,21 +140,27 @@ func (p *picker) pickRoute(rt *route, info balancer.PickInfo, h *rpcHeaders) (ba
 func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcHeaders) (balancer.PickResult, error) {
 	for i, d := range pp.cfg.drops {
 		if d.PerMillion > 0 && rand.Uint32N(1_000_000) < d.PerMillion {
+			if pp.errs.dropCounters != nil {
+				pp.errs.dropCounters[i].Add(1)
+			}
 			return balancer.PickResult{}, pp.errs.drops[i]
 		}
 	}
 	if n := pp.counter.Add(1); n > int64(pp.cfg.maxRequests) {
 		pp.counter.Add(-1)
+		if pp.errs.breakerDrops != nil {
+			pp.errs.breakerDrops.Add(1)
+		}
 		return balancer.PickResult{}, pp.errs.breaker
 	}
-	child := pp.other
+	child, load := pp.other, pp.otherLoad
 	if len(pp.ready) > 0 {
-		child = pp.ready[0].p
+		child, load = pp.ready[0].p, pp.ready[0].load
 		if len(pp.ready) > 1 {
 			x := rand.Uint64N(pp.total)
 			for _, w := range pp.ready {
 				if x < w.cum {
-					child = w.p
+					child, load = w.p, w.load
 					break
 				}
 			}
@@ -157,8 +181,19 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcH
 		return res, err
 	}
 	counter, done := pp.counter, res.Done
+	if pp.ringLoad != nil && pp.ring != nil {
+		if id, ok := pp.ring.scLocality.Load(res.SubConn); ok {
+			load = pp.ringLoad.Locality(id.(resources.LocalityID))
+		}
+	}
+	if load != nil {
+		load.Start()
+	}
 	res.Done = func(di balancer.DoneInfo) {
 		counter.Add(-1)
+		if load != nil {
+			load.Finish(di.Err)
+		}
 		if done != nil {
 			done(di)
 		}

@@ -35,8 +35,9 @@ type xdsResolver struct {
 	logger         *slog.Logger
 	manager        *depmgr.Manager
 
-	timer   timerFunc // failover timers; nil for time.AfterFunc
-	version uint64    // configurations pushed; used on the manager's goroutine only
+	timer   timerFunc     // failover timers; nil for time.AfterFunc
+	load    *loadReporter // set by Build
+	version uint64        // configurations pushed; used on the manager's goroutine only
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -49,6 +50,7 @@ func (r *xdsResolver) ResolveNow(grpcresolver.ResolveNowOptions) {
 // more calls to the ClientConn.
 func (r *xdsResolver) Close() {
 	r.manager.Close()
+	r.load.close()
 	r.logger.Debug("closed")
 }
 
@@ -63,7 +65,8 @@ func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
 		return
 	}
 	r.version++
-	rc.version, rc.source, rc.timer = r.version, cfg, r.timer
+	rc.version, rc.source, rc.timer, rc.load = r.version, cfg, r.timer, r.load.store
+	r.load.ensure(rc)
 	r.logger.Debug("updating the channel", "version", rc.version, "routes", len(rc.routes), "clusters", len(rc.clusters))
 	for name, c := range rc.clusters {
 		if c.err != nil {

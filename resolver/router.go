@@ -13,6 +13,9 @@ import (
 	"google.golang.org/grpc/connectivity"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/proxyless/xds/lrs"
+	"github.com/proxyless/xds/resources"
 )
 
 // routerName is the name of the LB policy of this package that the
@@ -105,6 +108,27 @@ type child struct {
 	b                   balancer.Balancer
 	state               balancer.State // guarded by r.mu
 	removed             bool           // guarded by r.mu
+	// For a child over a whole priority (ring_hash): the locality of
+	// each address (guarded by r.mu), and of each SubConn, so that the
+	// load of an RPC is reported for its locality.
+	addrLocality map[string]resources.LocalityID
+	scLocality   sync.Map // balancer.SubConn → resources.LocalityID
+}
+
+// NewSubConn creates a SubConn on the channel, noting its locality for a
+// child over a whole priority.
+func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
+	sc, err := c.ClientConn.NewSubConn(addrs, opts)
+	if err != nil || len(addrs) == 0 {
+		return sc, err
+	}
+	c.r.mu.Lock()
+	id, ok := c.addrLocality[addrs[0].Addr]
+	c.r.mu.Unlock()
+	if ok {
+		c.scLocality.Store(sc, id)
+	}
+	return sc, nil
 }
 
 // UpdateState records the child's state and rebuilds the router's picker.
@@ -168,6 +192,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 					r.children[l.key] = c
 				}
 				c.policy = p.policy
+				c.addrLocality = l.addrLocality
 				updates = append(updates, update{c, l.endpoints})
 			}
 			key := counterKey(p)
@@ -290,23 +315,38 @@ func (r *router) updateStateLocked() {
 		agg = better(agg, st)
 		prio := cc.priorities[i]
 		pp := &prioPicker{cfg: prio, counter: r.counters[counterKey(prio)]}
-		pp.errs = dropErrors(prio)
+		var load *lrs.ClusterLoad
+		if prio.lrs && r.cfg.load != nil {
+			load = r.cfg.load.Cluster(prio.leaf, prio.lrsService)
+		}
+		pp.errs = dropErrors(prio, load)
+		if prio.policy.perPriority {
+			pp.ringLoad = load
+		}
 		var best *child
 		for _, l := range prio.localities {
 			c := r.children[l.key]
 			if c == nil {
 				continue
 			}
+			var ll *lrs.LocalityLoad
+			if load != nil {
+				ll = load.Locality(l.id)
+			}
 			if c.state.ConnectivityState == connectivity.Ready {
 				pp.total += uint64(l.weight)
-				pp.ready = append(pp.ready, weightedPicker{cum: pp.total, p: c.state.Picker})
+				pp.ready = append(pp.ready, weightedPicker{cum: pp.total, p: c.state.Picker, load: ll})
 			}
 			if best == nil || rank(c.state.ConnectivityState) > rank(best.state.ConnectivityState) {
 				best = c
+				pp.other, pp.otherLoad = c.state.Picker, ll
 			}
-		}
-		if best != nil {
-			pp.other = best.state.Picker
+			if prio.policy.perPriority {
+				pp.ring = c
+				pp.ready = pp.ready[:0:0] // one child: picked through other
+				pp.total = 0
+				pp.other, pp.otherLoad = c.state.Picker, nil
+			}
 		}
 		cp.prio = pp
 	}
