@@ -95,6 +95,7 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		failSC:         failSC,
 		routerSC:       routerSC,
 		timer:          b.opts.timer,
+		holder:         b.opts.holder,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
 	lb := b.opts.lrsBuilder

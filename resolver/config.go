@@ -39,6 +39,9 @@ type routerConfig struct {
 	// load receives the load of clusters with lrs_server "self"; nil
 	// when not reported.
 	load *lrs.Store
+	// intercepted: the channel has DialOptions' interceptors, which put
+	// the route they matched in the RPC's context.
+	intercepted bool
 }
 
 // route is a route compiled for matching.
@@ -51,6 +54,11 @@ type route struct {
 	total   uint64           // sum of the weights
 	hash    []resources.HashPolicy
 	res     *resources.Route // the route, for the interceptors
+	// faults are the fault injection filters' configs for the route
+	// (gRFC A33), in chain order; faultErr says why they cannot be used
+	// (the route's RPCs then fail).
+	faults   []*faultConfig
+	faultErr error
 }
 
 // weightedTarget is a cluster of a route with the cumulative weight of the
@@ -125,6 +133,9 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
 		rt := route{desc: describeRoute(i, r), match: compileMatch(&r.Match), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
+		if s.listener != nil {
+			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r)
+		}
 		if len(rt.hash) == 0 && ringHashHeader != "" {
 			rt.hash = []resources.HashPolicy{{Kind: resources.HashPolicyHeader, HeaderName: ringHashHeader}}
 		}

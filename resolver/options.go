@@ -5,6 +5,7 @@ package resolver
 import (
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/xdslog"
@@ -25,6 +26,7 @@ type options struct {
 	ringHashHeader string    // "" for none: a random hash
 	timer          timerFunc // failover timers; nil for time.AfterFunc
 	lrsBuilder     transport.Builder
+	holder         *atomic.Pointer[routerConfig] // set by DialOptions: the interceptors' configuration
 }
 
 func defaultOptions() options {

@@ -96,6 +96,11 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 // Pick routes and picks one RPC.
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	h := rpcHeaders{ctx: info.Ctx}
+	if p.cfg.intercepted {
+		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok && rc.cfg == p.cfg {
+			return p.pickRoute(rc.route, info, &h)
+		}
+	}
 	for i := range p.cfg.routes {
 		rt := &p.cfg.routes[i]
 		if rt.match.matches(info.FullMethodName, &h) {

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 
+	"sync/atomic"
+
 	"google.golang.org/grpc/attributes"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/resources"
 )
 
 // failServiceConfig is the service config pushed, with no endpoint, when
@@ -35,9 +38,11 @@ type xdsResolver struct {
 	logger         *slog.Logger
 	manager        *depmgr.Manager
 
-	timer   timerFunc     // failover timers; nil for time.AfterFunc
-	load    *loadReporter // set by Build
-	version uint64        // configurations pushed; used on the manager's goroutine only
+	timer   timerFunc                     // failover timers; nil for time.AfterFunc
+	load    *loadReporter                 // set by Build
+	holder  *atomic.Pointer[routerConfig] // DialOptions' interceptors' configuration; nil without them
+	warned  map[string]bool               // what warnUnsupported logged; manager goroutine only
+	version uint64                        // configurations pushed; used on the manager's goroutine only
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -66,7 +71,12 @@ func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
 	}
 	r.version++
 	rc.version, rc.source, rc.timer, rc.load = r.version, cfg, r.timer, r.load.store
+	rc.intercepted = r.holder != nil
 	r.load.ensure(rc)
+	r.warnUnsupported(rc)
+	if r.holder != nil {
+		r.holder.Store(rc)
+	}
 	r.logger.Debug("updating the channel", "version", rc.version, "routes", len(rc.routes), "clusters", len(rc.clusters))
 	for name, c := range rc.clusters {
 		if c.err != nil {
@@ -102,4 +112,41 @@ func (r *xdsResolver) fail(err error) {
 	// no address. That is the point.
 	_ = r.cc.UpdateState(grpcresolver.State{ServiceConfig: r.failSC})
 	r.cc.ReportError(err)
+}
+
+// warnUnsupported logs, once per channel each, that a configuration uses
+// what the resolver does not support: cluster_specifier_plugin (RLS),
+// whose RPCs fail, and retry policies, ignored (gRFC A44); and, without
+// DialOptions' interceptors, fault injection filters and
+// max_stream_duration, ignored.
+func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
+	warn := func(key, msg string, args ...any) {
+		if r.warned[key] {
+			return
+		}
+		if r.warned == nil {
+			r.warned = make(map[string]bool)
+		}
+		r.warned[key] = true
+		r.logger.Warn(msg, args...)
+	}
+	vh := rc.source.VirtualHost
+	if vh.RetryPolicy != nil {
+		warn("retry", "retry policies are not supported; RPCs are not retried", "virtual_host", vh.Name)
+	}
+	for i := range rc.routes {
+		rt := &rc.routes[i]
+		if rt.action == resources.RouteActionClusterSpecifierPlugin {
+			warn("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", "route", rt.desc, "plugin", rt.plugin)
+		}
+		if rt.res.Action.RetryPolicy != nil {
+			warn("retry", "retry policies are not supported; RPCs are not retried", "route", rt.desc)
+		}
+		if r.holder == nil && len(rt.faults) > 0 {
+			warn("fault", "fault injection needs resolver.DialOptions; ignored", "route", rt.desc)
+		}
+		if r.holder == nil && rc.maxStreamDuration(rt) > 0 {
+			warn("msd", "max_stream_duration needs resolver.DialOptions; ignored", "route", rt.desc)
+		}
+	}
 }
