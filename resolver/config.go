@@ -130,9 +130,10 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
 	}
 	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig)}
+	names := headerIndex{}
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
-		rt := route{desc: describeRoute(i, r), match: compileMatch(&r.Match), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
+		rt := route{desc: describeRoute(i, r), match: compileMatch(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
 		if s.listener != nil {
 			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r)
 		}

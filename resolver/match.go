@@ -20,12 +20,39 @@ type routeMatch struct {
 	value         string // prefix or path; lowercased when !caseSensitive
 	caseSensitive bool
 	regex         *regexp.Regexp
-	headers       []resources.HeaderMatcher
+	headers       []headerMatch
 	fraction      uint32 // parts per million; 1,000,000 when unset
 }
 
-func compileMatch(m *resources.RouteMatch) routeMatch {
-	rm := routeMatch{kind: m.PathKind, caseSensitive: m.CaseSensitive, regex: m.Regex, headers: m.Headers, fraction: 1_000_000}
+// headerMatch is a header matcher with the index of its header name in
+// the configuration (rpcHeaders.byIndex).
+type headerMatch struct {
+	idx int
+	hm  *resources.HeaderMatcher
+}
+
+// headerIndex numbers header names for rpcHeaders.byIndex.
+type headerIndex map[string]int
+
+func (x headerIndex) of(name string) int {
+	i, ok := x[name]
+	if !ok {
+		i = len(x)
+		x[name] = i
+	}
+	return i
+}
+
+// compileMatch compiles m; names numbers its header names (nil: a fresh
+// numbering).
+func compileMatch(m *resources.RouteMatch, names headerIndex) routeMatch {
+	if names == nil {
+		names = headerIndex{}
+	}
+	rm := routeMatch{kind: m.PathKind, caseSensitive: m.CaseSensitive, regex: m.Regex, fraction: 1_000_000}
+	for i := range m.Headers {
+		rm.headers = append(rm.headers, headerMatch{idx: names.of(m.Headers[i].Name), hm: &m.Headers[i]})
+	}
 	switch m.PathKind {
 	case resources.PathKindPrefix:
 		rm.value = m.Prefix
@@ -42,13 +69,43 @@ func compileMatch(m *resources.RouteMatch) routeMatch {
 }
 
 // rpcHeaders are the headers of one RPC as route matching sees them
-// (gRFC A28): its outgoing metadata, read once and only if a header
-// matcher needs it, without "-bin" headers, and with content-type
-// "application/grpc".
+// (gRFC A28): its outgoing metadata, without "-bin" headers, and with
+// content-type "application/grpc". Each header a route matcher names is
+// read at most once per RPC, by its index in the configuration's header
+// names (routerConfig.headerNames), and only if a matcher needs it.
 type rpcHeaders struct {
-	md   metadata.MD
-	read bool
-	ctx  context.Context
+	ctx   context.Context
+	cache [16]headerValue // by header index; more for larger indexes
+	more  []headerValue
+}
+
+type headerValue struct {
+	v     string
+	state uint8 // 0 unread, 1 absent, 2 present
+}
+
+// byIndex returns the header of index i (named name).
+func (h *rpcHeaders) byIndex(i int, name string) (string, bool) {
+	var hv *headerValue
+	if i < len(h.cache) {
+		hv = &h.cache[i]
+	} else {
+		if h.more == nil {
+			h.more = make([]headerValue, 64)
+		}
+		if i-len(h.cache) >= len(h.more) {
+			return h.get(name)
+		}
+		hv = &h.more[i-len(h.cache)]
+	}
+	if hv.state == 0 {
+		v, ok := h.get(name)
+		hv.v, hv.state = v, 1
+		if ok {
+			hv.state = 2
+		}
+	}
+	return hv.v, hv.state == 2
 }
 
 // get returns the values of header name joined with ",", and whether the
@@ -60,13 +117,10 @@ func (h *rpcHeaders) get(name string) (string, bool) {
 	if name == "content-type" {
 		return "application/grpc", true
 	}
-	if !h.read {
-		h.read = true
-		if h.ctx != nil {
-			h.md, _ = metadata.FromOutgoingContext(h.ctx)
-		}
+	if h.ctx == nil {
+		return "", false
 	}
-	vs := h.md[name]
+	vs := metadata.ValueFromOutgoingContext(h.ctx, name)
 	switch len(vs) {
 	case 0:
 		return "", false
@@ -103,17 +157,25 @@ func (m *routeMatch) matches(path string, h *rpcHeaders) bool {
 		return false
 	}
 	for i := range m.headers {
-		if !matchHeader(&m.headers[i], h) {
+		hm := &m.headers[i]
+		v, ok := h.byIndex(hm.idx, hm.hm.Name)
+		if !matchHeaderValue(hm.hm, v, ok) {
 			return false
 		}
 	}
 	return m.fraction >= 1_000_000 || rand.Uint32N(1_000_000) < m.fraction
 }
 
-// matchHeader applies one header matcher (gRFC A28, R-17.3): a matcher on
-// an absent header fails (even inverted), except present_match.
+// matchHeader applies one header matcher to the RPC of headers h.
 func matchHeader(hm *resources.HeaderMatcher, h *rpcHeaders) bool {
 	v, ok := h.get(hm.Name)
+	return matchHeaderValue(hm, v, ok)
+}
+
+// matchHeaderValue applies one header matcher (gRFC A28, R-17.3) to the
+// header's value v (ok: present): a matcher on an absent header fails
+// (even inverted), except present_match.
+func matchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
 	if hm.Kind == resources.HeaderMatchPresent {
 		return (ok == hm.Present) != hm.Invert
 	}

@@ -90,7 +90,7 @@ func TestResolver_Match_Path(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := compileMatch(&tt.m)
+			m := compileMatch(&tt.m, nil)
 			if got := m.matches(path, headersOf("a", "1", "b", "2")); got != tt.want {
 				t.Errorf("matches(%q) = %v; want %v", path, got, tt.want)
 			}
@@ -102,7 +102,7 @@ func TestResolver_Match_Path(t *testing.T) {
 // matches about a quarter of RPCs.
 func TestResolver_Match_Fraction(t *testing.T) {
 	q := uint32(250_000)
-	m := compileMatch(&resources.RouteMatch{PathKind: resources.PathKindPrefix, CaseSensitive: true, FractionPerMillion: &q})
+	m := compileMatch(&resources.RouteMatch{PathKind: resources.PathKindPrefix, CaseSensitive: true, FractionPerMillion: &q}, nil)
 	const n = 20000
 	hits := 0
 	for range n {
