@@ -18,20 +18,20 @@ var (
 	// ErrNoRoute is wrapped when the selected virtual host has no route.
 	ErrNoRoute = errors.New("virtual host has no route")
 
-	// ErrNoUsableEndpoints is wrapped when the clusters of the route have
-	// no endpoint the resolver may use: none at all, or none HEALTHY or
-	// UNKNOWN.
+	// ErrNoUsableEndpoints is wrapped by the error of a cluster that has
+	// no endpoint the router may use: none at all, or none HEALTHY or
+	// UNKNOWN. RPCs routed to it fail.
 	ErrNoUsableEndpoints = errors.New("no usable endpoints")
 
-	// ErrUnsupported is wrapped when the configuration asks for something
-	// a resolver cannot express to the channel: a route action other than
-	// cluster and weighted_clusters, hash policies other than one header,
-	// clusters of one route with different load balancing policies. See
-	// the package doc, "What is honoured".
+	// ErrUnsupported is wrapped by the error of a cluster whose load
+	// balancing policy cannot be run (unknown, or its grpc balancer not
+	// registered), and of a route whose fault injection config cannot be
+	// decoded (a TypedStruct); their RPCs fail. See the package doc,
+	// "What is honoured".
 	ErrUnsupported = errors.New("not supported by the xds resolver")
 )
 
-// snapshot is what resolve reads of a depmgr.XDSConfig. It exists so that
+// snapshot is what buildConfig reads of a depmgr.XDSConfig. It exists so that
 // tests can make one: an XDSConfig can only be made by depmgr.
 type snapshot struct {
 	listener    *resources.Listener
@@ -95,24 +95,6 @@ func usablePriority(leaf *depmgr.ClusterConfig) (uint32, error) {
 		counts[i] = fmt.Sprintf("%d %s", bad[h], h)
 	}
 	return 0, fmt.Errorf("%w: none of the %d endpoints is HEALTHY or UNKNOWN (%s)", ErrNoUsableEndpoints, total, strings.Join(counts, ", "))
-}
-
-// Fixed-point shares, UQ1.31 (gRFC A113): 1<<31 is 1.
-const (
-	fixedPointBits = 31
-	fixedPointOne  = uint32(1) << fixedPointBits
-)
-
-// fraction returns num/den in UQ1.31; num ≤ den, den > 0, both < 2^32.
-func fraction(num, den uint64) uint32 {
-	if den == 0 {
-		return 0
-	}
-	return uint32(num << fixedPointBits / den)
-}
-
-func fixedPointMul(a, b uint32) uint32 {
-	return uint32(uint64(a) * uint64(b) >> fixedPointBits)
 }
 
 // describeVH names where a configuration's virtual host comes from, for
