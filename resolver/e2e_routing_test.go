@@ -255,3 +255,36 @@ func TestResolver_E2E_UpdatesWithoutFailures(t *testing.T) {
 	e.ms.Update("", r2)
 	within("weight change", classDefault, "A")
 }
+
+// TestResolver_E2E_ClusterErrorFailsOnlyItsRPCs checks that a cluster
+// without usable endpoints fails the RPCs routed to it, with UNAVAILABLE
+// naming it, and no others (gRFC A74).
+//
+//  1. Serve the canary scenario with no endpoint in cluster-c.
+//  2. Canary RPCs reach B; EmptyCall fails UNAVAILABLE naming cluster-c.
+func TestResolver_E2E_ClusterErrorFailsOnlyItsRPCs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a, b := startBackend(t, "A"), startBackend(t, "B")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	r := testutil.Canary(testutil.CanaryOptions{PortA: a.port, PortB: b.port, PortC: 1})
+	r.Endpoints[2] = testutil.Endpoints("cluster-c", "127.0.0.1")
+	e.ms.Update("", r)
+	tc, _ := e.dial(t, "xds:///svc")
+	for {
+		id, err := canaryCall(ctx, tc, classCanary)
+		if err == nil && id == "B" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("canary RPC: %v", err)
+		}
+	}
+	_, err := canaryCall(ctx, tc, classMethod)
+	if status.Code(err) != codes.Unavailable || !contains(err, `"cluster-c"`) {
+		t.Errorf("EmptyCall to the missing cluster: %v; want UNAVAILABLE naming cluster-c", err)
+	}
+	if got := countServers(ctx, t, tc, classCanary, 20); got["B"] != 20 {
+		t.Errorf("canary RPCs: %v; want all on B", got)
+	}
+}
