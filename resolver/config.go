@@ -130,7 +130,7 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
 	}
 	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig)}
-	names := headerIndex{}
+	names := newMatchIndex()
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
 		rt := route{desc: describeRoute(i, r), match: compileMatch(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
@@ -157,6 +157,7 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 		}
 		cfg.routes = append(cfg.routes, rt)
 	}
+	orderMatchers(cfg.routes)
 	return cfg, nil
 }
 

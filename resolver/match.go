@@ -6,6 +6,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,34 +25,60 @@ type routeMatch struct {
 	fraction      uint32 // parts per million; 1,000,000 when unset
 }
 
-// headerMatch is a header matcher with the index of its header name in
-// the configuration (rpcHeaders.byIndex).
+// headerMatch is a header matcher with the index of its header name
+// (rpcHeaders.byIndex) and its own index (rpcHeaders.cached) in the
+// configuration: equal matchers of several routes share an index, and
+// are evaluated once per RPC.
 type headerMatch struct {
-	idx int
+	idx int // header name
+	mid int // matcher
 	hm  *resources.HeaderMatcher
 }
 
-// headerIndex numbers header names for rpcHeaders.byIndex.
-type headerIndex map[string]int
-
-func (x headerIndex) of(name string) int {
-	i, ok := x[name]
-	if !ok {
-		i = len(x)
-		x[name] = i
-	}
-	return i
+// matchIndex numbers the header names and the distinct header matchers
+// of a configuration.
+type matchIndex struct {
+	names    map[string]int
+	matchers map[matcherKey]int
 }
 
-// compileMatch compiles m; names numbers its header names (nil: a fresh
-// numbering).
-func compileMatch(m *resources.RouteMatch, names headerIndex) routeMatch {
-	if names == nil {
-		names = headerIndex{}
+// matcherKey identifies a header matcher: two matchers with the same key
+// give the same result on any RPC (the pattern of a regex is Value).
+type matcherKey struct {
+	name, value                 string
+	kind                        resources.HeaderMatchKind
+	ignoreCase, present, invert bool
+	start, end                  int64
+}
+
+func newMatchIndex() *matchIndex {
+	return &matchIndex{names: make(map[string]int), matchers: make(map[matcherKey]int)}
+}
+
+func (x *matchIndex) add(hm *resources.HeaderMatcher) headerMatch {
+	i, ok := x.names[hm.Name]
+	if !ok {
+		i = len(x.names)
+		x.names[hm.Name] = i
+	}
+	k := matcherKey{hm.Name, hm.Value, hm.Kind, hm.IgnoreCase, hm.Present, hm.Invert, hm.RangeStart, hm.RangeEnd}
+	mid, ok := x.matchers[k]
+	if !ok {
+		mid = len(x.matchers)
+		x.matchers[k] = mid
+	}
+	return headerMatch{idx: i, mid: mid, hm: hm}
+}
+
+// compileMatch compiles m; x numbers its header names and matchers (nil:
+// a fresh numbering).
+func compileMatch(m *resources.RouteMatch, x *matchIndex) routeMatch {
+	if x == nil {
+		x = newMatchIndex()
 	}
 	rm := routeMatch{kind: m.PathKind, caseSensitive: m.CaseSensitive, regex: m.Regex, fraction: 1_000_000}
 	for i := range m.Headers {
-		rm.headers = append(rm.headers, headerMatch{idx: names.of(m.Headers[i].Name), hm: &m.Headers[i]})
+		rm.headers = append(rm.headers, x.add(&m.Headers[i]))
 	}
 	switch m.PathKind {
 	case resources.PathKindPrefix:
@@ -72,11 +99,35 @@ func compileMatch(m *resources.RouteMatch, names headerIndex) routeMatch {
 // (gRFC A28): its outgoing metadata, without "-bin" headers, and with
 // content-type "application/grpc". Each header a route matcher names is
 // read at most once per RPC, by its index in the configuration's header
-// names (routerConfig.headerNames), and only if a matcher needs it.
+// names (matchIndex), and only if a matcher needs it.
 type rpcHeaders struct {
 	ctx   context.Context
 	cache [16]headerValue // by header index; more for larger indexes
 	more  []headerValue
+	// The results of the first 256 matchers (by matcher index), once
+	// evaluated: bit i of known says whether bit i of result is set.
+	known, result [4]uint64
+}
+
+// cached returns the result of matcher mid, and whether it is known.
+func (h *rpcHeaders) cached(mid int) (result, known bool) {
+	if mid >= 256 {
+		return false, false
+	}
+	w, bit := mid/64, uint64(1)<<(mid%64)
+	return h.result[w]&bit != 0, h.known[w]&bit != 0
+}
+
+// remember records the result of matcher mid.
+func (h *rpcHeaders) remember(mid int, r bool) {
+	if mid >= 256 {
+		return
+	}
+	w, bit := mid/64, uint64(1)<<(mid%64)
+	h.known[w] |= bit
+	if r {
+		h.result[w] |= bit
+	}
 }
 
 type headerValue struct {
@@ -158,8 +209,13 @@ func (m *routeMatch) matches(path string, h *rpcHeaders) bool {
 	}
 	for i := range m.headers {
 		hm := &m.headers[i]
-		v, ok := h.byIndex(hm.idx, hm.hm.Name)
-		if !matchHeaderValue(hm.hm, v, ok) {
+		r, known := h.cached(hm.mid)
+		if !known {
+			v, ok := h.byIndex(hm.idx, hm.hm.Name)
+			r = matchHeaderValue(hm.hm, v, ok)
+			h.remember(hm.mid, r)
+		}
+		if !r {
 			return false
 		}
 	}
@@ -215,4 +271,22 @@ func matchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
 		r = err == nil && hm.RangeStart <= n && n < hm.RangeEnd
 	}
 	return r != hm.Invert
+}
+
+// orderMatchers reorders the header matchers of each route, rarest first:
+// a matcher that few routes share is the likeliest to tell them apart, so
+// an RPC that does not match a route is told so after fewer evaluations.
+// All of a route's matchers must match, and matching has no side effect,
+// so the order does not change which route an RPC matches.
+func orderMatchers(routes []route) {
+	uses := map[int]int{}
+	for i := range routes {
+		for _, hm := range routes[i].match.headers {
+			uses[hm.mid]++
+		}
+	}
+	for i := range routes {
+		hs := routes[i].match.headers
+		slices.SortStableFunc(hs, func(a, b headerMatch) int { return uses[a.mid] - uses[b.mid] })
+	}
 }
