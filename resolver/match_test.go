@@ -148,3 +148,45 @@ func TestResolver_RequestHash(t *testing.T) {
 		t.Errorf("only a missing header: got a hash; want none (random)")
 	}
 }
+
+// TestResolver_Match_SharedMatchers checks that matchers shared by routes
+// (evaluated once per RPC, rarest first) give the same route as matching
+// each route in order.
+func TestResolver_Match_SharedMatchers(t *testing.T) {
+	exact := func(name, v string) resources.HeaderMatcher {
+		return resources.HeaderMatcher{Name: name, Kind: resources.HeaderMatchExact, Value: v}
+	}
+	matches := []resources.RouteMatch{
+		{PathKind: resources.PathKindPrefix, CaseSensitive: true, Headers: []resources.HeaderMatcher{exact("x-a", "1"), exact("x-b", "2")}},
+		{PathKind: resources.PathKindPrefix, CaseSensitive: true, Headers: []resources.HeaderMatcher{exact("x-a", "1"), exact("x-b", "3")}},
+		{PathKind: resources.PathKindPrefix, CaseSensitive: true, Headers: []resources.HeaderMatcher{exact("x-b", "3")}},
+		{PathKind: resources.PathKindPrefix, CaseSensitive: true},
+	}
+	x := newMatchIndex()
+	routes := make([]route, len(matches))
+	for i := range matches {
+		routes[i].match = compileMatch(&matches[i], x)
+	}
+	orderMatchers(routes)
+	first := func(h *rpcHeaders) int {
+		for i := range routes {
+			if routes[i].match.matches("/a/b", h) {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, tt := range []struct {
+		md   []string
+		want int
+	}{
+		{[]string{"x-a", "1", "x-b", "2"}, 0},
+		{[]string{"x-a", "1", "x-b", "3"}, 1},
+		{[]string{"x-b", "3"}, 2},
+		{[]string{"x-a", "1"}, 3},
+	} {
+		if got := first(headersOf(tt.md...)); got != tt.want {
+			t.Errorf("headers %v matched route %d; want %d", tt.md, got, tt.want)
+		}
+	}
+}
