@@ -94,6 +94,7 @@ type router struct {
 type prioState struct {
 	failedOver bool        // the failover timer fired; treated as failed until READY
 	stop       func() bool // stops the running failover timer; nil when none
+	gen        uint64      // counts the timers started, so that a stale one does nothing
 }
 
 // child is one endpoint-policy balancer: a locality of a priority of a
@@ -160,6 +161,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 	var (
 		updates []update
 		removed []*child
+		built   []*child // new children, whose balancer is built below
 	)
 	r.mu.Lock()
 	if r.closed {
@@ -188,8 +190,8 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 				if c == nil {
 					c = &child{ClientConn: r.cc, r: r, key: l.key, policy: p.policy,
 						state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
-					c.b = balancer.Get(p.policy.name).Build(c, r.bopts)
 					r.children[l.key] = c
+					built = append(built, c)
 				}
 				c.policy = p.policy
 				c.addrLocality = l.addrLocality
@@ -220,6 +222,10 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 
 	for _, c := range removed {
 		c.b.Close()
+	}
+	for _, c := range built {
+		// childPolicyOf checked that the balancer is registered.
+		c.b = balancer.Get(c.policy.name).Build(c, r.bopts)
 	}
 	for _, u := range updates {
 		// A child that rejects its endpoints reports TRANSIENT_FAILURE
@@ -379,10 +385,12 @@ func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, conn
 				if newTimer == nil {
 					newTimer = realTimer
 				}
+				s.gen++
+				gen := s.gen
 				s.stop = newTimer(failoverTimeout, func() {
 					r.mu.Lock()
 					defer r.mu.Unlock()
-					if r.closed || s.stop == nil {
+					if r.closed || s.stop == nil || s.gen != gen {
 						return
 					}
 					s.stop, s.failedOver = nil, true
