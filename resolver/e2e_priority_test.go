@@ -68,8 +68,9 @@ func TestResolver_E2E_LocalityWeights(t *testing.T) {
 // dropping 10 % of RPCs fails about 10 % of them with UNAVAILABLE before
 // any pick, naming the category.
 //
-//  1. Serve one cluster (A) whose ClusterLoadAssignment drops 10 % in category "throttle".
+//  1. Serve one cluster (A, lrs_server self) whose ClusterLoadAssignment drops 10 % in category "throttle".
 //  2. 3000 RPCs: 10 ± 2 % fail UNAVAILABLE naming "throttle"; the others reach A.
+//  3. LRS reports exactly those drops, in category "throttle".
 func TestResolver_E2E_Drops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -80,8 +81,11 @@ func TestResolver_E2E_Drops(t *testing.T) {
 		Category:       "throttle",
 		DropPercentage: &v3typepb.FractionalPercent{Numerator: 10, Denominator: v3typepb.FractionalPercent_HUNDRED},
 	}}}
-	e.ms.Update("", edsChain(cla))
-	tc, _ := e.dial(t, "xds:///svc")
+	r := edsChain(cla)
+	r.Clusters[0].LrsServer = &v3corepb.ConfigSource{ConfigSourceSpecifier: &v3corepb.ConfigSource_Self{Self: &v3corepb.SelfConfigSource{}}}
+	e.ms.Update("", r)
+	ls := testutil.NewLRSServer(t, testutil.LRSServerOptions{SendAllClusters: true})
+	tc, _ := e.dial(t, "xds:///svc", resolver.WithLoadReportTransport(ls.TransportBuilder()))
 	if err := waitForServer(ctx, tc, "A"); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +103,28 @@ func TestResolver_E2E_Drops(t *testing.T) {
 	}
 	if share := 100 * float64(dropped) / n; share < 8 || share > 12 {
 		t.Errorf("%d of %d RPCs dropped (%.1f%%); want 10 ± 2%%", dropped, n, share)
+	}
+	// The drops are reported by category (gRFC A27).
+	var inCategory, total uint64
+	for k := 1; inCategory < uint64(dropped); k++ {
+		reqs, err := ls.WaitForRequests(ctx, k)
+		if err != nil {
+			t.Fatalf("LRS reports %d drops in category throttle (%d in all); want %d: %v", inCategory, total, dropped, err)
+		}
+		inCategory, total = 0, 0
+		for _, req := range reqs {
+			for _, cs := range req.GetClusterStats() {
+				total += cs.GetTotalDroppedRequests()
+				for _, d := range cs.GetDroppedRequests() {
+					if d.GetCategory() == "throttle" {
+						inCategory += d.GetDroppedCount()
+					}
+				}
+			}
+		}
+	}
+	if inCategory != uint64(dropped) || total != uint64(dropped) {
+		t.Errorf("LRS reports %d drops in category throttle, %d in all; want %d", inCategory, total, dropped)
 	}
 }
 
