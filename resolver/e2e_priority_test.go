@@ -41,7 +41,7 @@ func weighted(l *v3endpointpb.LocalityLbEndpoints, w uint32) *v3endpointpb.Local
 // the number of endpoints in each.
 //
 //  1. Serve one cluster with locality z1 (weight 3: A) and z2 (weight 1: B, C).
-//  2. 2000 RPCs: A 75 ± 3 %, B and C together 25 ± 3 %.
+//  2. 4000 RPCs: A 75 ± 3 %, B and C together 25 ± 3 %.
 func TestResolver_E2E_LocalityWeights(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -57,9 +57,10 @@ func TestResolver_E2E_LocalityWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const n = 2000
+	const n = 4000
 	got := countServers(ctx, t, tc, classDefault, n)
 	got["B+C"] = got["B"] + got["C"]
+	t.Logf("split of %d RPCs: %v", n, got)
 	checkShare(t, "locality", got, n, "A", 75, 3)
 	checkShare(t, "locality", got, n, "B+C", 25, 3)
 }
@@ -69,7 +70,7 @@ func TestResolver_E2E_LocalityWeights(t *testing.T) {
 // any pick, naming the category.
 //
 //  1. Serve one cluster (A, lrs_server self) whose ClusterLoadAssignment drops 10 % in category "throttle".
-//  2. 3000 RPCs: 10 ± 2 % fail UNAVAILABLE naming "throttle"; the others reach A.
+//  2. 4000 RPCs: 10 ± 2 % fail UNAVAILABLE naming "throttle"; the others reach A.
 //  3. LRS reports exactly those drops, in category "throttle".
 func TestResolver_E2E_Drops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
@@ -89,7 +90,7 @@ func TestResolver_E2E_Drops(t *testing.T) {
 	if err := waitForServer(ctx, tc, "A"); err != nil {
 		t.Fatal(err)
 	}
-	const n = 3000
+	const n = 4000
 	dropped := 0
 	for i := range n {
 		id, err := unaryServerID(ctx, tc)
