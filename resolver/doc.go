@@ -69,8 +69,11 @@
 // CONNECTING for less than 10 s (the failover timer of gRFC A56); a
 // priority in TRANSIENT_FAILURE, or whose timer fired, is skipped until
 // it becomes READY again, and RPCs go back to a higher priority as soon
-// as it is READY. Unlike gRPC, the children of every priority are created
-// at once (lower priorities connect early). Within a priority, an RPC
+// as it is READY. A priority's balancers are created the first time the
+// router needs it, so lower priorities are not connected to while higher
+// ones serve; once created they stay, ready for the next failover, until
+// a configuration no longer has them (gRPC closes them after 15 minutes
+// unused). Within a priority, an RPC
 // picks a READY locality at random by locality weight (weighted target),
 // then the locality's endpoint policy picks the endpoint.
 //

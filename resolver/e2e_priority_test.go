@@ -255,11 +255,59 @@ func TestResolver_E2E_FailoverOnFailure(t *testing.T) {
 	}
 }
 
+// TestResolver_E2E_LowerPriorityStartsLazily checks that a lower
+// priority is not connected to while a higher one serves, and is started
+// when the higher one fails (gRFC A56).
+//
+//  1. Serve priority 0: A; priority 1: a listener that counts connections.
+//  2. 20 RPCs reach A; nothing connected to priority 1.
+//  3. Move priority 0 to a closed port: the channel connects to priority 1.
+func TestResolver_E2E_LowerPriorityStartsLazily(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a := startBackend(t, "A")
+	lower, accepted := countingSilentListener(t)
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	serve := func(p0 uint32) {
+		e.ms.Update("", edsChain(&v3endpointpb.ClusterLoadAssignment{Endpoints: []*v3endpointpb.LocalityLbEndpoints{
+			localityEndpoints("z0", 0, lbEndpoint(p0, v3corepb.HealthStatus_HEALTHY)),
+			localityEndpoints("z1", 1, lbEndpoint(lower, v3corepb.HealthStatus_HEALTHY)),
+		}}))
+	}
+	serve(a.port)
+	tc, _ := e.dial(t, "xds:///svc")
+	if err := waitForServer(ctx, tc, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyServer(ctx, tc, "A", 20); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("the channel connected to priority 1 while priority 0 served")
+	default:
+	}
+	serve(closedPort(t))
+	select {
+	case <-accepted:
+	case <-ctx.Done():
+		t.Fatal("priority 1 was not started when priority 0 failed")
+	}
+}
+
 // silentListener returns the port of a listener that accepts connections
 // and never answers, so that gRPC stays CONNECTING; closed when the test
 // ends.
 func silentListener(t *testing.T) uint32 {
+	port, _ := countingSilentListener(t)
+	return port
+}
+
+// countingSilentListener is silentListener, also returning a channel that
+// receives a value per connection accepted (buffered; extra ones dropped).
+func countingSilentListener(t *testing.T) (uint32, <-chan struct{}) {
 	t.Helper()
+	accepted := make(chan struct{}, 16)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +327,10 @@ func silentListener(t *testing.T) uint32 {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	t.Cleanup(func() {
@@ -290,7 +342,7 @@ func silentListener(t *testing.T) uint32 {
 			c.Close()
 		}
 	})
-	return uint32(lis.Addr().(*net.TCPAddr).Port)
+	return uint32(lis.Addr().(*net.TCPAddr).Port), accepted
 }
 
 // closedPort returns a port nothing listens on.

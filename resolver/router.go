@@ -71,27 +71,43 @@ func (routerBuilder) ParseConfig(json.RawMessage) (serviceconfig.LoadBalancingCo
 	return routerLBConfig{}, nil
 }
 
-// router is the balancer of one channel. grpc calls its methods one at a
-// time; children call back on the same goroutine (or from their SubConn
-// listeners, also serialized by grpc). Failover timers fire on their own
-// goroutines. mu guards the state below; children are called without
-// holding it, since they call back into UpdateState.
+// router is the balancer of one channel.
+//
+// Locking. childMu serializes every call into the children's balancers
+// (grpc's calls into the router, the children's SubConn listeners, which
+// the router wraps, and the failover timers); mu guards the router's
+// state. childMu is taken before mu, never after. A child calls back
+// (UpdateState) with childMu held by whoever called into it: it takes mu
+// only, and work that needs calls into children (starting a priority,
+// gRFC A56) is queued in pending, done by the holder of childMu before it
+// releases it (withChildren).
 type router struct {
 	cc        balancer.ClientConn
 	bopts     balancer.BuildOptions
 	channelID uint64 // hashed by channel_id hash policies (gRFC A42)
 
-	mu       sync.Mutex
-	cfg      *routerConfig
-	children map[string]*child        // by childKey
-	prios    map[string][]*prioState  // by route cluster, one per priority
-	counters map[string]*atomic.Int64 // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
-	updating bool                     // inside UpdateClientConnState: children's updates wait
-	closed   bool
+	childMu sync.Mutex
+
+	mu         sync.Mutex
+	cfg        *routerConfig
+	children   map[string]*child        // by childKey
+	prios      map[string][]*prioState  // by route cluster, one per priority
+	counters   map[string]*atomic.Int64 // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
+	pending    []pendingUpdate          // calls into children to make; see withChildren
+	inChildren bool                     // a withChildren is running: it makes the pending calls and the picker
+	dirty      bool                     // the picker is to be rebuilt at the end of withChildren
+	closed     bool
+}
+
+// pendingUpdate is a child to build (if not yet built) and give endpoints.
+type pendingUpdate struct {
+	c   *child
+	eps []grpcresolver.Endpoint
 }
 
 // prioState is the failover state of one priority of a cluster (gRFC A56).
 type prioState struct {
+	started    bool        // its children were created: the selection reached it once
 	failedOver bool        // the failover timer fired; treated as failed until READY
 	stop       func() bool // stops the running failover timer; nil when none
 	gen        uint64      // counts the timers started, so that a stale one does nothing
@@ -105,10 +121,10 @@ type child struct {
 	balancer.ClientConn // the channel's
 	r                   *router
 	key                 string
-	policy              childPolicy
-	b                   balancer.Balancer
-	state               balancer.State // guarded by r.mu
-	removed             bool           // guarded by r.mu
+	policy              childPolicy       // guarded by r.mu
+	b                   balancer.Balancer // set by withChildren, under r.childMu
+	state               balancer.State    // guarded by r.mu
+	removed             bool              // guarded by r.mu
 	// For a child over a whole priority (ring_hash): the locality of
 	// each address (guarded by r.mu), and of each SubConn, so that the
 	// load of an RPC is reported for its locality.
@@ -116,9 +132,22 @@ type child struct {
 	scLocality   sync.Map // balancer.SubConn → resources.LocalityID
 }
 
-// NewSubConn creates a SubConn on the channel, noting its locality for a
-// child over a whole priority.
+// NewSubConn creates a SubConn on the channel: its state listener runs
+// under the router's childMu, and its locality is noted for a child over
+// a whole priority.
 func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
+	if l := opts.StateListener; l != nil {
+		opts.StateListener = func(s balancer.SubConnState) {
+			c.r.withChildren(func() {
+				c.r.mu.Lock()
+				gone := c.removed || c.r.closed
+				c.r.mu.Unlock()
+				if !gone {
+					l(s)
+				}
+			})
+		}
+	}
 	sc, err := c.ClientConn.NewSubConn(addrs, opts)
 	if err != nil || len(addrs) == 0 {
 		return sc, err
@@ -132,7 +161,9 @@ func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubCon
 	return sc, nil
 }
 
-// UpdateState records the child's state and rebuilds the router's picker.
+// UpdateState records the child's state; the picker is rebuilt at the end
+// of the withChildren that called into the child, or at once when the
+// child calls from elsewhere.
 func (c *child) UpdateState(s balancer.State) {
 	r := c.r
 	r.mu.Lock()
@@ -141,108 +172,156 @@ func (c *child) UpdateState(s balancer.State) {
 		return
 	}
 	c.state = s
-	if !r.updating {
-		r.updateStateLocked()
+	if r.inChildren {
+		r.dirty = true
+		return
+	}
+	r.updateStateLocked()
+	if len(r.pending) > 0 {
+		go r.withChildren(nil)
 	}
 }
 
-// UpdateClientConnState applies a configuration: it starts the children
-// the configuration needs, updates the endpoints of those that stay, and
-// closes the others; then it gives the channel a new picker.
+// withChildren runs f (which may call into children) under childMu, then
+// makes the pending calls into children and rebuilds the picker until
+// nothing is pending.
+func (r *router) withChildren(f func()) {
+	r.childMu.Lock()
+	defer r.childMu.Unlock()
+	r.mu.Lock()
+	r.inChildren = true
+	r.mu.Unlock()
+	if f != nil {
+		f()
+	}
+	for {
+		r.mu.Lock()
+		if r.closed {
+			r.inChildren, r.pending = false, nil
+			r.mu.Unlock()
+			return
+		}
+		if len(r.pending) == 0 {
+			if !r.dirty {
+				r.inChildren = false
+				r.mu.Unlock()
+				return
+			}
+			r.dirty = false
+			r.updateStateLocked() // may start a priority: more pending
+			r.mu.Unlock()
+			continue
+		}
+		ps := r.pending
+		r.pending = nil
+		r.mu.Unlock()
+		for _, p := range ps {
+			r.mu.Lock()
+			gone, policy := p.c.removed, p.c.policy
+			r.mu.Unlock()
+			if gone {
+				continue
+			}
+			if p.c.b == nil {
+				// childPolicyOf checked that the balancer is registered.
+				p.c.b = balancer.Get(policy.name).Build(p.c, r.bopts)
+			}
+			// A child that rejects its endpoints reports
+			// TRANSIENT_FAILURE itself; the error says nothing more.
+			_ = p.c.b.UpdateClientConnState(balancer.ClientConnState{
+				ResolverState:  grpcresolver.State{Endpoints: p.eps},
+				BalancerConfig: policy.config,
+			})
+		}
+		r.mu.Lock()
+		r.dirty = true
+		r.mu.Unlock()
+	}
+}
+
+// UpdateClientConnState applies a configuration: the children of the
+// priorities already started get their new endpoints (new localities get
+// a child), children no longer used are closed, and the picker is
+// rebuilt, which starts the priorities it needs (gRFC A56).
 func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 	cfg, ok := s.ResolverState.Attributes.Value(routerConfigKey{}).(*routerConfig)
 	if !ok {
 		return balancer.ErrBadResolverState
 	}
-	type update struct {
-		c   *child
-		eps []grpcresolver.Endpoint
-	}
-	var (
-		updates []update
-		removed []*child
-		built   []*child // new children, whose balancer is built below
-	)
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return nil
-	}
-	r.cfg = cfg
-	r.updating = true
-	want := make(map[string]bool)
-	for name, cc := range cfg.clusters {
-		ps := r.prios[name]
-		for len(ps) < len(cc.priorities) {
-			ps = append(ps, &prioState{})
+	r.withChildren(func() {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return
 		}
-		for _, p := range ps[len(cc.priorities):] {
-			p.stopTimer()
-		}
-		r.prios[name] = ps[:len(cc.priorities)]
-		for _, p := range cc.priorities {
-			for _, l := range p.localities {
-				if want[l.key] {
-					continue
-				}
-				want[l.key] = true
-				c := r.children[l.key]
-				if c == nil {
-					c = &child{ClientConn: r.cc, r: r, key: l.key, policy: p.policy,
-						state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
-					r.children[l.key] = c
-					built = append(built, c)
-				}
-				c.policy = p.policy
-				c.addrLocality = l.addrLocality
-				updates = append(updates, update{c, l.endpoints})
+		r.cfg = cfg
+		want := make(map[string]bool)
+		for name, cc := range cfg.clusters {
+			ps := r.prios[name]
+			for len(ps) < len(cc.priorities) {
+				ps = append(ps, &prioState{})
 			}
-			key := counterKey(p)
-			if r.counters[key] == nil {
-				r.counters[key] = new(atomic.Int64)
-			}
-		}
-	}
-	for name, ps := range r.prios {
-		if _, ok := cfg.clusters[name]; !ok {
-			for _, p := range ps {
+			for _, p := range ps[len(cc.priorities):] {
 				p.stopTimer()
 			}
-			delete(r.prios, name)
+			ps = ps[:len(cc.priorities)]
+			r.prios[name] = ps
+			for i, p := range cc.priorities {
+				key := counterKey(p)
+				if r.counters[key] == nil {
+					r.counters[key] = new(atomic.Int64)
+				}
+				if ps[i].started {
+					r.startPriorityLocked(p, want)
+				}
+			}
 		}
-	}
-	for key, c := range r.children {
-		if !want[key] {
-			c.removed = true
-			delete(r.children, key)
-			removed = append(removed, c)
+		for name, ps := range r.prios {
+			if _, ok := cfg.clusters[name]; !ok {
+				for _, p := range ps {
+					p.stopTimer()
+				}
+				delete(r.prios, name)
+			}
 		}
-	}
-	r.mu.Unlock()
-
-	for _, c := range removed {
-		c.b.Close()
-	}
-	for _, c := range built {
-		// childPolicyOf checked that the balancer is registered.
-		c.b = balancer.Get(c.policy.name).Build(c, r.bopts)
-	}
-	for _, u := range updates {
-		// A child that rejects its endpoints reports TRANSIENT_FAILURE
-		// itself; the error says nothing more.
-		_ = u.c.b.UpdateClientConnState(balancer.ClientConnState{
-			ResolverState:  grpcresolver.State{Endpoints: u.eps},
-			BalancerConfig: u.c.policy.config,
-		})
-	}
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.updating = false
-	if !r.closed {
-		r.updateStateLocked()
-	}
+		var removed []*child
+		for key, c := range r.children {
+			if !want[key] {
+				c.removed = true
+				delete(r.children, key)
+				removed = append(removed, c)
+			}
+		}
+		r.dirty = true
+		r.mu.Unlock()
+		for _, c := range removed {
+			if c.b != nil {
+				c.b.Close()
+			}
+		}
+	})
 	return nil
+}
+
+// startPriorityLocked queues the creation (or the update) of the children
+// of priority p, and notes their keys in want (nil: none wanted).
+func (r *router) startPriorityLocked(p *priorityConfig, want map[string]bool) {
+	for _, l := range p.localities {
+		if want != nil {
+			if want[l.key] {
+				continue
+			}
+			want[l.key] = true
+		}
+		c := r.children[l.key]
+		if c == nil {
+			c = &child{ClientConn: r.cc, r: r, key: l.key,
+				state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
+			r.children[l.key] = c
+		}
+		c.policy, c.addrLocality = p.policy, l.addrLocality
+		r.pending = append(r.pending, pendingUpdate{c: c, eps: l.endpoints})
+	}
 }
 
 func counterKey(p *priorityConfig) string { return p.leaf + "\x00" + p.edsService }
@@ -257,9 +336,11 @@ func (p *prioState) stopTimer() {
 // ResolverError passes err to the children, which fail their RPCs with it
 // if they have no endpoint.
 func (r *router) ResolverError(err error) {
-	for _, c := range r.snapshotChildren() {
-		c.b.ResolverError(err)
-	}
+	r.withChildren(func() {
+		for _, c := range r.snapshotChildren() {
+			c.b.ResolverError(err)
+		}
+	})
 }
 
 // UpdateSubConnState is not used: children's SubConns have listeners.
@@ -267,13 +348,17 @@ func (r *router) UpdateSubConnState(balancer.SubConn, balancer.SubConnState) {}
 
 // ExitIdle asks every child to connect.
 func (r *router) ExitIdle() {
-	for _, c := range r.snapshotChildren() {
-		c.b.ExitIdle()
-	}
+	r.withChildren(func() {
+		for _, c := range r.snapshotChildren() {
+			c.b.ExitIdle()
+		}
+	})
 }
 
 // Close closes the children and stops the failover timers.
 func (r *router) Close() {
+	r.childMu.Lock()
+	defer r.childMu.Unlock()
 	r.mu.Lock()
 	r.closed = true
 	for _, ps := range r.prios {
@@ -282,19 +367,24 @@ func (r *router) Close() {
 		}
 	}
 	children := r.children
-	r.children = nil
+	r.children, r.pending = nil, nil
 	r.mu.Unlock()
 	for _, c := range children {
-		c.b.Close()
+		if c.b != nil {
+			c.b.Close()
+		}
 	}
 }
 
+// snapshotChildren returns the built children; the caller holds childMu.
 func (r *router) snapshotChildren() []*child {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*child, 0, len(r.children))
 	for _, c := range r.children {
-		out = append(out, c)
+		if c.b != nil {
+			out = append(out, c)
+		}
 	}
 	return out
 }
@@ -363,14 +453,22 @@ func (r *router) updateStateLocked() {
 // state (gRFC A56): the first that is READY or IDLE, or CONNECTING with
 // its failover timer not yet fired (which starts it); priorities that are
 // in TRANSIENT_FAILURE, or whose timer fired, are skipped. When every
-// priority fails, the last one.
+// priority fails, the last one. A priority is started (its children
+// created) the first time the selection reaches it, so lower priorities
+// connect only when the higher ones fail; once started, it stays so.
 func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, connectivity.State) {
 	ps := r.prios[name]
 	last := connectivity.TransientFailure
 	for i, p := range cc.priorities {
+		s := ps[i]
+		if !s.started {
+			// Reached for the first time: create its children, which
+			// start CONNECTING (and so start its failover timer).
+			s.started = true
+			r.startPriorityLocked(p, nil)
+		}
 		st := r.priorityStateLocked(p)
 		last = st
-		s := ps[i]
 		switch st {
 		case connectivity.Ready, connectivity.Idle:
 			s.stopTimer()
@@ -388,13 +486,15 @@ func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, conn
 				s.gen++
 				gen := s.gen
 				s.stop = newTimer(failoverTimeout, func() {
-					r.mu.Lock()
-					defer r.mu.Unlock()
-					if r.closed || s.stop == nil || s.gen != gen {
-						return
-					}
-					s.stop, s.failedOver = nil, true
-					r.updateStateLocked()
+					r.withChildren(func() {
+						r.mu.Lock()
+						defer r.mu.Unlock()
+						if r.closed || s.stop == nil || s.gen != gen {
+							return
+						}
+						s.stop, s.failedOver = nil, true
+						r.dirty = true
+					})
 				})
 			}
 			return i, st
