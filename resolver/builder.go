@@ -44,6 +44,11 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.lrsBuilder == nil {
+		// Shared by the Builder's resolvers: one connection per
+		// management server for their load reports.
+		o.lrsBuilder = grpctransport.NewBuilder()
+	}
 	return &builder{client: c, opts: o}
 }
 
@@ -98,11 +103,7 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		holder:         b.opts.holder,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
-	lb := b.opts.lrsBuilder
-	if lb == nil {
-		lb = grpctransport.NewBuilder()
-	}
-	r.load = &loadReporter{store: lrs.NewStore(), builder: lb, cfg: b.client.BootstrapConfig(), logger: r.logger}
+	r.load = &loadReporter{store: lrs.NewStore(), builder: b.opts.lrsBuilder, cfg: b.client.BootstrapConfig(), logger: r.logger}
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
 	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With("target", t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)

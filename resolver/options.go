@@ -89,10 +89,11 @@ func WithRingHashRequestHashHeader(name string) Option {
 // WithLoadReportTransport sets how the resolvers reach the management
 // server to report load (LRS, R-22) for clusters whose lrs_server is
 // "self": b builds a transport to the bootstrap's server of the cluster.
-// The default is grpctransport.NewBuilder(), which opens a connection of
-// its own; give the Builder given to the client
-// (client.WithTransportBuilder) to report on the client's connection, as
-// says. Each resolver (channel) reports its own load on its own
+// The default is one grpctransport.NewBuilder() per Builder, which opens a
+// connection of its own to each management server, shared by the
+// Builder's channels; give the transport.Builder given to the client
+// (client.WithTransportBuilder) to report on the client's ADS connection,
+// as says. Each resolver (channel) reports its own load on its own
 // LRS stream, opened when a configuration first has such a cluster and
 // closed, after a final report, when the resolver is closed. See package
 // lrs.
