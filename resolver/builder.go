@@ -4,6 +4,7 @@ package resolver
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	grpcresolver "google.golang.org/grpc/resolver"
 
@@ -49,13 +50,21 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 		// management server for their load reports.
 		o.lrsBuilder = grpctransport.NewBuilder()
 	}
-	return &builder{client: c, opts: o}
+	return &builder{
+		client:   c,
+		opts:     o,
+		load:     &loadReporter{store: lrs.NewStore(), builder: o.lrsBuilder, cfg: c.BootstrapConfig(), logger: o.logger},
+		breakers: &breakers{counters: make(map[string]*atomic.Int64)},
+	}
 }
 
-// builder implements grpcresolver.Builder. It is immutable.
+// builder implements grpcresolver.Builder. Its fields are set once; load
+// and breakers are shared by its resolvers (and safe for concurrent use).
 type builder struct {
-	client *client.Client
-	opts   options
+	client   *client.Client
+	opts     options
+	load     *loadReporter // the load of its channels, reported per management server
+	breakers *breakers     // the circuit breakers of its channels (gRFC A32)
 }
 
 // Scheme returns the scheme of the targets b resolves.
@@ -103,7 +112,8 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		holder:         b.opts.holder,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
-	r.load = &loadReporter{store: lrs.NewStore(), builder: b.opts.lrsBuilder, cfg: b.client.BootstrapConfig(), logger: r.logger}
+	r.load, r.breakers = b.load, b.breakers
+	r.load.acquire()
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
 	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With("target", t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/balancer"
@@ -39,6 +41,10 @@ type routerConfig struct {
 	// load receives the load of clusters with lrs_server "self"; nil
 	// when not reported.
 	load *lrs.Store
+	// breakers counts the RPCs in flight per leaf cluster and EDS
+	// service for max_requests (gRFC A32), shared by the channels of a
+	// Builder; nil in unit tests (the router then has its own).
+	breakers *breakers
 	// intercepted: the channel has DialOptions' interceptors, which put
 	// the route they matched in the RPC's context.
 	intercepted bool
@@ -339,4 +345,24 @@ func (c *routerConfig) maxStreamDuration(r *route) time.Duration {
 		return c.source.Listener.MaxStreamDuration
 	}
 	return 0
+}
+
+// breakers holds the in-flight RPC counters of circuit breaking (gRFC
+// A32) by leaf cluster and EDS service name, shared by the channels of a
+// Builder as gRPC shares them per xDS client. Safe for concurrent use.
+type breakers struct {
+	mu       sync.Mutex
+	counters map[string]*atomic.Int64
+}
+
+// counter returns the counter of key, created on first use.
+func (b *breakers) counter(key string) *atomic.Int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.counters[key]
+	if c == nil {
+		c = new(atomic.Int64)
+		b.counters[key] = c
+	}
+	return c
 }

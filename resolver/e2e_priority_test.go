@@ -8,7 +8,10 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -87,8 +90,18 @@ func TestResolver_E2E_Drops(t *testing.T) {
 	e.ms.Update("", r)
 	ls := testutil.NewLRSServer(t, testutil.LRSServerOptions{SendAllClusters: true})
 	tc, _ := e.dial(t, "xds:///svc", resolver.WithLoadReportTransport(ls.TransportBuilder()))
-	if err := waitForServer(ctx, tc, "A"); err != nil {
-		t.Fatal(err)
+	earlyDrops := 0 // while waiting for A; reported too
+	for {
+		id, err := unaryServerID(ctx, tc)
+		if err == nil && id == "A" {
+			break
+		}
+		if contains(err, `"throttle"`) {
+			earlyDrops++
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no RPC reached A: %v", err)
+		}
 	}
 	const n = 4000
 	dropped := 0
@@ -107,10 +120,11 @@ func TestResolver_E2E_Drops(t *testing.T) {
 	}
 	// The drops are reported by category (gRFC A27).
 	var inCategory, total uint64
-	for k := 1; inCategory < uint64(dropped); k++ {
+	want := uint64(dropped + earlyDrops)
+	for k := 1; inCategory < want; k++ {
 		reqs, err := ls.WaitForRequests(ctx, k)
 		if err != nil {
-			t.Fatalf("LRS reports %d drops in category throttle (%d in all); want %d: %v", inCategory, total, dropped, err)
+			t.Fatalf("LRS reports %d drops in category throttle (%d in all); want %d: %v", inCategory, total, want, err)
 		}
 		inCategory, total = 0, 0
 		for _, req := range reqs {
@@ -124,8 +138,8 @@ func TestResolver_E2E_Drops(t *testing.T) {
 			}
 		}
 	}
-	if inCategory != uint64(dropped) || total != uint64(dropped) {
-		t.Errorf("LRS reports %d drops in category throttle, %d in all; want %d", inCategory, total, dropped)
+	if inCategory != want || total != want {
+		t.Errorf("LRS reports %d drops in category throttle, %d in all; want %d", inCategory, total, want)
 	}
 }
 
@@ -355,4 +369,56 @@ func closedPort(t *testing.T) uint32 {
 	port := uint32(lis.Addr().(*net.TCPAddr).Port)
 	lis.Close()
 	return port
+}
+
+// TestResolver_E2E_CircuitBreakerSharedByChannels checks that the
+// channels of one Builder share the max_requests count of a cluster, as
+// gRPC channels of one xDS client do (gRFC A32).
+//
+//  1. Serve one cluster with max_requests 2; its backend holds each RPC.
+//  2. Two channels from one Builder each start one RPC; the backend holds both.
+//  3. A third RPC, on either channel, fails UNAVAILABLE naming max_requests.
+func TestResolver_E2E_CircuitBreakerSharedByChannels(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a := startBackendWith(t, &backend{id: "A", arrived: make(chan struct{}, 10), release: make(chan struct{})})
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	r := chain(a)
+	r.Clusters[0].CircuitBreakers = &v3clusterpb.CircuitBreakers{Thresholds: []*v3clusterpb.CircuitBreakers_Thresholds{{
+		Priority: v3corepb.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(2),
+	}}}
+	e.ms.Update("", r)
+	b := resolver.NewBuilder(e.client, resolver.WithLogger(testLogger(t)))
+	var tcs []testgrpc.TestServiceClient
+	for range 2 {
+		cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(b), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		tcs = append(tcs, testgrpc.NewTestServiceClient(cc))
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(a.release)
+	for _, tc := range tcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = tc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		}()
+	}
+	for range 2 {
+		select {
+		case <-a.arrived:
+		case <-ctx.Done():
+			t.Fatal("the backend did not receive two RPCs")
+		}
+	}
+	for i, tc := range tcs {
+		_, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		if status.Code(err) != codes.Unavailable || !contains(err, "max_requests") {
+			t.Errorf("third RPC, on channel %d: %v; want UNAVAILABLE naming max_requests", i, err)
+		}
+	}
 }

@@ -14,10 +14,11 @@ import (
 	"github.com/proxyless/xds/transport"
 )
 
-// loadReporter reports the load of one resolver's channel: a Store
-// fed by the router's pickers, and one lrs.Client per management server
-// that a cluster with lrs_server "self" came from, started on first need
-// and closed with the resolver.
+// loadReporter reports the load of the channels of one Builder: a
+// Store fed by their routers' pickers, and one lrs.Client per management
+// server that a cluster with lrs_server "self" came from, started on
+// first need and closed, after a final report, when the last resolver
+// using it is closed. Safe for concurrent use.
 type loadReporter struct {
 	store   *lrs.Store
 	builder transport.Builder
@@ -26,7 +27,14 @@ type loadReporter struct {
 
 	mu      sync.Mutex
 	clients map[string]*lrsConn // by server URI
-	closed  bool
+	refs    int                 // resolvers using it
+}
+
+// acquire notes a resolver using l; release it when the resolver closes.
+func (l *loadReporter) acquire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refs++
 }
 
 type lrsConn struct {
@@ -65,7 +73,7 @@ func (l *loadReporter) ensureFor(cluster string) error {
 	sc := servers[0] // the server the cluster came from, unless fallback is in use (gRFC A71)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed || l.clients[sc.ServerURI] != nil {
+	if l.refs == 0 || l.clients[sc.ServerURI] != nil {
 		return nil
 	}
 	t, err := l.builder.Build(sc)
@@ -79,10 +87,15 @@ func (l *loadReporter) ensureFor(cluster string) error {
 	return nil
 }
 
-// close sends the final reports and closes the LRS clients.
-func (l *loadReporter) close() {
+// release undoes an acquire; the last one sends the final reports and
+// closes the LRS clients (a later acquire starts them again on need).
+func (l *loadReporter) release() {
 	l.mu.Lock()
-	l.closed = true
+	l.refs--
+	if l.refs > 0 {
+		l.mu.Unlock()
+		return
+	}
 	clients := l.clients
 	l.clients = nil
 	l.mu.Unlock()

@@ -38,11 +38,12 @@ type xdsResolver struct {
 	logger         *slog.Logger
 	manager        *depmgr.Manager
 
-	timer   timerFunc                     // failover timers; nil for time.AfterFunc
-	load    *loadReporter                 // set by Build
-	holder  *atomic.Pointer[routerConfig] // DialOptions' interceptors' configuration; nil without them
-	warned  map[string]bool               // what warnUnsupported logged; manager goroutine only
-	version uint64                        // configurations pushed; used on the manager's goroutine only
+	timer    timerFunc                     // failover timers; nil for time.AfterFunc
+	load     *loadReporter                 // the Builder's; set by Build
+	breakers *breakers                     // the Builder's; set by Build
+	holder   *atomic.Pointer[routerConfig] // DialOptions' interceptors' configuration; nil without them
+	warned   map[string]bool               // what warnUnsupported logged; manager goroutine only
+	version  uint64                        // configurations pushed; used on the manager's goroutine only
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -55,7 +56,7 @@ func (r *xdsResolver) ResolveNow(grpcresolver.ResolveNowOptions) {
 // more calls to the ClientConn.
 func (r *xdsResolver) Close() {
 	r.manager.Close()
-	r.load.close()
+	r.load.release()
 	r.logger.Debug("closed")
 }
 
@@ -70,7 +71,7 @@ func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
 		return
 	}
 	r.version++
-	rc.version, rc.source, rc.timer, rc.load = r.version, cfg, r.timer, r.load.store
+	rc.version, rc.source, rc.timer, rc.load, rc.breakers = r.version, cfg, r.timer, r.load.store, r.breakers
 	rc.intercepted = r.holder != nil
 	r.load.ensure(rc)
 	r.warnUnsupported(rc)

@@ -269,7 +269,11 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 			for i, p := range cc.priorities {
 				key := counterKey(p)
 				if r.counters[key] == nil {
-					r.counters[key] = new(atomic.Int64)
+					if cfg.breakers != nil {
+						r.counters[key] = cfg.breakers.counter(key)
+					} else {
+						r.counters[key] = new(atomic.Int64)
+					}
 				}
 				if ps[i].started {
 					r.startPriorityLocked(p, want)
