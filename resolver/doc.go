@@ -105,15 +105,15 @@
 // A27), which fail with UNAVAILABLE naming the category, even with
 // WaitForReady. An RPC that would exceed the cluster's max_requests
 // (circuit_breakers, default priority, 1024 when unset, gRFC A32) in
-// flight fails with UNAVAILABLE; the count is per channel (gRPC counts
-// per xDS client).
+// flight fails with UNAVAILABLE; the count is shared by the channels of a
+// Builder (gRPC shares it per xDS client).
 //
 // Load reporting (LRS, R-22). For a cluster whose lrs_server is "self",
 // the router records per locality the RPCs issued, succeeded, errored and
-// in progress, and the drops by category, and an lrs.Client of the
-// resolver reports them to the management server the cluster came from
-// (the first server of its authority): see package lrs and
-// WithLoadReportTransport.
+// in progress, and the drops by category, in a Store shared by the
+// channels of the Builder; one lrs.Client per management server reports
+// them to the server the cluster came from (the first server of its
+// authority): see package lrs and WithLoadReportTransport.
 //
 // Timeouts and faults, with DialOptions only. The route's
 // max_stream_duration (grpc_timeout_header_max when set, else

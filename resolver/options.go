@@ -93,10 +93,10 @@ func WithRingHashRequestHashHeader(name string) Option {
 // connection of its own to each management server, shared by the
 // Builder's channels; give the transport.Builder given to the client
 // (client.WithTransportBuilder) to report on the client's ADS connection,
-// as says. Each resolver (channel) reports its own load on its own
-// LRS stream, opened when a configuration first has such a cluster and
-// closed, after a final report, when the resolver is closed. See package
-// lrs.
+// as says. The channels of the Builder report their load together,
+// on one LRS stream per management server, opened when a configuration
+// first has such a cluster and closed, after a final report, when the
+// last of them is closed. See package lrs.
 func WithLoadReportTransport(b transport.Builder) Option {
 	return func(o *options) { o.lrsBuilder = b }
 }
