@@ -112,9 +112,11 @@ func defaultBackoff() backoff.BackOff {
 // Close sends a final report on an established stream, ends the stream
 // and waits for the Client's goroutine. It is idempotent.
 func (c *Client) Close() {
-	c.once.Do(func() { close(c.stop) })
+	c.once.Do(func() {
+		close(c.stop)
+		c.cancel() // ends a stream being opened; an open one is flushed first
+	})
 	<-c.done
-	c.cancel()
 }
 
 func (c *Client) run(ctx context.Context) {
@@ -165,14 +167,23 @@ func (p reportPlan) wanted(cluster string) bool { return p.all || p.clusters[clu
 // runStream runs one stream until it fails or Close is called; got says
 // whether a response was received.
 func (c *Client) runStream(ctx context.Context) (got bool, err error) {
-	sctx, cancel := context.WithCancel(ctx)
+	// The stream outlives ctx (cancelled by Close) once it is open, so
+	// that Close can send a final report on it; while it is being opened,
+	// Close ends it.
+	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	stopOpening := context.AfterFunc(ctx, cancel)
 	st, err := c.t.NewStream(sctx, Method)
 	if err != nil {
+		stopOpening()
 		return false, fmt.Errorf("opening the LRS stream: %w", err)
 	}
 	if err := c.send(st, &v3lrspb.LoadStatsRequest{Node: c.node}); err != nil {
+		stopOpening()
 		return false, err
+	}
+	if !stopOpening() {
+		return false, errors.New("client closed")
 	}
 	resps := make(chan *v3lrspb.LoadStatsResponse)
 	errc := make(chan error, 1)

@@ -221,3 +221,26 @@ func TestLRS_Client_Reconnects(t *testing.T) {
 		}
 	})
 }
+
+// blockingTransport's NewStream blocks until its context ends, as a gRPC
+// stream to a server still connecting does.
+type blockingTransport struct{ opened chan struct{} }
+
+func (b *blockingTransport) NewStream(ctx context.Context, _ string) (transport.Stream, error) {
+	b.opened <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (b *blockingTransport) Close() {}
+
+// TestLRS_Client_CloseWhileOpening checks that Close returns while the
+// stream is still being opened.
+func TestLRS_Client_CloseWhileOpening(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bt := &blockingTransport{opened: make(chan struct{}, 1)}
+		c := lrs.NewClient(bt, &v3corepb.Node{Id: "n"}, lrs.NewStore())
+		<-bt.opened
+		c.Close()
+	})
+}
