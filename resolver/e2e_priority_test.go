@@ -143,6 +143,20 @@ func TestResolver_E2E_Drops(t *testing.T) {
 	}
 }
 
+// serveBreaker starts a backend A that holds each RPC, and a management
+// server serving the chain to A with max_requests max.
+func serveBreaker(t *testing.T, max uint32) (*backend, *env) {
+	t.Helper()
+	a := startBackendWith(t, &backend{id: "A", arrived: make(chan struct{}, 10), release: make(chan struct{})})
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	r := chain(a)
+	r.Clusters[0].CircuitBreakers = &v3clusterpb.CircuitBreakers{Thresholds: []*v3clusterpb.CircuitBreakers_Thresholds{{
+		Priority: v3corepb.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(max),
+	}}}
+	e.ms.Update("", r)
+	return a, e
+}
+
 // TestResolver_E2E_CircuitBreaker checks max_requests (gRFC A32): with
 // max_requests 2 and two RPCs in flight, a third fails at once with
 // UNAVAILABLE; once they end, RPCs succeed again.
@@ -154,13 +168,7 @@ func TestResolver_E2E_Drops(t *testing.T) {
 func TestResolver_E2E_CircuitBreaker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	a := startBackendWith(t, &backend{id: "A", arrived: make(chan struct{}, 10), release: make(chan struct{})})
-	e := newEnv(t, testutil.BootstrapOptions{}, nil)
-	r := chain(a)
-	r.Clusters[0].CircuitBreakers = &v3clusterpb.CircuitBreakers{Thresholds: []*v3clusterpb.CircuitBreakers_Thresholds{{
-		Priority: v3corepb.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(2),
-	}}}
-	e.ms.Update("", r)
+	a, e := serveBreaker(t, 2)
 	tc, _ := e.dial(t, "xds:///svc")
 
 	var wg sync.WaitGroup
@@ -381,13 +389,7 @@ func closedPort(t *testing.T) uint32 {
 func TestResolver_E2E_CircuitBreakerSharedByChannels(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	a := startBackendWith(t, &backend{id: "A", arrived: make(chan struct{}, 10), release: make(chan struct{})})
-	e := newEnv(t, testutil.BootstrapOptions{}, nil)
-	r := chain(a)
-	r.Clusters[0].CircuitBreakers = &v3clusterpb.CircuitBreakers{Thresholds: []*v3clusterpb.CircuitBreakers_Thresholds{{
-		Priority: v3corepb.RoutingPriority_DEFAULT, MaxRequests: wrapperspb.UInt32(2),
-	}}}
-	e.ms.Update("", r)
+	a, e := serveBreaker(t, 2)
 	b := resolver.NewBuilder(e.client, resolver.WithLogger(testLogger(t)))
 	var tcs []testgrpc.TestServiceClient
 	for range 2 {
