@@ -5,6 +5,7 @@ package resolver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -236,6 +237,14 @@ func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
 	if leaf.Endpoints != nil {
 		drops = leaf.Endpoints.DropOverloads
 	}
+	// The weight of the localities of each priority that have a usable
+	// endpoint.
+	localitySums := make(map[uint32]uint64)
+	for _, l := range leaf.Endpoints.Localities {
+		if slices.ContainsFunc(l.Endpoints, func(e resources.Endpoint) bool { return usable(e.HealthStatus) && len(e.Addresses) > 0 }) {
+			localitySums[l.Priority] += uint64(l.Weight)
+		}
+	}
 	byPrio := make(map[uint32]*priorityConfig)
 	var out []*priorityConfig
 	for _, l := range leaf.Endpoints.Localities {
@@ -254,13 +263,12 @@ func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
 			for i, a := range e.Addresses {
 				ep.Addresses[i] = grpcresolver.Address{Addr: a}
 			}
-			w := uint32(1)
+			w := e.Weight
 			if policy.perPriority {
-				// Locality weight × endpoint share, as gRPC's xDS tree
-				// gives ring_hash (gRFC A42): scaled to keep integers.
-				w = uint32(max(1, min(uint64(l.Weight)*uint64(e.Weight)*1000/sum, 1<<31)))
-			} else {
-				w = e.Weight
+				// The endpoint's share of its locality times the
+				// locality's share of the priority, in UQ1.31, as gRPC
+				// weights endpoints for ring_hash (gRFC A42, A113).
+				w = max(1, fixedPointMul(fraction(uint64(e.Weight), sum), fraction(uint64(l.Weight), localitySums[l.Priority])))
 			}
 			ep = weight.Set(ep, weight.EndpointInfo{Weight: w})
 			ep = ringhash.SetHashKey(ep, e.HashKey)
@@ -365,4 +373,19 @@ func (b *breakers) counter(key string) *atomic.Int64 {
 		b.counters[key] = c
 	}
 	return c
+}
+
+// Fixed-point shares, UQ1.31 (gRFC A113): 1<<31 is 1.
+const fixedPointBits = 31
+
+// fraction returns num/den in UQ1.31; num ≤ den; 0 when den is 0.
+func fraction(num, den uint64) uint32 {
+	if den == 0 {
+		return 0
+	}
+	return uint32(num << fixedPointBits / den)
+}
+
+func fixedPointMul(a, b uint32) uint32 {
+	return uint32(uint64(a) * uint64(b) >> fixedPointBits)
 }

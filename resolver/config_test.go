@@ -136,7 +136,9 @@ func TestResolver_Config_RingHashWeights(t *testing.T) {
 	for _, ep := range p.localities[0].endpoints {
 		got[ep.Addresses[0].Addr] = weight.FromEndpoint(ep).Weight
 	}
-	if want := map[string]uint32{"x:1": 3000, "y:1": 250, "y:2": 750}; !cmp.Equal(got, want) {
+	// Shares of the priority: x 3/4; y:1 1/4 × 1/4; y:2 1/4 × 3/4, in UQ1.31.
+	const one = 1 << 31
+	if want := map[string]uint32{"x:1": one / 4 * 3, "y:1": one / 16, "y:2": one / 16 * 3}; !cmp.Equal(got, want) {
 		t.Errorf("endpoint weights = %v; want %v", got, want)
 	}
 	if p.localities[0].addrLocality["y:2"].Zone != "z2" {
