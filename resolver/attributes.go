@@ -8,11 +8,11 @@ import (
 	"github.com/proxyless/xds/resources"
 )
 
-// EndpointInfo is what the resolver knows of one endpoint it hands to the
-// channel: where the endpoint comes from in the xDS configuration. Every
-// resolver.Endpoint of a State carries one in its Attributes; read it with
-// EndpointInfoFromEndpoint, for example from a custom balancer. It is
-// comparable, and compared with == when grpc compares attributes.
+// EndpointInfo is what the resolver knows of one endpoint: where it comes
+// from in the xDS configuration. Every resolver.Endpoint the router gives
+// an endpoint policy (round_robin, ring_hash, ...) carries one in its
+// Attributes; read it with EndpointInfoFromEndpoint. It is comparable,
+// and compared with == when grpc compares attributes.
 type EndpointInfo struct {
 	// RouteCluster is the leaf cluster whose balancer the endpoint was
 	// given to, canonical: the router shares a leaf cluster's balancers
