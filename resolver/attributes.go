@@ -8,28 +8,27 @@ import (
 	"github.com/proxyless/xds/resources"
 )
 
-// EndpointInfo is what the resolver knows of one endpoint it hands to the
-// channel: where the endpoint comes from in the xDS configuration. Every
-// resolver.Endpoint of a State carries one in its Attributes; read it with
-// EndpointInfoFromEndpoint, for example from a custom balancer. It is
-// comparable, and compared with == when grpc compares attributes.
+// EndpointInfo is what the resolver knows of one endpoint: where it comes
+// from in the xDS configuration. Every resolver.Endpoint the router gives
+// an endpoint policy (round_robin, ring_hash, ...) carries one in its
+// Attributes; read it with EndpointInfoFromEndpoint. It is comparable,
+// and compared with == when grpc compares attributes.
 type EndpointInfo struct {
-	// RouteCluster is the cluster the route names (a cluster of its
-	// weighted_clusters, or its single cluster), canonical; for an
-	// aggregate cluster, the aggregate cluster.
+	// RouteCluster is the leaf cluster whose balancer the endpoint was
+	// given to, canonical: the router shares a leaf cluster's balancers
+	// between the routes and aggregate clusters that lead to it, so this
+	// equals Cluster.
 	RouteCluster string
 	// Cluster is the cluster the endpoint belongs to, canonical: the leaf
 	// (EDS or LOGICAL_DNS) cluster; equal to RouteCluster unless that is an
 	// aggregate cluster.
 	Cluster string
-	// ClusterWeight is the weight of RouteCluster in the route's
-	// weighted_clusters (the sum, when it is listed more than once); 0
-	// when the route names a single cluster.
+	// ClusterWeight is 0: weights of weighted_clusters apply per RPC, in
+	// the router, not to endpoints.
 	ClusterWeight uint32
 	// Locality is the endpoint's locality.
 	Locality resources.LocalityID
-	// Priority is the priority of the locality, 0 being the highest. Only
-	// the endpoints of one priority per cluster are in a State.
+	// Priority is the priority of the locality, 0 being the highest.
 	Priority uint32
 	// LocalityWeight is the locality's load_balancing_weight, ≥ 1.
 	LocalityWeight uint32

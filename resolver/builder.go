@@ -4,6 +4,7 @@ package resolver
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	grpcresolver "google.golang.org/grpc/resolver"
 
@@ -18,6 +19,8 @@ import (
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/lrs"
+	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // NewBuilder returns a grpc resolver.Builder for the targets
@@ -37,17 +40,31 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 	if c == nil {
 		panic("resolver: NewBuilder with a nil client")
 	}
+	registerRouter()
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &builder{client: c, opts: o}
+	if o.lrsBuilder == nil {
+		// Shared by the Builder's resolvers: one connection per
+		// management server for their load reports.
+		o.lrsBuilder = grpctransport.NewBuilder()
+	}
+	return &builder{
+		client:   c,
+		opts:     o,
+		load:     &loadReporter{store: lrs.NewStore(), builder: o.lrsBuilder, cfg: c.BootstrapConfig(), logger: o.logger},
+		breakers: &breakers{counters: make(map[string]*atomic.Int64)},
+	}
 }
 
-// builder implements grpcresolver.Builder. It is immutable.
+// builder implements grpcresolver.Builder. Its fields are set once; load
+// and breakers are shared by its resolvers (and safe for concurrent use).
 type builder struct {
-	client *client.Client
-	opts   options
+	client   *client.Client
+	opts     options
+	load     *loadReporter // the load of its channels, reported per management server
+	breakers *breakers     // the circuit breakers of its channels (gRFC A32)
 }
 
 // Scheme returns the scheme of the targets b resolves.
@@ -70,23 +87,33 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		return nil, fmt.Errorf("resolver: target %q: %w", t, err)
 	}
 	hashHeader := b.opts.ringHashHeader
-	if hashHeader == "" {
-		hashHeader = randomHashHeader
-	} else if err := validateHashHeader(hashHeader); err != nil {
-		return nil, fmt.Errorf("resolver: WithRingHashRequestHashHeader: %w", err)
+	if hashHeader != "" {
+		if err := validateHashHeader(hashHeader); err != nil {
+			return nil, fmt.Errorf("resolver: WithRingHashRequestHashHeader: %w", err)
+		}
 	}
 	failSC := cc.ParseServiceConfig(failServiceConfig)
 	if failSC.Err != nil {
 		// Cannot happen: pick_first is always registered.
 		return nil, fmt.Errorf("resolver: grpc rejects the pick_first service config: %w", failSC.Err)
 	}
+	routerSC := cc.ParseServiceConfig(routerServiceConfig)
+	if routerSC.Err != nil {
+		// Cannot happen: NewBuilder registered the router.
+		return nil, fmt.Errorf("resolver: grpc rejects the router's service config: %w", routerSC.Err)
+	}
 	r := &xdsResolver{
 		cc:             cc,
 		target:         t,
 		ringHashHeader: hashHeader,
 		failSC:         failSC,
+		routerSC:       routerSC,
+		timer:          b.opts.timer,
+		holder:         b.opts.holder,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
+	r.load, r.breakers = b.load, b.breakers
+	r.load.acquire()
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
 	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With("target", t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)

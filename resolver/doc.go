@@ -12,14 +12,18 @@
 //		grpc.WithTransportCredentials(insecure.NewCredentials()))
 //
 // Each resolver starts a dependency manager (package depmgr, gRFC A74) on
-// its target's Listener, and converts each complete configuration it
-// publishes into a resolver.State: the endpoints the channel balances
-// over, and a service config that names the balancer.
+// its target's Listener, and hands each complete configuration it
+// publishes to the channel: a service config naming an LB policy of this
+// package, the router, and the configuration itself in the State's
+// attributes. The router does per RPC what gRPC's own xDS channel does
+// with its internal config selector and LB tree, using only gRPC's public
+// balancer API. NewBuilder registers the router with grpc (once per
+// process, under the name "proxyless_xds_router_experimental"); nothing
+// is registered by an init function.
 //
-// The channel gets the endpoints of one route, with one balancer: a
-// resolver cannot choose a cluster per RPC, which gRPC's own xDS resolver
-// does with an internal API (its config selector). Read "What is
-// honoured" before relying on routing features.
+// DialOptions(c) returns the resolver together with interceptors for what
+// a balancer cannot do: route timeouts (max_stream_duration) and fault
+// injection. Use it unless those are known to be absent.
 //
 // # Targets
 //
@@ -39,102 +43,113 @@
 //
 // # What is honoured
 //
-// The route. The resolver uses one route of the selected virtual host,
-// its default route: the first route whose match takes every RPC (path
-// prefix "" or "/", no header matcher, no runtime fraction below 100%),
-// or, when no route does, the last route. Every RPC of the channel goes
-// where that route says, whatever its method and metadata: per-RPC route
-// matching is not done, and the other routes are ignored (though depmgr
-// watches their clusters). Its action must be cluster or
-// weighted_clusters; cluster_specifier_plugin (RLS), non_forwarding and
-// the other actions are errors wrapping ErrUnsupported.
+// Routing, per RPC (gRFC A28). The virtual host is selected by depmgr for
+// the target's authority (R-16.2). Each RPC is matched against its routes
+// in order: the path (prefix, path or safe_regex; case_sensitive applies
+// to prefix and path), every header matcher (exact, prefix, suffix,
+// contains, with ignore_case; safe_regex; range; present; invert_match),
+// read from the RPC's outgoing metadata with the values of a header
+// joined by ","; "-bin" headers are invisible to matchers and
+// content-type reads "application/grpc"; then runtime_fraction. An RPC
+// that matches no route fails with UNAVAILABLE, as does one matching a
+// route whose action is non_forwarding, cluster_specifier_plugin (RLS, not
+// supported) or another action gRPC does not forward.
 //
-// The clusters. For each cluster of the route the resolver picks the
-// endpoints of one priority: the highest priority (lowest number) that
-// has a usable endpoint. Usable means health status HEALTHY or UNKNOWN,
-// as in gRPC (gRFC A27; gRPC Go's cluster resolver): UNHEALTHY, DRAINING,
-// TIMEOUT and DEGRADED endpoints are left out (Envoy would use DEGRADED
-// ones as a last resort; gRPC does not). So when every endpoint of
-// priority 0 is UNHEALTHY the channel fails over to priority 1, and back
-// when one recovers. Every usable endpoint of that priority becomes one
-// resolver.Endpoint with all its addresses (gRFC A61), in locality order,
-// then endpoint order. For an aggregate cluster, its leaf clusters are
-// taken in priority order and the first one with a usable endpoint is
-// used, with its own load balancing policy (gRFC A37, A75). A LOGICAL_DNS
-// cluster gives the addresses its host resolves to, as one endpoint.
+// Weighted clusters. Each RPC of a weighted_clusters route picks its
+// cluster at random by weight, whatever the clusters' endpoint policies.
+// An RPC routed to a cluster that has an error (it does not exist, is
+// invalid, has no usable endpoint) fails with UNAVAILABLE naming it; the
+// other RPCs are not affected.
 //
-// Weighted clusters. The State holds the union of the endpoints of the
-// route's clusters (an endpoint whose addresses are already there, from
-// another cluster, is left out). round_robin, least_request and
-// weighted_round_robin ignore endpoint weights, so they spread RPCs by
-// endpoint count, not by cluster weight: weighted splitting is not
-// honoured with them. ring_hash and pick_first's shuffle read the weight
-// each endpoint carries (below), which includes the cluster's share. A
-// cluster of the route with an error or no usable endpoint is left out
-// and its share goes to the others (gRPC would fail its share of RPCs);
-// the channel fails only when every cluster does. The clusters the
-// resolver uses must have the same load balancing policy, since a
-// channel has one: else the configuration is an error wrapping
-// ErrUnsupported.
+// Clusters, priorities and localities. A cluster (for an aggregate
+// cluster, each of its leaf clusters in priority order, gRFC A37, A75)
+// is a list of priorities; each priority is the localities that have a
+// usable endpoint (health HEALTHY or UNKNOWN, as in gRPC, gRFC A27).
+// The router uses the first priority that is READY or IDLE, or that is
+// CONNECTING for less than 10 s (the failover timer of gRFC A56); a
+// priority in TRANSIENT_FAILURE, or whose timer fired, is skipped until
+// it becomes READY again, and RPCs go back to a higher priority as soon
+// as it is READY. A priority's balancers are created the first time the
+// router needs it, so lower priorities are not connected to while higher
+// ones serve; once created they stay, ready for the next failover, until
+// a configuration no longer has them (gRPC closes them after 15 minutes
+// unused). Within a priority, an RPC
+// picks a READY locality at random by locality weight (weighted target),
+// then the locality's endpoint policy picks the endpoint.
 //
-// Weights and attributes. Each resolver.Endpoint carries an EndpointInfo
-// (EndpointInfoFromEndpoint: clusters, locality, priority, locality and
-// endpoint weights, health status), its A76 hash key
-// (resolver/ringhash.SetHashKey) when the endpoint has one, and a
-// weight (experimental/balancer/weight): the endpoint's share of the
-// cluster (its weight over its locality's usable endpoints, times its
-// locality's weight over the localities of the priority that have usable
-// endpoints) times its cluster's share of the route, in the UQ1.31 fixed
-// point gRPC Go uses (gRFC A113). Locality weights (xds_wrr_locality) are
-// not honoured by round_robin and least_request, which see one flat list.
+// Endpoint policies: ROUND_ROBIN → round_robin; LEAST_REQUEST →
+// least_request_experimental (choiceCount); PICK_FIRST → pick_first
+// (shuffleAddressList); WEIGHTED_ROUND_ROBIN → weighted_round_robin (its
+// periods and penalty): one instance per locality, gRPC's public
+// balancers through balancer.Get. RING_HASH → ring_hash_experimental
+// (minRingSize, maxRingSize; grpc caps the ring at GRPC_RING_HASH_CAP,
+// 4096 by default), one instance per priority over every locality, each
+// endpoint weighted by its locality's weight times its share of the
+// locality, as in gRPC. A policy whose balancer is not registered makes
+// the cluster's RPCs fail (ErrUnsupported, naming the package to import;
+// this package imports them all).
 //
-// The load balancing policy becomes the service config: ROUND_ROBIN →
-// round_robin; LEAST_REQUEST → least_request_experimental (choiceCount);
-// RING_HASH → ring_hash_experimental (minRingSize, maxRingSize; grpc caps
-// the ring at GRPC_RING_HASH_CAP, 4096 by default); PICK_FIRST →
-// pick_first (shuffleAddressList); WEIGHTED_ROUND_ROBIN →
-// weighted_round_robin (its periods and penalty). The balancer must be
-// registered in the program: this package imports every one of them, so
-// they are; a policy whose balancer is not registered would be an error
-// wrapping ErrUnsupported that names the package to import.
+// Ring hash (gRFC A42). The hash of an RPC comes from the hash policies
+// of the route it matched, for each RPC: header policies (the values
+// joined with ",", after regex_rewrite; "-bin" headers skipped) and the
+// filter_state channel ID policy (a random number per channel), combined
+// and ended by terminal policies as gRPC does; with no hash, a random
+// one. WithRingHashRequestHashHeader names a header to hash for routes
+// without hash policies. The router hands the hash to ring_hash in a
+// header of the pick's context (ring_hash's requestHashHeader, gRFC A76),
+// which GRPC_EXPERIMENTAL_RING_HASH_SET_REQUEST_HASH_KEY (on by default)
+// must allow; the header is not sent.
 //
-// Ring hash. gRPC computes an RPC's hash from the route's hash policies
-// in its config selector, which a resolver cannot reach; the resolver
-// uses ring_hash's requestHashHeader (gRFC A76) instead. A route with one
-// hash policy on a header (without regex_rewrite) hashes that header,
-// exactly as gRPC would: its values joined with ",", a random hash when
-// the RPC does not carry it. Policies on "-bin" headers are skipped, as
-// gRPC skips them. A route without hash policies gives every RPC a
-// random hash, as in gRPC, unless WithRingHashRequestHashHeader names a
-// header to hash; to get it, the resolver configures a header RPCs do not
-// carry, "x-proxyless-xds-random-hash". A filter_state (channel ID)
-// policy, several header policies and regex_rewrite cannot be expressed:
-// errors wrapping ErrUnsupported. requestHashHeader needs
-// GRPC_EXPERIMENTAL_RING_HASH_SET_REQUEST_HASH_KEY, which is on by
-// default; turned off, ring_hash fails every RPC.
+// Drops and circuit breaking. Before a pick, each drop_overloads category
+// of the cluster's ClusterLoadAssignment drops its share of RPCs (gRFC
+// A27), which fail with UNAVAILABLE naming the category, even with
+// WaitForReady. An RPC that would exceed the cluster's max_requests
+// (circuit_breakers, default priority, 1024 when unset, gRFC A32) in
+// flight fails with UNAVAILABLE; the count is shared by the channels of a
+// Builder (gRPC shares it per xDS client).
 //
-// Not honoured, and not reported as errors, because a resolver cannot
-// act on them: the route's and virtual host's retry policies, timeouts
-// (max_stream_duration) and the HTTP filters (fault injection); the
-// cluster's TLS settings (the channel's transport credentials apply),
-// circuit breaking (max_requests), outlier detection and load reporting
-// (LRS); the ClusterLoadAssignment's drop_overloads. A
-// grpc.WithDisableServiceConfig dial option makes the channel ignore the
-// resolver's balancer (it then uses grpc.WithDefaultServiceConfig's or
-// pick_first); without it the resolver's service config replaces
-// grpc.WithDefaultServiceConfig's.
+// Load reporting (LRS, R-22). For a cluster whose lrs_server is "self",
+// the router records per locality the RPCs issued, succeeded, errored and
+// in progress, and the drops by category, in a Store shared by the
+// channels of the Builder; one lrs.Client per management server reports
+// them to the server the cluster came from (the first server of its
+// authority): see package lrs and WithLoadReportTransport.
+//
+// Timeouts and faults, with DialOptions only. The route's
+// max_stream_duration (grpc_timeout_header_max when set, else
+// max_stream_duration; else the Listener's) caps each RPC's deadline
+// (gRFC A31). The fault injection filters of the Listener (HTTPFault),
+// with the virtual host's and route's overrides, delay and abort RPCs
+// with their percentages, header matchers, x-envoy-fault-* headers and
+// max_active_faults (gRFC A33). Overrides on weighted clusters are not
+// applied.
+//
+// Updates. A new configuration replaces the picker at once: routes and
+// weights take effect on the next RPC; children of clusters and
+// localities that stay keep their connections and get the new endpoints;
+// children no longer referred to are closed, and RPCs in flight on their
+// connections complete.
+//
+// Not supported: retry policies (gRFC A44; RPCs are not retried),
+// cluster_specifier_plugin (RLS; the route's RPCs fail), outlier
+// detection (gRFC A50), the cluster's TLS settings (the channel's
+// transport credentials apply), custom LB policies, ORCA load reports in
+// LRS, and weighted-cluster filter overrides. The resolver logs a warning
+// once per channel when a configuration uses retries or RLS, and, without
+// DialOptions, fault injection or max_stream_duration. With
+// grpc.WithDisableServiceConfig the router is not used and RPCs fail.
 //
 // # Errors
 //
-// When the configuration cannot be used, new RPCs fail with status
-// UNAVAILABLE and a message that starts with "name resolver error:
+// When the configuration cannot be used as a whole, new RPCs fail with
+// status UNAVAILABLE and a message that starts with "name resolver error:
 // resolver: <target>:" and names what failed: the Listener or
 // RouteConfiguration (a resource error reported by depmgr, such as
 // `xds: Listener "svc": resource does not exist`), a missing virtual host
-// (depmgr.ErrNoVirtualHost), a virtual host without route (ErrNoRoute),
-// the cluster of the route (its resource error, or ErrNoUsableEndpoints
-// with the health statuses found), or what the resolver cannot express
-// (ErrUnsupported). To make RPCs fail even though the channel had
+// (depmgr.ErrNoVirtualHost), or a virtual host without route
+// (ErrNoRoute). A cluster's error (its resource error, or
+// ErrNoUsableEndpoints with the health statuses found) fails only the
+// RPCs routed to it. To make RPCs fail even though the channel had
 // endpoints, the resolver first gives the channel no endpoint and
 // pick_first, then reports the error (resolver.ClientConn.ReportError),
 // as gRPC Go's xDS resolver does: the channel drops its connections and
@@ -156,12 +171,15 @@
 // watches) and waits for a call to the ClientConn in progress; ResolveNow
 // resolves the hosts of LOGICAL_DNS clusters again and returns at once.
 // The client must outlive every resolver: close the ClientConns, then the
-// client.
+// client. The router's picker is safe for concurrent picks and takes no
+// lock; grpc calls the router's other methods one at a time, and its
+// failover timers fire on their own goroutines, under the router's lock.
+// Close also ends the resolver's LRS streams after a final report.
 //
 // # Experimental
 //
 // The package depends on grpc's experimental balancer and attribute APIs
-// (ring_hash_experimental, least_request_experimental,
-// experimental/balancer/weight, resolver/ringhash), which may change in a
-// later grpc release.
+// (ring_hash_experimental and its requestHashHeader,
+// least_request_experimental, experimental/balancer/weight,
+// resolver/ringhash), which may change in a later grpc release.
 package resolver

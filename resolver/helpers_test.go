@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/proxyless/xds/bootstrap"
@@ -40,20 +42,47 @@ type backend struct {
 	id   string
 	addr string // host:port
 	port uint32
+	// arrived and release, when not nil, hold each UnaryCall: it sends
+	// on arrived, then waits for release to be closed (or the RPC's end).
+	arrived chan struct{}
+	release chan struct{}
+	// served counts the UnaryCalls answered.
+	served atomic.Int64
 }
 
-func (b *backend) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+func (b *backend) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	if b.arrived != nil {
+		b.arrived <- struct{}{}
+		select {
+		case <-b.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	b.served.Add(1)
 	return &testgrpc.SimpleResponse{ServerId: b.id, Hostname: b.addr}, nil
+}
+
+// EmptyCall answers with the server's ID in the header "server-id".
+func (b *backend) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.Empty, error) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs("server-id", b.id))
+	return &testgrpc.Empty{}, nil
 }
 
 // startBackend starts a backend named id, stopped when the test ends.
 func startBackend(t *testing.T, id string) *backend {
+	return startBackendWith(t, &backend{id: id})
+}
+
+// startBackendWith starts b (its id, arrived and release set), stopped
+// when the test ends.
+func startBackendWith(t *testing.T, b *backend) *backend {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listening: %v", err)
 	}
-	b := &backend{id: id, addr: lis.Addr().String(), port: uint32(lis.Addr().(*net.TCPAddr).Port)}
+	b.addr, b.port = lis.Addr().String(), uint32(lis.Addr().(*net.TCPAddr).Port)
 	s := grpc.NewServer()
 	testgrpc.RegisterTestServiceServer(s, b)
 	done := make(chan struct{})

@@ -5,20 +5,16 @@ package resolver
 import (
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/transport"
 )
 
 // DefaultScheme is the URI scheme of the targets a Builder resolves when
 // WithScheme is not given: "xds", as in "xds:///name".
 const DefaultScheme = "xds"
-
-// randomHashHeader is the request hash header configured for ring_hash
-// when neither the route nor WithRingHashRequestHashHeader gives one:
-// RPCs do not carry it, so each RPC gets a random hash, as an xDS route
-// without hash policies gives in gRPC (gRFC A42).
-const randomHashHeader = "x-proxyless-xds-random-hash"
 
 // Option configures a Builder.
 type Option func(*options)
@@ -27,7 +23,10 @@ type options struct {
 	scheme         string
 	logger         *slog.Logger
 	depmgrOpts     []depmgr.Option
-	ringHashHeader string // "" means randomHashHeader
+	ringHashHeader string    // "" for none: a random hash
+	timer          timerFunc // failover timers; nil for time.AfterFunc
+	lrsBuilder     transport.Builder
+	holder         *atomic.Pointer[routerConfig] // set by DialOptions: the interceptors' configuration
 }
 
 func defaultOptions() options {
@@ -85,4 +84,19 @@ func WithRingHashRequestHashHeader(name string) Option {
 	return func(o *options) {
 		o.ringHashHeader = strings.ToLower(name)
 	}
+}
+
+// WithLoadReportTransport sets how the resolvers reach the management
+// server to report load (LRS, R-22) for clusters whose lrs_server is
+// "self": b builds a transport to the bootstrap's server of the cluster.
+// The default is one grpctransport.NewBuilder() per Builder, which opens a
+// connection of its own to each management server, shared by the
+// Builder's channels; give the transport.Builder given to the client
+// (client.WithTransportBuilder) to report on the client's ADS connection,
+// as says. The channels of the Builder report their load together,
+// on one LRS stream per management server, opened when a configuration
+// first has such a cluster and closed, after a final report, when the
+// last of them is closed. See package lrs.
+func WithLoadReportTransport(b transport.Builder) Option {
+	return func(o *options) { o.lrsBuilder = b }
 }

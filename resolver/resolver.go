@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 
+	"sync/atomic"
+
+	"google.golang.org/grpc/attributes"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/resources"
 )
 
 // failServiceConfig is the service config pushed, with no endpoint, when
@@ -30,8 +34,16 @@ type xdsResolver struct {
 	target         string                     // the target, for messages
 	ringHashHeader string                     // the request hash header of ring_hash without route hash policies
 	failSC         *serviceconfig.ParseResult // failServiceConfig, parsed
+	routerSC       *serviceconfig.ParseResult // routerServiceConfig, parsed
 	logger         *slog.Logger
 	manager        *depmgr.Manager
+
+	timer    timerFunc                     // failover timers; nil for time.AfterFunc
+	load     *loadReporter                 // the Builder's; set by Build
+	breakers *breakers                     // the Builder's; set by Build
+	holder   *atomic.Pointer[routerConfig] // DialOptions' interceptors' configuration; nil without them
+	warned   map[string]bool               // what warnUnsupported logged; manager goroutine only
+	version  uint64                        // configurations pushed; used on the manager's goroutine only
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -44,29 +56,35 @@ func (r *xdsResolver) ResolveNow(grpcresolver.ResolveNowOptions) {
 // more calls to the ClientConn.
 func (r *xdsResolver) Close() {
 	r.manager.Close()
+	r.load.release()
 	r.logger.Debug("closed")
 }
 
-// Update turns a complete configuration into a State for the channel, or
-// fails the channel when the configuration cannot be used (see the package
-// doc, "Errors").
+// Update turns a complete configuration into a State for the channel: the
+// router's service config, and the configuration (routerConfig) in its
+// attributes; or fails the channel when the configuration cannot be used
+// (see the package doc, "Errors").
 func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
-	res, err := resolve(snapshotOf(cfg), r.ringHashHeader)
+	rc, err := buildConfig(snapshotOf(cfg), r.ringHashHeader)
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	sc := r.cc.ParseServiceConfig(res.serviceConfig)
-	if sc.Err != nil {
-		// serviceConfig names only registered balancers, with configs
-		// their parsers accept (see the tests): only a grpc change can
-		// bring this.
-		r.fail(fmt.Errorf("grpc rejects the service config %s: %w", res.serviceConfig, sc.Err))
-		return
+	r.version++
+	rc.version, rc.source, rc.timer, rc.load, rc.breakers = r.version, cfg, r.timer, r.load.store, r.breakers
+	rc.intercepted = r.holder != nil
+	r.load.ensure(rc)
+	r.warnUnsupported(rc)
+	if r.holder != nil {
+		r.holder.Store(rc)
 	}
-	r.logger.Debug("updating the channel", "route", res.route, "endpoints", len(res.endpoints), "service_config", res.serviceConfig)
-	if err := r.cc.UpdateState(grpcresolver.State{Endpoints: res.endpoints, ServiceConfig: sc}); err != nil {
-		// The balancer did not like the state; grpc has already acted on it.
+	r.logger.Debug("updating the channel", "version", rc.version, "routes", len(rc.routes), "clusters", len(rc.clusters))
+	for name, c := range rc.clusters {
+		if c.err != nil {
+			r.logger.Warn("RPCs routed to a cluster will fail", "cluster", name, "error", c.err)
+		}
+	}
+	if err := r.cc.UpdateState(grpcresolver.State{ServiceConfig: r.routerSC, Attributes: attributes.New(routerConfigKey{}, rc)}); err != nil {
 		r.logger.Debug("the channel rejected the state", "error", err)
 	}
 }
@@ -95,4 +113,41 @@ func (r *xdsResolver) fail(err error) {
 	// no address. That is the point.
 	_ = r.cc.UpdateState(grpcresolver.State{ServiceConfig: r.failSC})
 	r.cc.ReportError(err)
+}
+
+// warnUnsupported logs, once per channel each, that a configuration uses
+// what the resolver does not support: cluster_specifier_plugin (RLS),
+// whose RPCs fail, and retry policies, ignored (gRFC A44); and, without
+// DialOptions' interceptors, fault injection filters and
+// max_stream_duration, ignored.
+func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
+	warn := func(key, msg string, args ...any) {
+		if r.warned[key] {
+			return
+		}
+		if r.warned == nil {
+			r.warned = make(map[string]bool)
+		}
+		r.warned[key] = true
+		r.logger.Warn(msg, args...)
+	}
+	vh := rc.source.VirtualHost
+	if vh.RetryPolicy != nil {
+		warn("retry", "retry policies are not supported; RPCs are not retried", "virtual_host", vh.Name)
+	}
+	for i := range rc.routes {
+		rt := &rc.routes[i]
+		if rt.action == resources.RouteActionClusterSpecifierPlugin {
+			warn("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", "route", rt.desc, "plugin", rt.plugin)
+		}
+		if rt.res.Action.RetryPolicy != nil {
+			warn("retry", "retry policies are not supported; RPCs are not retried", "route", rt.desc)
+		}
+		if r.holder == nil && len(rt.faults) > 0 {
+			warn("fault", "fault injection needs resolver.DialOptions; ignored", "route", rt.desc)
+		}
+		if r.holder == nil && rc.maxStreamDuration(rt) > 0 {
+			warn("msd", "max_stream_duration needs resolver.DialOptions; ignored", "route", rt.desc)
+		}
+	}
 }

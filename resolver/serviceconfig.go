@@ -3,7 +3,6 @@
 package resolver
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,13 +32,12 @@ var balancerPackages = map[string]string{
 	lbWeightedRoundRobin: "google.golang.org/grpc/balancer/weightedroundrobin",
 }
 
-// serviceConfig returns the service config (JSON) that runs the grpc
-// balancer of policy p on a channel: round_robin, ring_hash_experimental
-// (with hashHeader as its requestHashHeader), least_request_experimental,
-// pick_first or weighted_round_robin. It returns an error wrapping
-// ErrUnsupported for a policy it does not know, or whose balancer is not
-// registered with grpc.
-func serviceConfig(p resources.LBPolicy, hashHeader string) (string, error) {
+// policyConfig returns the grpc balancer of policy p and its config (to
+// encode in JSON): round_robin, ring_hash_experimental (with hashHeader as
+// its requestHashHeader), least_request_experimental, pick_first or
+// weighted_round_robin. It returns an error wrapping ErrUnsupported for a
+// policy it does not know, or whose balancer is not registered with grpc.
+func policyConfig(p resources.LBPolicy, hashHeader string) (string, any, error) {
 	var (
 		name string
 		cfg  any
@@ -85,32 +83,13 @@ func serviceConfig(p resources.LBPolicy, hashHeader string) (string, error) {
 			w.ErrorUtilizationPenalty,
 		}
 	default:
-		return "", fmt.Errorf("load balancing policy %s: %w", p.Kind, ErrUnsupported)
+		return "", nil, fmt.Errorf("load balancing policy %s: %w", p.Kind, ErrUnsupported)
 	}
 	if balancer.Get(name) == nil {
-		return "", fmt.Errorf("load balancing policy %s: grpc's %s balancer is not registered in this program (import %s): %w",
+		return "", nil, fmt.Errorf("load balancing policy %s: grpc's %s balancer is not registered in this program (import %s): %w",
 			p.Kind, name, balancerPackages[name], ErrUnsupported)
 	}
-	b, err := json.Marshal(map[string][]map[string]any{"loadBalancingConfig": {{name: cfg}}})
-	if err != nil {
-		// Only strings, numbers and booleans: cannot fail.
-		return "", fmt.Errorf("encoding the service config: %w", err)
-	}
-	return string(b), nil
-}
-
-// lbName returns the balancer name of a service config made by
-// serviceConfig, for messages.
-func lbName(sc string) string {
-	var v struct {
-		LoadBalancingConfig []map[string]json.RawMessage `json:"loadBalancingConfig"`
-	}
-	if json.Unmarshal([]byte(sc), &v) == nil && len(v.LoadBalancingConfig) == 1 {
-		for name, cfg := range v.LoadBalancingConfig[0] {
-			return name + " " + string(cfg)
-		}
-	}
-	return sc
+	return name, cfg, nil
 }
 
 // jsonDuration formats d as a google.protobuf.Duration in JSON ("1.5s"),
@@ -124,47 +103,6 @@ func jsonDuration(d time.Duration) string {
 		s += "." + strings.TrimRight(fmt.Sprintf("%09d", ns), "0")
 	}
 	return s + "s"
-}
-
-// requestHashHeader returns the header ring_hash hashes for the RPCs of a
-// route with hash policies hps (gRFC A42), as ring_hash's
-// requestHashHeader (gRFC A76): the header of a single header policy
-// without regex_rewrite, which hashes like gRPC's xDS config selector
-// (the values joined with ","; a random hash when the header is absent).
-// Header policies on "-bin" headers are skipped, as gRPC skips them. With
-// no policy left, fallback. Anything else (a channel_id policy, several
-// headers, a regex_rewrite) cannot be expressed with ring_hash: an error
-// wrapping ErrUnsupported.
-func requestHashHeader(hps []resources.HashPolicy, fallback string) (string, error) {
-	var header *resources.HashPolicy
-	for i := range hps {
-		hp := &hps[i]
-		switch hp.Kind {
-		case resources.HashPolicyHeader:
-			if strings.HasSuffix(strings.ToLower(hp.HeaderName), "-bin") {
-				continue
-			}
-			if header != nil {
-				return "", fmt.Errorf("hash policies on headers %q and %q: only one header can be hashed: %w", header.HeaderName, hp.HeaderName, ErrUnsupported)
-			}
-			header = hp
-		case resources.HashPolicyChannelID:
-			return "", fmt.Errorf("hash policy filter_state io.grpc.channel_id: %w", ErrUnsupported)
-		default:
-			return "", fmt.Errorf("hash policy %s: %w", hp.Kind, ErrUnsupported)
-		}
-	}
-	if header == nil {
-		return fallback, nil
-	}
-	if header.RegexRewrite != nil {
-		return "", fmt.Errorf("hash policy on header %q with regex_rewrite: %w", header.HeaderName, ErrUnsupported)
-	}
-	name := strings.ToLower(header.HeaderName)
-	if err := validateHashHeader(name); err != nil {
-		return "", fmt.Errorf("hash policy on header %q: %w: %w", header.HeaderName, err, ErrUnsupported)
-	}
-	return name, nil
 }
 
 // validateHashHeader checks that name is a header ring_hash accepts as its

@@ -5,7 +5,6 @@ package resolver
 import (
 	"encoding/json"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,86 +108,13 @@ func TestResolver_ServiceConfig_RingHash(t *testing.T) {
 	parseWithBalancer(t, got)
 }
 
-// TestResolver_ServiceConfig_HashPolicies checks the request hash header
-// ring_hash gets for each set of route hash policies.
-func TestResolver_ServiceConfig_HashPolicies(t *testing.T) {
-	header := func(name string) resources.HashPolicy {
-		return resources.HashPolicy{Kind: resources.HashPolicyHeader, HeaderName: name}
+// serviceConfig is the service config that would run policyConfig's
+// balancer on a channel, for the tests.
+func serviceConfig(p resources.LBPolicy, hashHeader string) (string, error) {
+	name, cfg, err := policyConfig(p, hashHeader)
+	if err != nil {
+		return "", err
 	}
-	rewrite := header("x-user")
-	rewrite.RegexRewrite, rewrite.RegexRewritePattern = regexp.MustCompile("a"), "a"
-	tests := []struct {
-		name    string
-		hps     []resources.HashPolicy
-		want    string
-		wantErr string
-	}{
-		{name: "none: the fallback", want: "fallback"},
-		{name: "one header", hps: []resources.HashPolicy{header("X-User")}, want: "x-user"},
-		{name: "binary header skipped", hps: []resources.HashPolicy{header("x-trace-bin")}, want: "fallback"},
-		{name: "binary header skipped next to one", hps: []resources.HashPolicy{header("x-trace-bin"), header("x-user")}, want: "x-user"},
-		{name: "channel id", hps: []resources.HashPolicy{{Kind: resources.HashPolicyChannelID}}, wantErr: "io.grpc.channel_id"},
-		{name: "two headers", hps: []resources.HashPolicy{header("x-a"), header("x-b")}, wantErr: `headers "x-a" and "x-b"`},
-		{name: "regex rewrite", hps: []resources.HashPolicy{rewrite}, wantErr: "regex_rewrite"},
-		{name: "invalid header name", hps: []resources.HashPolicy{header(":path")}, wantErr: `":path"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := requestHashHeader(tt.hps, "fallback")
-			if tt.wantErr != "" {
-				if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("requestHashHeader = %q, %v; want ErrUnsupported containing %q", got, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("requestHashHeader = %q, %v; want %q", got, err, tt.want)
-			}
-		})
-	}
-}
-
-// TestResolver_ServiceConfig_RingHashRoute checks that resolve gives
-// ring_hash the route's hash header, and fails on a route whose hash
-// policies cannot be expressed, but not when the policy is not ring hash.
-func TestResolver_ServiceConfig_RingHashRoute(t *testing.T) {
-	ringHash := resources.LBPolicy{Kind: resources.LBPolicyRingHash, RingHashMinSize: 1024, RingHashMaxSize: 4096}
-	route := func(hps ...resources.HashPolicy) []resources.Route {
-		a := toCluster("c")
-		a.HashPolicies = hps
-		return []resources.Route{catchAll(a)}
-	}
-	channelID := resources.HashPolicy{Kind: resources.HashPolicyChannelID}
-	c := leaf("c", ringHash, locality("z", 0, 1, endpoint("10.0.0.1:80", healthy, 1)))
-
-	_, err := resolve(snap(route(channelID), ok(c)), randomHashHeader)
-	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `cluster "c": RING_HASH: hash policy filter_state io.grpc.channel_id`) {
-		t.Errorf("resolve with a channel_id policy = %v, want ErrUnsupported naming the cluster and policy", err)
-	}
-	rr := leaf("c", roundRobin, locality("z", 0, 1, endpoint("10.0.0.1:80", healthy, 1)))
-	if _, err := resolve(snap(route(channelID), ok(rr)), randomHashHeader); err != nil {
-		t.Errorf("resolve with a channel_id policy and round robin: %v; hash policies only matter to ring hash", err)
-	}
-
-	if balancer.Get(lbRingHash) == nil {
-		t.Fatal("grpc's ring_hash balancer is not registered: package resolver must import google.golang.org/grpc/balancer/ringhash")
-	}
-	for _, tt := range []struct {
-		name     string
-		hps      []resources.HashPolicy
-		fallback string
-		want     string
-	}{
-		{"route header", []resources.HashPolicy{{Kind: resources.HashPolicyHeader, HeaderName: "x-user"}}, randomHashHeader, "x-user"},
-		{"no policy, no option", nil, randomHashHeader, randomHashHeader},
-		{"no policy, option", nil, "x-session", "x-session"},
-	} {
-		res, err := resolve(snap(route(tt.hps...), ok(c)), tt.fallback)
-		if err != nil {
-			t.Fatalf("%s: resolve: %v", tt.name, err)
-		}
-		if want := `"requestHashHeader":"` + tt.want + `"`; !strings.Contains(res.serviceConfig, want) {
-			t.Errorf("%s: service config %s does not contain %s", tt.name, res.serviceConfig, want)
-		}
-	}
+	b, err := json.Marshal(map[string][]map[string]any{"loadBalancingConfig": {{name: cfg}}})
+	return string(b), err
 }

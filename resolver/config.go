@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/experimental/balancer/weight"
+	grpcresolver "google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/ringhash"
+	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/lrs"
+	"github.com/proxyless/xds/resources"
+)
+
+// routerConfig is one configuration of a channel, made by the resolver
+// from a depmgr.XDSConfig and handed to the router balancer in the
+// resolver.State's attributes: the routes of the virtual host, compiled
+// for matching, and for each cluster they name, its priorities. It is
+// immutable once made.
+type routerConfig struct {
+	// routes are the routes of the virtual host, in order.
+	routes []route
+	// clusters are the clusters the routes name, by canonical name.
+	clusters map[string]*clusterConfig
+	// version counts the configurations of a resolver, for logs.
+	version uint64
+	// source is the XDSConfig the configuration was made from, for the
+	// interceptors (filters, Listener settings); nil in unit tests.
+	source *depmgr.XDSConfig
+	// timer starts the failover timers; nil for time.AfterFunc.
+	timer timerFunc
+	// load receives the load of clusters with lrs_server "self"; nil
+	// when not reported.
+	load *lrs.Store
+	// breakers counts the RPCs in flight per leaf cluster and EDS
+	// service for max_requests (gRFC A32), shared by the channels of a
+	// Builder; nil in unit tests (the router then has its own).
+	breakers *breakers
+	// intercepted: the channel has DialOptions' interceptors, which put
+	// the route they matched in the RPC's context.
+	intercepted bool
+}
+
+// route is a route compiled for matching.
+type route struct {
+	desc    string // "route 2 (\"name\")", for messages
+	match   routeMatch
+	action  resources.RouteActionKind
+	plugin  string           // cluster_specifier_plugin name, for messages
+	targets []weightedTarget // cluster or weighted_clusters, cumulative weights
+	total   uint64           // sum of the weights
+	hash    []resources.HashPolicy
+	res     *resources.Route // the route, for the interceptors
+	// faults are the fault injection filters' configs for the route
+	// (gRFC A33), in chain order; faultErr says why they cannot be used
+	// (the route's RPCs then fail).
+	faults   []*faultConfig
+	faultErr error
+}
+
+// weightedTarget is a cluster of a route with the cumulative weight of the
+// route's clusters up to and including it.
+type weightedTarget struct {
+	cluster string // canonical
+	cum     uint64
+}
+
+// clusterConfig is what a route cluster leads to: its priorities, highest
+// first (for an aggregate cluster, the priorities of its leaves in order,
+// gRFC A37), or the error that makes RPCs routed to it fail.
+type clusterConfig struct {
+	name       string
+	err        error
+	priorities []*priorityConfig
+}
+
+// priorityConfig is one priority of a leaf cluster: its localities and the
+// settings of the leaf cluster that apply to RPCs sent to it.
+type priorityConfig struct {
+	leaf        string // leaf cluster name, canonical
+	edsService  string // EDS service name (for load reports); leaf when unset
+	priority    uint32
+	drops       []resources.DropOverload
+	maxRequests uint32
+	lrs         bool   // the leaf cluster has lrs_server "self"
+	lrsService  string // eds_cluster_config.service_name as received, for load reports
+	policy      childPolicy
+	// localities are the localities with a usable endpoint. For a
+	// policy that balances over the whole priority (ring_hash), one
+	// pseudo-locality holding every usable endpoint of the priority.
+	localities []localityConfig
+}
+
+// childPolicy is the endpoint policy of a leaf cluster.
+type childPolicy struct {
+	name   string // registered grpc balancer name
+	json   string // its config, for comparison
+	config serviceconfig.LoadBalancingConfig
+	// perPriority: one child for the whole priority (ring_hash, which
+	// reads locality weights in endpoint weights, as in gRPC's xDS LB
+	// tree), rather than one per locality.
+	perPriority bool
+}
+
+// localityConfig is one locality of a priority.
+type localityConfig struct {
+	id        resources.LocalityID
+	weight    uint32
+	key       string // child balancer key: unique per leaf, priority, locality and policy
+	endpoints []grpcresolver.Endpoint
+	// addrLocality maps each address to its locality, for the
+	// pseudo-locality of a per-priority policy; nil otherwise.
+	addrLocality map[string]resources.LocalityID
+}
+
+// buildConfig compiles the virtual host of s. ringHashHeader is the header
+// hashed when a route to a RING_HASH cluster has no hash policy ("" for
+// a random hash). Errors concern the whole virtual host; cluster errors
+// are kept in the cluster's config and fail only the RPCs routed there.
+func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
+	where := describeVH(s)
+	if s.virtualHost == nil {
+		return nil, fmt.Errorf("%s: no virtual host", where)
+	}
+	vh := s.virtualHost
+	if len(vh.Routes) == 0 {
+		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
+	}
+	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig)}
+	names := newMatchIndex()
+	for i := range vh.Routes {
+		r := &vh.Routes[i]
+		rt := route{desc: describeRoute(i, r), match: compileMatch(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
+		if s.listener != nil {
+			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r)
+		}
+		if len(rt.hash) == 0 && ringHashHeader != "" {
+			rt.hash = []resources.HashPolicy{{Kind: resources.HashPolicyHeader, HeaderName: ringHashHeader}}
+		}
+		var members []resources.WeightedCluster
+		switch r.Action.Kind {
+		case resources.RouteActionCluster:
+			members = []resources.WeightedCluster{{Name: r.Action.Cluster, Weight: 1}}
+		case resources.RouteActionWeightedClusters:
+			members = r.Action.WeightedClusters
+		}
+		for _, m := range members {
+			name := resources.CanonicalName(m.Name)
+			rt.total += uint64(m.Weight)
+			rt.targets = append(rt.targets, weightedTarget{cluster: name, cum: rt.total})
+			if _, done := cfg.clusters[name]; !done {
+				cfg.clusters[name] = buildCluster(name, s.cluster(name))
+			}
+		}
+		cfg.routes = append(cfg.routes, rt)
+	}
+	orderMatchers(cfg.routes)
+	return cfg, nil
+}
+
+// buildCluster returns the config of the route cluster name, whose result
+// is r (nil when absent). Its error names the cluster.
+func buildCluster(name string, r *depmgr.ClusterResult) *clusterConfig {
+	cc := &clusterConfig{name: name}
+	switch {
+	case r == nil:
+		cc.err = fmt.Errorf("cluster %q is not in the configuration", name)
+	case r.Err != nil:
+		cc.err = fmt.Errorf("cluster %q: %w", name, r.Err)
+	case r.Config == nil || r.Config.Cluster == nil:
+		cc.err = fmt.Errorf("cluster %q has no configuration", name)
+	}
+	if cc.err != nil {
+		return cc
+	}
+	leaves := []*depmgr.ClusterConfig{r.Config}
+	if r.Config.IsAggregate() {
+		leaves = r.Config.Leaves
+	}
+	var errs []error
+	for _, leaf := range leaves {
+		if leaf == nil || leaf.Cluster == nil {
+			continue
+		}
+		ps, err := leafPriorities(leaf)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %q: %w", leaf.Name, err))
+			continue
+		}
+		cc.priorities = append(cc.priorities, ps...)
+	}
+	if len(cc.priorities) == 0 {
+		for _, sk := range r.Config.Skipped {
+			if sk != nil {
+				errs = append(errs, fmt.Errorf("cluster %q: %w", sk.Name, sk.Err))
+			}
+		}
+		if len(errs) == 0 {
+			errs = append(errs, fmt.Errorf("cluster %q: %w", name, ErrNoUsableEndpoints))
+		}
+		if r.Config.IsAggregate() {
+			cc.err = fmt.Errorf("aggregate cluster %q: %w", name, joinErrors(errs))
+		} else {
+			cc.err = joinErrors(errs)
+		}
+	}
+	return cc
+}
+
+// leafPriorities returns the priorities of a leaf cluster that have a
+// usable endpoint, highest first; an error when the cluster's policy
+// cannot be run, or when no priority has a usable endpoint.
+func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
+	if _, err := usablePriority(leaf); err != nil {
+		return nil, err
+	}
+	policy, err := childPolicyOf(leaf.Cluster.LBPolicy)
+	if err != nil {
+		return nil, err
+	}
+	c := leaf.Cluster
+	eds := c.EDSServiceName
+	if eds == "" {
+		eds = leaf.Name
+	}
+	var drops []resources.DropOverload
+	if leaf.Endpoints != nil {
+		drops = leaf.Endpoints.DropOverloads
+	}
+	// The weight of the localities of each priority that have a usable
+	// endpoint.
+	localitySums := make(map[uint32]uint64)
+	for _, l := range leaf.Endpoints.Localities {
+		if slices.ContainsFunc(l.Endpoints, func(e resources.Endpoint) bool { return usable(e.HealthStatus) && len(e.Addresses) > 0 }) {
+			localitySums[l.Priority] += uint64(l.Weight)
+		}
+	}
+	byPrio := make(map[uint32]*priorityConfig)
+	var out []*priorityConfig
+	for _, l := range leaf.Endpoints.Localities {
+		var eps []grpcresolver.Endpoint
+		var sum uint64
+		for _, e := range l.Endpoints {
+			if usable(e.HealthStatus) && len(e.Addresses) > 0 {
+				sum += uint64(e.Weight)
+			}
+		}
+		for _, e := range l.Endpoints {
+			if !usable(e.HealthStatus) || len(e.Addresses) == 0 {
+				continue
+			}
+			ep := grpcresolver.Endpoint{Addresses: make([]grpcresolver.Address, len(e.Addresses))}
+			for i, a := range e.Addresses {
+				ep.Addresses[i] = grpcresolver.Address{Addr: a}
+			}
+			w := e.Weight
+			if policy.perPriority {
+				// The endpoint's share of its locality times the
+				// locality's share of the priority, in UQ1.31, as gRPC
+				// weights endpoints for ring_hash (gRFC A42, A113).
+				w = max(1, fixedPointMul(fraction(uint64(e.Weight), sum), fraction(uint64(l.Weight), localitySums[l.Priority])))
+			}
+			ep = weight.Set(ep, weight.EndpointInfo{Weight: w})
+			ep = ringhash.SetHashKey(ep, e.HashKey)
+			ep = setEndpointInfo(ep, EndpointInfo{
+				RouteCluster: leaf.Name, Cluster: leaf.Name, Locality: l.ID, Priority: l.Priority,
+				LocalityWeight: l.Weight, Weight: e.Weight, HealthStatus: e.HealthStatus, Hostname: e.Hostname,
+			})
+			eps = append(eps, ep)
+		}
+		if len(eps) == 0 {
+			continue
+		}
+		p := byPrio[l.Priority]
+		if p == nil {
+			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy}
+			byPrio[l.Priority] = p
+			out = append(out, p)
+		}
+		if policy.perPriority {
+			if len(p.localities) == 0 {
+				p.localities = []localityConfig{{weight: 1, key: childKey(leaf.Name, l.Priority, "*", policy.name), addrLocality: make(map[string]resources.LocalityID)}}
+			}
+			p.localities[0].endpoints = append(p.localities[0].endpoints, eps...)
+			for _, ep := range eps {
+				for _, a := range ep.Addresses {
+					p.localities[0].addrLocality[a.Addr] = l.ID
+				}
+			}
+			continue
+		}
+		p.localities = append(p.localities, localityConfig{id: l.ID, weight: l.Weight, key: childKey(leaf.Name, l.Priority, l.ID.String(), policy.name), endpoints: eps})
+	}
+	// Priorities are numbered without gaps (R-17.5); those without a
+	// usable endpoint are left out, which fails over at once, as their
+	// child would report TRANSIENT_FAILURE.
+	sortPriorities(out)
+	return out, nil
+}
+
+func sortPriorities(ps []*priorityConfig) {
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].priority < ps[j-1].priority; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+func childKey(leaf string, prio uint32, locality, policy string) string {
+	return leaf + "\x00" + strconv.FormatUint(uint64(prio), 10) + "\x00" + locality + "\x00" + policy
+}
+
+// childPolicyOf returns the grpc balancer and its parsed config for the
+// endpoint policy p of a leaf cluster (see the package doc, "Load
+// balancing"). A ring_hash child hashes the header the router sets from
+// the route's hash policies (requestHashHeader, gRFC A76).
+func childPolicyOf(p resources.LBPolicy) (childPolicy, error) {
+	name, cfg, err := policyConfig(p, hashHeader)
+	if err != nil {
+		return childPolicy{}, err
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return childPolicy{}, fmt.Errorf("encoding the config of %s: %w", name, err)
+	}
+	b := balancer.Get(name)
+	cp := childPolicy{name: name, json: string(js), perPriority: name == lbRingHash}
+	if parser, ok := b.(balancer.ConfigParser); ok {
+		if cp.config, err = parser.ParseConfig(js); err != nil {
+			return childPolicy{}, fmt.Errorf("load balancing policy %s: grpc's %s rejects %s: %w", p.Kind, name, js, err)
+		}
+	}
+	return cp, nil
+}
+
+// maxStreamDuration returns the deadline cap of the RPCs of route r: the
+// route's max_stream_duration, else the Listener's; 0 for none (gRFC A31).
+func (c *routerConfig) maxStreamDuration(r *route) time.Duration {
+	if d := r.res.Action.MaxStreamDuration; d != nil {
+		return *d
+	}
+	if c.source != nil {
+		return c.source.Listener.MaxStreamDuration
+	}
+	return 0
+}
+
+// breakers holds the in-flight RPC counters of circuit breaking (gRFC
+// A32) by leaf cluster and EDS service name, shared by the channels of a
+// Builder as gRPC shares them per xDS client. Safe for concurrent use.
+type breakers struct {
+	mu       sync.Mutex
+	counters map[string]*atomic.Int64
+}
+
+// counter returns the counter of key, created on first use.
+func (b *breakers) counter(key string) *atomic.Int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.counters[key]
+	if c == nil {
+		c = new(atomic.Int64)
+		b.counters[key] = c
+	}
+	return c
+}
+
+// Fixed-point shares, UQ1.31 (gRFC A113): 1<<31 is 1.
+const fixedPointBits = 31
+
+// fraction returns num/den in UQ1.31; num ≤ den; 0 when den is 0.
+func fraction(num, den uint64) uint32 {
+	if den == 0 {
+		return 0
+	}
+	return uint32(num << fixedPointBits / den)
+}
+
+func fixedPointMul(a, b uint32) uint32 {
+	return uint32(uint64(a) * uint64(b) >> fixedPointBits)
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import "time"
+
+// FakeTimer is a failover timer started by a router under test.
+type FakeTimer struct {
+	D       time.Duration
+	f       func()
+	stopped chan struct{}
+}
+
+// Fire runs the timer's function unless it was stopped.
+func (t *FakeTimer) Fire() {
+	select {
+	case <-t.stopped:
+	default:
+		t.f()
+	}
+}
+
+// WithFakeTimers makes the routers of the Builder send each failover
+// timer they start to timers instead of starting it.
+func WithFakeTimers(timers chan<- *FakeTimer) Option {
+	return func(o *options) {
+		o.timer = func(d time.Duration, f func()) func() bool {
+			t := &FakeTimer{D: d, f: f, stopped: make(chan struct{})}
+			timers <- t
+			return func() bool {
+				select {
+				case <-t.stopped:
+					return false
+				default:
+					close(t.stopped)
+					return true
+				}
+			}
+		}
+	}
+}

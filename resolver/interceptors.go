@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/proxyless/xds/client"
+)
+
+// DialOptions returns what a ClientConn needs for xDS targets served by c,
+// beyond its transport credentials: the resolver (NewBuilder(c, opts...))
+// and unary and stream interceptors that apply, per RPC, what a resolver
+// and a balancer cannot:
+//
+//   - the route's max_stream_duration (grpc_timeout_header_max when set,
+//     else max_stream_duration; else the Listener's), which caps the
+//     RPC's deadline (gRFC A31);
+//   - the fault injection filters of the Listener's HTTP filter chain,
+//     with the virtual host's and route's overrides (gRFC A33): delays
+//     and aborts, with their percentages, header matchers, header-driven
+//     faults (x-envoy-fault-*) and max_active_faults.
+//
+// Use the options for one ClientConn:
+//
+//	cc, err := grpc.NewClient("xds:///svc", append(resolver.DialOptions(c),
+//		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+//
+// The interceptors match the RPC against the routes of the channel's
+// current configuration, and the router uses the route they matched, so
+// that a route with a runtime_fraction is chosen once per RPC. Before the
+// first configuration, RPCs pass unchanged. Overrides of the filters on
+// weighted clusters are not applied (the cluster is chosen after the
+// interceptors run); retry policies and cluster_specifier_plugin (RLS) are
+// not supported (see the package doc).
+func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
+	holder := new(atomic.Pointer[routerConfig])
+	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })
+	ic := &interceptor{holder: holder}
+	return []grpc.DialOption{
+		grpc.WithResolvers(NewBuilder(c, opts...)),
+		grpc.WithChainUnaryInterceptor(ic.unary),
+		grpc.WithChainStreamInterceptor(ic.stream),
+	}
+}
+
+// routeChoiceKey is the context key of the route the interceptor matched.
+type routeChoiceKey struct{}
+
+// routeChoice is the route an interceptor matched for an RPC, in the
+// configuration cfg; the picker uses it when its configuration is cfg.
+type routeChoice struct {
+	cfg   *routerConfig
+	route *route
+}
+
+type interceptor struct {
+	holder *atomic.Pointer[routerConfig]
+}
+
+// before prepares an RPC: the route, the deadline cap and the faults. It
+// returns the context to use, a function to call when the RPC ends, and
+// the error that ends the RPC at once (an injected abort).
+func (ic *interceptor) before(ctx context.Context, method string) (context.Context, func(), error) {
+	cfg := ic.holder.Load()
+	if cfg == nil {
+		return ctx, func() {}, nil
+	}
+	h := rpcHeaders{ctx: ctx}
+	var rt *route
+	for i := range cfg.routes {
+		if cfg.routes[i].match.matches(method, &h) {
+			rt = &cfg.routes[i]
+			break
+		}
+	}
+	if rt == nil {
+		return ctx, func() {}, nil // the picker fails it
+	}
+	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt})
+	done := func() {}
+	if d := cfg.maxStreamDuration(rt); d > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			done = cancel
+		}
+	}
+	if rt.faultErr != nil {
+		done()
+		return ctx, func() {}, unavailable(rt.desc + ": " + rt.faultErr.Error())
+	}
+	for _, f := range rt.faults {
+		release, err := f.apply(ctx, &h)
+		prev := done
+		done = func() { release(); prev() }
+		if err != nil {
+			done()
+			return ctx, func() {}, err
+		}
+	}
+	return ctx, done, nil
+}
+
+func (ic *interceptor) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	ctx, done, err := ic.before(ctx, method)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	ctx, done, err := ic.before(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	return &doneStream{ClientStream: s, done: done}, nil
+}
+
+// doneStream calls done once when the stream ends (RecvMsg returns an
+// error, io.EOF included).
+type doneStream struct {
+	grpc.ClientStream
+	done func()
+	ran  atomic.Bool
+}
+
+func (s *doneStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil && s.ran.CompareAndSwap(false, true) {
+		s.done()
+	}
+	return err
+}

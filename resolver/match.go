@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package resolver
+
+import (
+	"context"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/proxyless/xds/resources"
+)
+
+// routeMatch is a RouteMatch compiled for matching one RPC (gRFC A28).
+type routeMatch struct {
+	kind          resources.PathKind
+	value         string // prefix or path; lowercased when !caseSensitive
+	caseSensitive bool
+	regex         *regexp.Regexp
+	headers       []headerMatch
+	fraction      uint32 // parts per million; 1,000,000 when unset
+}
+
+// headerMatch is a header matcher with the index of its header name
+// (rpcHeaders.byIndex) and its own index (rpcHeaders.cached) in the
+// configuration: equal matchers of several routes share an index, and
+// are evaluated once per RPC.
+type headerMatch struct {
+	idx int // header name
+	mid int // matcher
+	hm  *resources.HeaderMatcher
+}
+
+// matchIndex numbers the header names and the distinct header matchers
+// of a configuration.
+type matchIndex struct {
+	names    map[string]int
+	matchers map[matcherKey]int
+}
+
+// matcherKey identifies a header matcher: two matchers with the same key
+// give the same result on any RPC (the pattern of a regex is Value).
+type matcherKey struct {
+	name, value                 string
+	kind                        resources.HeaderMatchKind
+	ignoreCase, present, invert bool
+	start, end                  int64
+}
+
+func newMatchIndex() *matchIndex {
+	return &matchIndex{names: make(map[string]int), matchers: make(map[matcherKey]int)}
+}
+
+func (x *matchIndex) add(hm *resources.HeaderMatcher) headerMatch {
+	i, ok := x.names[hm.Name]
+	if !ok {
+		i = len(x.names)
+		x.names[hm.Name] = i
+	}
+	k := matcherKey{hm.Name, hm.Value, hm.Kind, hm.IgnoreCase, hm.Present, hm.Invert, hm.RangeStart, hm.RangeEnd}
+	mid, ok := x.matchers[k]
+	if !ok {
+		mid = len(x.matchers)
+		x.matchers[k] = mid
+	}
+	return headerMatch{idx: i, mid: mid, hm: hm}
+}
+
+// compileMatch compiles m; x numbers its header names and matchers (nil:
+// a fresh numbering).
+func compileMatch(m *resources.RouteMatch, x *matchIndex) routeMatch {
+	if x == nil {
+		x = newMatchIndex()
+	}
+	rm := routeMatch{kind: m.PathKind, caseSensitive: m.CaseSensitive, regex: m.Regex, fraction: 1_000_000}
+	for i := range m.Headers {
+		rm.headers = append(rm.headers, x.add(&m.Headers[i]))
+	}
+	switch m.PathKind {
+	case resources.PathKindPrefix:
+		rm.value = m.Prefix
+	case resources.PathKindPath:
+		rm.value = m.Path
+	}
+	if !rm.caseSensitive {
+		rm.value = strings.ToLower(rm.value)
+	}
+	if m.FractionPerMillion != nil {
+		rm.fraction = *m.FractionPerMillion
+	}
+	return rm
+}
+
+// rpcHeaders are the headers of one RPC as route matching sees them
+// (gRFC A28): its outgoing metadata, without "-bin" headers, and with
+// content-type "application/grpc". Each header a route matcher names is
+// read at most once per RPC, by its index in the configuration's header
+// names (matchIndex), and only if a matcher needs it.
+type rpcHeaders struct {
+	ctx   context.Context
+	cache [16]headerValue // by header index; more for larger indexes
+	more  []headerValue
+	// The results of the first 256 matchers (by matcher index), once
+	// evaluated: bit i of known says whether bit i of result is set.
+	known, result [4]uint64
+}
+
+// cached returns the result of matcher mid, and whether it is known.
+func (h *rpcHeaders) cached(mid int) (result, known bool) {
+	if mid >= 256 {
+		return false, false
+	}
+	w, bit := mid/64, uint64(1)<<(mid%64)
+	return h.result[w]&bit != 0, h.known[w]&bit != 0
+}
+
+// remember records the result of matcher mid.
+func (h *rpcHeaders) remember(mid int, r bool) {
+	if mid >= 256 {
+		return
+	}
+	w, bit := mid/64, uint64(1)<<(mid%64)
+	h.known[w] |= bit
+	if r {
+		h.result[w] |= bit
+	}
+}
+
+type headerValue struct {
+	v     string
+	state uint8 // 0 unread, 1 absent, 2 present
+}
+
+// byIndex returns the header of index i (named name).
+func (h *rpcHeaders) byIndex(i int, name string) (string, bool) {
+	var hv *headerValue
+	if i < len(h.cache) {
+		hv = &h.cache[i]
+	} else {
+		if h.more == nil {
+			h.more = make([]headerValue, 64)
+		}
+		if i-len(h.cache) >= len(h.more) {
+			return h.get(name)
+		}
+		hv = &h.more[i-len(h.cache)]
+	}
+	if hv.state == 0 {
+		v, ok := h.get(name)
+		hv.v, hv.state = v, 1
+		if ok {
+			hv.state = 2
+		}
+	}
+	return hv.v, hv.state == 2
+}
+
+// get returns the values of header name joined with ",", and whether the
+// RPC has it.
+func (h *rpcHeaders) get(name string) (string, bool) {
+	if strings.HasSuffix(name, "-bin") {
+		return "", false
+	}
+	if name == "content-type" {
+		return "application/grpc", true
+	}
+	if h.ctx == nil {
+		return "", false
+	}
+	vs := metadata.ValueFromOutgoingContext(h.ctx, name)
+	switch len(vs) {
+	case 0:
+		return "", false
+	case 1:
+		return vs[0], true
+	}
+	return strings.Join(vs, ","), true
+}
+
+// matchPath reports whether the full method name path ("/pkg.Svc/Method")
+// matches.
+func (m *routeMatch) matchPath(path string) bool {
+	switch m.kind {
+	case resources.PathKindPrefix:
+		if m.caseSensitive {
+			return strings.HasPrefix(path, m.value)
+		}
+		return len(path) >= len(m.value) && strings.EqualFold(path[:len(m.value)], m.value)
+	case resources.PathKindPath:
+		if m.caseSensitive {
+			return path == m.value
+		}
+		return strings.EqualFold(path, m.value)
+	case resources.PathKindSafeRegex:
+		return m.regex != nil && m.regex.MatchString(path)
+	}
+	return false
+}
+
+// matches reports whether an RPC of path and headers h matches: path,
+// then every header matcher, then the runtime fraction.
+func (m *routeMatch) matches(path string, h *rpcHeaders) bool {
+	if !m.matchPath(path) {
+		return false
+	}
+	for i := range m.headers {
+		hm := &m.headers[i]
+		r, known := h.cached(hm.mid)
+		if !known {
+			v, ok := h.byIndex(hm.idx, hm.hm.Name)
+			r = matchHeaderValue(hm.hm, v, ok)
+			h.remember(hm.mid, r)
+		}
+		if !r {
+			return false
+		}
+	}
+	return m.fraction >= 1_000_000 || rand.Uint32N(1_000_000) < m.fraction
+}
+
+// matchHeader applies one header matcher to the RPC of headers h.
+func matchHeader(hm *resources.HeaderMatcher, h *rpcHeaders) bool {
+	v, ok := h.get(hm.Name)
+	return matchHeaderValue(hm, v, ok)
+}
+
+// matchHeaderValue applies one header matcher (gRFC A28, R-17.3) to the
+// header's value v (ok: present): a matcher on an absent header fails
+// (even inverted), except present_match.
+func matchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
+	if hm.Kind == resources.HeaderMatchPresent {
+		return (ok == hm.Present) != hm.Invert
+	}
+	if !ok {
+		return false
+	}
+	var r bool
+	switch hm.Kind {
+	case resources.HeaderMatchExact:
+		if hm.IgnoreCase {
+			r = strings.EqualFold(v, hm.Value)
+		} else {
+			r = v == hm.Value
+		}
+	case resources.HeaderMatchPrefix:
+		if hm.IgnoreCase {
+			r = len(v) >= len(hm.Value) && strings.EqualFold(v[:len(hm.Value)], hm.Value)
+		} else {
+			r = strings.HasPrefix(v, hm.Value)
+		}
+	case resources.HeaderMatchSuffix:
+		if hm.IgnoreCase {
+			r = len(v) >= len(hm.Value) && strings.EqualFold(v[len(v)-len(hm.Value):], hm.Value)
+		} else {
+			r = strings.HasSuffix(v, hm.Value)
+		}
+	case resources.HeaderMatchContains:
+		if hm.IgnoreCase {
+			r = strings.Contains(strings.ToLower(v), strings.ToLower(hm.Value))
+		} else {
+			r = strings.Contains(v, hm.Value)
+		}
+	case resources.HeaderMatchSafeRegex:
+		r = hm.Regex != nil && hm.Regex.MatchString(v)
+	case resources.HeaderMatchRange:
+		n, err := strconv.ParseInt(v, 10, 64)
+		r = err == nil && hm.RangeStart <= n && n < hm.RangeEnd
+	}
+	return r != hm.Invert
+}
+
+// orderMatchers reorders the header matchers of each route, rarest first:
+// a matcher that few routes share is the likeliest to tell them apart, so
+// an RPC that does not match a route is told so after fewer evaluations.
+// All of a route's matchers must match, and matching has no side effect,
+// so the order does not change which route an RPC matches.
+func orderMatchers(routes []route) {
+	uses := map[int]int{}
+	for i := range routes {
+		for _, hm := range routes[i].match.headers {
+			uses[hm.mid]++
+		}
+	}
+	for i := range routes {
+		hs := routes[i].match.headers
+		slices.SortStableFunc(hs, func(a, b headerMatch) int { return uses[a.mid] - uses[b.mid] })
+	}
+}
