@@ -123,7 +123,8 @@ func TestResolver_E2E_FaultInjection(t *testing.T) {
 
 	// 1. Abort with ABORTED for RPCs with x-fault: yes only.
 	serve(&v3faultpb.HTTPFault{
-		Abort:   &v3faultpb.FaultAbort{ErrorType: &v3faultpb.FaultAbort_GrpcStatus{GrpcStatus: uint32(codes.Aborted)}, Percentage: pct(100)},
+		Abort: &v3faultpb.FaultAbort{ErrorType: &v3faultpb.FaultAbort_GrpcStatus{GrpcStatus: uint32(codes.Aborted)}, Percentage: pct(100)},
+		//lint:ignore SA1019 gRPC still honours the deprecated exact_match form (A28), which control planes send.
 		Headers: []*v3routepb.HeaderMatcher{{Name: "x-fault", HeaderMatchSpecifier: &v3routepb.HeaderMatcher_ExactMatch{ExactMatch: "yes"}}},
 	})
 	if err := waitForCode(metadata.Pairs("x-fault", "yes"), codes.Aborted); !contains(err, "fault injection") {

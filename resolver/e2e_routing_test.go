@@ -143,6 +143,7 @@ func TestResolver_E2E_NoRouteMatches(t *testing.T) {
 		Action: &v3routepb.Route_NonForwardingAction{NonForwardingAction: &v3routepb.NonForwardingAction{}},
 	}
 	toA := testutil.ClusterRoute("", "cluster-svc")
+	//lint:ignore SA1019 gRPC still honours the deprecated exact_match form (A28), which control planes send.
 	toA.Match.Headers = []*v3routepb.HeaderMatcher{{Name: "x-go", HeaderMatchSpecifier: &v3routepb.HeaderMatcher_ExactMatch{ExactMatch: "yes"}}}
 	r.Routes = []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("route-svc", testutil.VirtualHost("vh", []string{"svc"}, nf, toA))}
 	e.ms.Update("", r)

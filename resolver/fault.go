@@ -40,21 +40,20 @@ const (
 type faultConfig struct {
 	headers []resources.HeaderMatcher
 
-	delay            time.Duration
-	delayFromHeader  bool
-	delayPerMillion  uint32
-	delayMult        uint32 // per million of one unit of the delay percentage's denominator
-	hasDelay         bool
-	abort            codes.Code
-	abortFromHeader  bool
-	abortPerMillion  uint32
-	abortMult        uint32
-	hasAbort         bool
-	maxActiveFaults  uint32 // 0: unlimited
-	hasMaxActive     bool
-	active           *atomic.Int64 // shared by the RPCs of the filter
-	filterName       string
-	routeDescription string
+	delay           time.Duration
+	delayFromHeader bool
+	delayPerMillion uint32
+	delayMult       uint32 // per million of one unit of the delay percentage's denominator
+	hasDelay        bool
+	abort           codes.Code
+	abortFromHeader bool
+	abortPerMillion uint32
+	abortMult       uint32
+	hasAbort        bool
+	maxActiveFaults uint32 // 0: unlimited
+	hasMaxActive    bool
+	active          *atomic.Int64 // shared by the RPCs of the filter
+	filterName      string
 }
 
 // decodeFault decodes an HTTPFault config (cfg's type must be

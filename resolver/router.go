@@ -148,6 +148,7 @@ func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubCon
 			})
 		}
 	}
+	//lint:ignore SA1019 this wraps the child policy's own NewSubConn call, which gRPC's public balancers still make.
 	sc, err := c.ClientConn.NewSubConn(addrs, opts)
 	if err != nil || len(addrs) == 0 {
 		return sc, err
