@@ -43,8 +43,7 @@ type Config struct {
 }
 
 // ServerConfig is one entry of `xds_servers`, top-level or of an authority.
-// Its `call_creds` (gRFC A97) are ignored: call credentials are not
-// supported yet. See Key for when two entries are the same server.
+// See Key for when two entries are the same server.
 type ServerConfig struct {
 	// ServerURI is the gRPC target of the management server (`server_uri`),
 	// for example "xds.example.com:443" or "dns:///xds.example.com:443".
@@ -53,6 +52,11 @@ type ServerConfig struct {
 	// ChannelCreds is the first supported entry of `channel_creds`
 	// (R-1.3); entries of unsupported types are skipped.
 	ChannelCreds ChannelCreds
+
+	// CallCreds are the `call_creds` entries of supported types, in file
+	// order (gRFC A97, R-3.2): all of them apply to the server's channel.
+	// Nil when there are none.
+	CallCreds []CallCreds
 
 	// ServerFeatures are the `server_features` strings as written, in file
 	// order (duplicates included); nil when absent or empty. Unknown
@@ -63,13 +67,27 @@ type ServerConfig struct {
 
 // ChannelCreds is the selected channel credentials of a server.
 type ChannelCreds struct {
-	// Type is CredsInsecure ("insecure") or CredsTLS ("tls").
+	// Type is CredsInsecure ("insecure"), CredsTLS ("tls"),
+	// CredsGoogleDefault ("google_default") or a type declared with
+	// WithChannelCredsTypes.
 	Type string
 	// Config is the raw JSON `config` of the selected entry, compacted
 	// (no insignificant white space); nil when absent or null.
 	Config json.RawMessage
 	// TLS is the parsed config when Type is "tls"; nil otherwise.
 	TLS *TLSConfig
+}
+
+// CallCreds is one `call_creds` entry of a supported type (gRFC A97).
+type CallCreds struct {
+	// Type is CallCredsJWTTokenFile ("jwt_token_file") or a type declared
+	// with WithCallCredsTypes.
+	Type string
+	// Config is the raw JSON `config`, compacted; nil when absent or null.
+	Config json.RawMessage
+	// JWTTokenFile is the config's `jwt_token_file` when Type is
+	// "jwt_token_file" (never empty then); "" otherwise.
+	JWTTokenFile string
 }
 
 // TLSConfig is the `config` of "tls" channel credentials (gRFC A65).

@@ -3,7 +3,7 @@
 // Package bootstrap reads the gRPC xDS bootstrap config: which management
 // servers to talk to, with which credentials and server features, the node
 // identity to present, and the authorities of xdstp resource names
-// (gRFC A27, A47, A65). Rule IDs (R-n.m) refer to the project's RULES.md.
+// (gRFC A27, A47, A65). Rule IDs (R-n.m) refer to docs/protocol.md.
 //
 // A Config is a plain data struct. Parse and FromEnv return a fresh one that
 // the caller owns and may adjust before handing it to client.New; after that
@@ -24,7 +24,9 @@
 // not a reason to try the other variable. With neither set, FromEnv returns
 // an error wrapping ErrNoBootstrap: the xDS client cannot be created without
 // a config. Parse takes the JSON from anywhere else. The package reads no
-// environment and registers nothing at init.
+// environment and registers nothing at init. A document larger than MaxSize
+// (1 MiB) is refused before it is parsed (ErrTooLarge), and FromEnv never
+// reads more of a file than that.
 //
 // # Format
 //
@@ -34,7 +36,7 @@
 //	  "xds_servers": [{
 //	    "server_uri": "xds.example.com:443",
 //	    "channel_creds": [
-//	      {"type": "google_default"},
+//	      {"type": "alts"},
 //	      {"type": "tls", "config": {
 //	        "ca_certificate_file": "/etc/xds/ca.pem",
 //	        "certificate_file": "/etc/xds/cert.pem",
@@ -42,6 +44,7 @@
 //	        "refresh_interval": "300s"
 //	      }}
 //	    ],
+//	    "call_creds": [{"type": "jwt_token_file", "config": {"jwt_token_file": "/var/run/xds/token.jwt"}}],
 //	    "server_features": ["ignore_resource_deletion"]
 //	  }],
 //	  "node": {
@@ -66,15 +69,21 @@
 //	}
 //
 // `xds_servers` lists at least one server. Of a server's `channel_creds`,
-// the first entry of a supported type ("insecure" or "tls") is used and the
-// others are ignored (R-1.3): the server above uses "tls". A "tls" config
+// the first entry of a supported type ("insecure", "tls", "google_default",
+// or a type declared with WithChannelCredsTypes) is used and the others are
+// ignored (R-1.3): the server above uses "tls". Of its `call_creds`
+// (gRFC A97, R-3.2), every entry of a supported type ("jwt_token_file", or
+// a type declared with WithCallCredsTypes) is kept and the others are
+// ignored. There is no global registry: the types a program supports are
+// passed to Parse or FromEnv as options, and their builders to the
+// transport (grpctransport.WithChannelCreds, WithCallCreds). A "tls" config
 // (gRFC A65) without `ca_certificate_file` uses the system roots;
 // `certificate_file` and `private_key_file` come together (mTLS) or not at
 // all; `refresh_interval` defaults to 10 minutes. `server_features` are kept
 // as written; the known ones are the Feature… constants, the others are
 // ignored. "delta_ads" (FeatureDeltaADS) selects incremental (delta) xDS for
 // that server: the client opens DeltaAggregatedResources instead of the
-// state-of-the-world StreamAggregatedResources. `call_creds` is not supported yet and is ignored.
+// state-of-the-world StreamAggregatedResources.
 //
 // The node's `user_agent_name`, `user_agent_version`, `client_features` and
 // `build_version` are ignored if present: the client sets them (Node.Proto,
@@ -99,7 +108,7 @@
 //	bootstrap: error normalizing JSON: invalid character '}' looking for beginning of object key string
 //	bootstrap: xds_servers: empty
 //	bootstrap: xds_servers[0].server_uri: want a string, got number
-//	bootstrap: xds_servers[1].channel_creds: no supported type (saw "google_default", "foo")
+//	bootstrap: xds_servers[1].channel_creds: no supported type (saw "alts", "foo")
 //	bootstrap: xds_servers[0].channel_creds[0].config.refresh_interval: invalid duration "ten": …
 //	bootstrap: authorities["a"].client_listener_resource_name_template: must start with "xdstp://a/"
 //

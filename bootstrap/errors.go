@@ -15,6 +15,11 @@ var (
 	// call Parse on their own JSON.
 	ErrNoBootstrap = errors.New("bootstrap: no bootstrap configuration")
 
+	// ErrTooLarge is wrapped by the *ParseError that Parse and FromEnv
+	// return for a document larger than MaxSize; the error text gives the
+	// size and the limit in bytes.
+	ErrTooLarge = errors.New("bootstrap too large")
+
 	// ErrUnknownAuthority is matched (errors.Is) by the errors
 	// ServersForAuthority and ListenerResourceName return for an authority
 	// that is not a key of Config.Authorities. The error

@@ -13,7 +13,7 @@ func ExampleParse() {
 	cfg, err := bootstrap.Parse([]byte(`{
 		"xds_servers": [{
 			"server_uri": "xds.example.com:443",
-			"channel_creds": [{"type": "google_default"}, {"type": "tls"}],
+			"channel_creds": [{"type": "alts"}, {"type": "tls"}],
 			"server_features": ["ignore_resource_deletion"]
 		}],
 		"node": {"id": "n1"},
@@ -33,14 +33,14 @@ func ExampleParse() {
 
 func ExampleParse_error() {
 	_, err := bootstrap.Parse([]byte(`{"xds_servers": [{"server_uri": "a:1", "channel_creds": [{"type": "insecure"}]},
-		{"server_uri": "b:1", "channel_creds": [{"type": "google_default"}, {"type": "foo"}]}]}`))
+		{"server_uri": "b:1", "channel_creds": [{"type": "alts"}, {"type": "foo"}]}]}`))
 	fmt.Println(err)
 	var pe *bootstrap.ParseError
 	if errors.As(err, &pe) {
 		fmt.Println(pe.Field)
 	}
 	// Output:
-	// bootstrap: xds_servers[1].channel_creds: no supported type (saw "google_default", "foo")
+	// bootstrap: xds_servers[1].channel_creds: no supported type (saw "alts", "foo")
 	// xds_servers[1].channel_creds
 }
 

@@ -119,8 +119,17 @@ func checkServer(sc *ServerConfig) error {
 		if (cc.TLS.CertificateFile == "") != (cc.TLS.PrivateKeyFile == "") {
 			return errors.New("half a key pair")
 		}
+	case CredsGoogleDefault:
+		if cc.TLS != nil {
+			return errors.New("google_default creds with a TLS config")
+		}
 	default:
 		return fmt.Errorf("creds type %q", cc.Type)
+	}
+	for i, c := range sc.CallCreds {
+		if c.Type != CallCredsJWTTokenFile || c.JWTTokenFile == "" {
+			return fmt.Errorf("call_creds[%d]: %+v", i, c)
+		}
 	}
 	if sc.Key() == "" {
 		return errors.New("empty key")

@@ -15,7 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// Channel credentials types this package supports (R-1.3, R-3.1).
+// Credentials types this package supports without options (R-1.3, R-3.1,
+// R-3.2). WithChannelCredsTypes and WithCallCredsTypes add others.
 const (
 	// CredsInsecure is the "insecure" channel credentials type: plaintext.
 	// Its config is ignored.
@@ -23,12 +24,32 @@ const (
 	// CredsTLS is the "tls" channel credentials type of gRFC A65; its
 	// config is parsed into TLSConfig.
 	CredsTLS = "tls"
+	// CredsGoogleDefault is the "google_default" channel credentials type
+	// (gRFC A27): Google default credentials, TLS with application default
+	// credentials, as Traffic Director uses. Its config is ignored. The
+	// gRPC transport builds it only when given the builder of package
+	// grpctransport/googledefault (which links golang.org/x/oauth2).
+	CredsGoogleDefault = "google_default"
+
+	// CallCredsJWTTokenFile is the "jwt_token_file" call credentials type
+	// of gRFC A97: a JWT read from the file named by the config's
+	// `jwt_token_file` (required) is sent as "authorization: Bearer
+	// <token>" on the management server's streams; it needs a secure
+	// channel ("tls" or "google_default").
+	CallCredsJWTTokenFile = "jwt_token_file"
 )
 
 const (
 	// DefaultRefreshInterval is TLSConfig.RefreshInterval when the file
 	// gives no `refresh_interval` (gRFC A65).
 	DefaultRefreshInterval = 10 * time.Minute
+
+	// MaxSize is the largest bootstrap document Parse and FromEnv accept,
+	// in bytes: 1 MiB, far above any real bootstrap (a few KiB) and small
+	// enough that parsing stays cheap. Larger input is refused with an
+	// error wrapping ErrTooLarge before it is parsed, and FromEnv does not
+	// read more of a file than that.
+	MaxSize = 1 << 20
 
 	// DefaultClientListenerResourceNameTemplate is
 	// Config.ClientDefaultListenerResourceNameTemplate when the file gives
@@ -43,9 +64,13 @@ const (
 // fails before anything else (R-1.6). Then:
 //   - `xds_servers` must list at least one server, each with a non-empty
 //     `server_uri` and at least one supported `channel_creds` entry; the
-//     first supported entry ("insecure" or "tls") is selected and the rest
-//     are ignored (R-1.3). `call_creds` is ignored: call credentials
-//     (gRFC A97) are not supported yet.
+//     first supported entry ("insecure", "tls", "google_default", or a type
+//     declared with WithChannelCredsTypes) is selected and the rest are
+//     ignored (R-1.3).
+//   - `call_creds` (gRFC A97, R-3.2): every entry of a supported type
+//     ("jwt_token_file", or a type declared with WithCallCredsTypes) is
+//     kept, in order; the others are ignored. A "jwt_token_file" entry
+//     needs a config with a non-empty `jwt_token_file` string.
 //   - a "tls" config follows gRFC A65: `certificate_file` and
 //     `private_key_file` both or neither; `refresh_interval` a protobuf
 //     JSON duration greater than zero, default DefaultRefreshInterval.
@@ -62,11 +87,17 @@ const (
 //     `server_listener_resource_name_template` and `certificate_providers`
 //     are kept as written.
 //
+// A document larger than MaxSize (1 MiB) is refused before it is parsed,
+// with a *ParseError wrapping ErrTooLarge.
+//
 // Unknown fields are ignored (A27), and a JSON null is treated like an
 // absent field. Every error is a *ParseError naming the JSON field, for
 // example "bootstrap: xds_servers[0].server_uri: empty"; a field of the
 // wrong JSON type gives "bootstrap: <field>: want a string, got number".
-func Parse(data []byte) (*Config, error) {
+func Parse(data []byte, opts ...ParseOption) (*Config, error) {
+	if len(data) > MaxSize {
+		return nil, tooLarge(int64(len(data)))
+	}
 	// R-1.6: normalise first so that malformed JSON fails early.
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, data, "", ""); err != nil {
@@ -80,8 +111,9 @@ func Parse(data []byte) (*Config, error) {
 		return nil, wrongType("", "an object", "null")
 	}
 
+	p := &parser{opts: newParseOptions(opts)}
 	c := &Config{}
-	if c.Servers, err = parseServers(top["xds_servers"], "xds_servers"); err != nil {
+	if c.Servers, err = p.parseServers(top["xds_servers"], "xds_servers"); err != nil {
 		return nil, err
 	}
 	if len(c.Servers) == 0 {
@@ -91,7 +123,7 @@ func Parse(data []byte) (*Config, error) {
 	if c.Node, err = parseNode(top["node"], "node"); err != nil {
 		return nil, err
 	}
-	if c.Authorities, err = parseAuthorities(top["authorities"], "authorities"); err != nil {
+	if c.Authorities, err = p.parseAuthorities(top["authorities"], "authorities"); err != nil {
 		return nil, err
 	}
 	if c.ClientDefaultListenerResourceNameTemplate, err = str(top["client_default_listener_resource_name_template"], "client_default_listener_resource_name_template"); err != nil {
@@ -109,16 +141,21 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
+// parser holds what the parse of one document depends on besides it.
+type parser struct {
+	opts *parseOptions
+}
+
 // parseServers parses an `xds_servers` list. An absent, null or empty list
 // gives nil; the caller decides whether that is an error.
-func parseServers(raw json.RawMessage, path string) ([]*ServerConfig, error) {
+func (p *parser) parseServers(raw json.RawMessage, path string) ([]*ServerConfig, error) {
 	elems, err := array(raw, path)
 	if err != nil || len(elems) == 0 {
 		return nil, err
 	}
 	servers := make([]*ServerConfig, 0, len(elems))
 	for i, e := range elems {
-		sc, err := parseServer(e, index(path, i))
+		sc, err := p.parseServer(e, index(path, i))
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +164,7 @@ func parseServers(raw json.RawMessage, path string) ([]*ServerConfig, error) {
 	return servers, nil
 }
 
-func parseServer(raw json.RawMessage, path string) (*ServerConfig, error) {
+func (p *parser) parseServer(raw json.RawMessage, path string) (*ServerConfig, error) {
 	obj, err := object(raw, path)
 	if err != nil {
 		return nil, err
@@ -139,22 +176,22 @@ func parseServer(raw json.RawMessage, path string) (*ServerConfig, error) {
 	if sc.ServerURI == "" {
 		return nil, errAt(member(path, "server_uri"), "empty")
 	}
-	if sc.ChannelCreds, err = parseChannelCreds(obj["channel_creds"], member(path, "channel_creds")); err != nil {
+	if sc.ChannelCreds, err = p.parseChannelCreds(obj["channel_creds"], member(path, "channel_creds")); err != nil {
 		return nil, err
 	}
 	if sc.ServerFeatures, err = strs(obj["server_features"], member(path, "server_features")); err != nil {
 		return nil, err
 	}
-	// `call_creds` (gRFC A97) is deliberately not read: call credentials
-	// are not supported yet, and an unsupported type is ignored anyway
-	// (R-1.3, R-3.2).
+	if sc.CallCreds, err = p.parseCallCreds(obj["call_creds"], member(path, "call_creds")); err != nil {
+		return nil, err
+	}
 	return sc, nil
 }
 
 // parseChannelCreds selects the first entry of a supported type (R-1.3).
 // Every entry must be an object with a string `type`; only the selected
 // entry's `config` is looked at.
-func parseChannelCreds(raw json.RawMessage, path string) (ChannelCreds, error) {
+func (p *parser) parseChannelCreds(raw json.RawMessage, path string) (ChannelCreds, error) {
 	elems, err := array(raw, path)
 	if err != nil {
 		return ChannelCreds{}, err
@@ -168,15 +205,15 @@ func parseChannelCreds(raw json.RawMessage, path string) (ChannelCreds, error) {
 		selConfig json.RawMessage
 	)
 	for i, e := range elems {
-		p := index(path, i)
-		obj, err := object(e, p)
+		ep := index(path, i)
+		obj, err := object(e, ep)
 		if err != nil {
 			return ChannelCreds{}, err
 		}
-		if types[i], err = str(obj["type"], member(p, "type")); err != nil {
+		if types[i], err = str(obj["type"], member(ep, "type")); err != nil {
 			return ChannelCreds{}, err
 		}
-		if selected < 0 && (types[i] == CredsInsecure || types[i] == CredsTLS) {
+		if selected < 0 && p.opts.channelCredsSupported(types[i]) {
 			selected, selConfig = i, obj["config"]
 		}
 	}
@@ -199,6 +236,55 @@ func parseChannelCreds(raw json.RawMessage, path string) (ChannelCreds, error) {
 		}
 	}
 	return cc, nil
+}
+
+// parseCallCreds keeps the `call_creds` entries of supported types, in
+// order (gRFC A97, R-3.2); nil when there are none. Every entry must be an
+// object with a string `type`; a supported entry with an invalid config is
+// an error.
+func (p *parser) parseCallCreds(raw json.RawMessage, path string) ([]CallCreds, error) {
+	elems, err := array(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	var out []CallCreds
+	for i, e := range elems {
+		ep := index(path, i)
+		obj, err := object(e, ep)
+		if err != nil {
+			return nil, err
+		}
+		if obj == nil {
+			return nil, wrongType(ep, "an object", "null")
+		}
+		typ, err := str(obj["type"], member(ep, "type"))
+		if err != nil {
+			return nil, err
+		}
+		if !p.opts.callCredsSupported(typ) {
+			continue // R-3.2: unsupported types are ignored
+		}
+		cc := CallCreds{Type: typ}
+		cfgPath := member(ep, "config")
+		if cc.Config, err = compact(obj["config"], cfgPath); err != nil {
+			return nil, err
+		}
+		if typ == CallCredsJWTTokenFile {
+			cfg, err := object(obj["config"], cfgPath)
+			if err != nil {
+				return nil, err
+			}
+			fp := member(cfgPath, "jwt_token_file")
+			if cc.JWTTokenFile, err = str(cfg["jwt_token_file"], fp); err != nil {
+				return nil, err
+			}
+			if cc.JWTTokenFile == "" {
+				return nil, errAt(fp, "empty")
+			}
+		}
+		out = append(out, cc)
+	}
+	return out, nil
 }
 
 // parseTLSConfig parses the config of "tls" channel credentials (gRFC A65,
@@ -288,20 +374,20 @@ func parseNode(raw json.RawMessage, path string) (Node, error) {
 
 // parseAuthorities parses `authorities` (gRFC A47, R-1.4). It returns nil
 // when the field is absent, null or an empty object.
-func parseAuthorities(raw json.RawMessage, path string) (map[string]*Authority, error) {
+func (p *parser) parseAuthorities(raw json.RawMessage, path string) (map[string]*Authority, error) {
 	obj, err := object(raw, path)
 	if err != nil || len(obj) == 0 {
 		return nil, err
 	}
 	auths := make(map[string]*Authority, len(obj))
 	for name, v := range obj {
-		p := key(path, name)
-		ao, err := object(v, p)
+		ap := key(path, name)
+		ao, err := object(v, ap)
 		if err != nil {
 			return nil, err
 		}
 		a := &Authority{}
-		tp := member(p, "client_listener_resource_name_template")
+		tp := member(ap, "client_listener_resource_name_template")
 		if a.ClientListenerResourceNameTemplate, err = str(ao["client_listener_resource_name_template"], tp); err != nil {
 			return nil, err
 		}
@@ -315,7 +401,7 @@ func parseAuthorities(raw json.RawMessage, path string) (map[string]*Authority, 
 		case !strings.HasPrefix(a.ClientListenerResourceNameTemplate, prefix):
 			return nil, errAt(tp, "must start with "+quote(prefix))
 		}
-		if a.Servers, err = parseServers(ao["xds_servers"], member(p, "xds_servers")); err != nil {
+		if a.Servers, err = p.parseServers(ao["xds_servers"], member(ap, "xds_servers")); err != nil {
 			return nil, err
 		}
 		auths[name] = a
@@ -459,6 +545,16 @@ func kind(raw json.RawMessage) string {
 	default:
 		return "number"
 	}
+}
+
+// tooLarge is the error for a document of size bytes (-1: unknown),
+// above MaxSize.
+func tooLarge(size int64) *ParseError {
+	reason := fmt.Sprintf("document larger than the limit of %d bytes", MaxSize)
+	if size >= 0 {
+		reason = fmt.Sprintf("document of %d bytes is larger than the limit of %d bytes", size, MaxSize)
+	}
+	return &ParseError{Reason: reason, Err: ErrTooLarge}
 }
 
 func wrongType(path, want, got string) *ParseError {

@@ -182,20 +182,59 @@ func TestParse_Valid(t *testing.T) {
 		},
 		{
 			// R-1.2, A27: unknown fields are ignored at every level;
-			// R-1.3: call_creds are ignored (not supported yet).
+			// R-3.2: call_creds of unknown types are ignored.
 			name: "unknown_fields",
 			want: &Config{
 				Servers: []*ServerConfig{{ServerURI: "xds.example.com:443", ChannelCreds: ChannelCreds{
 					Type:   CredsTLS,
 					Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem","spiffe_trust_bundle_map_file":"/x","future":1}`),
 					TLS:    &TLSConfig{CACertificateFile: "/ca.pem", RefreshInterval: 10 * time.Minute},
-				}}},
+				}, CallCreds: []CallCreds{{
+					Type: CallCredsJWTTokenFile, Config: json.RawMessage(`{"jwt_token_file":"/tok"}`), JWTTokenFile: "/tok",
+				}}}},
 				Node: Node{ID: "n", Locality: Locality{Region: "r"}},
 				Authorities: map[string]*Authority{
 					"a": {ClientListenerResourceNameTemplate: "xdstp://a/envoy.config.listener.v3.Listener/%s"},
 				},
 				ClientDefaultListenerResourceNameTemplate: "%s",
 			},
+		},
+		{
+			// A Traffic Director style bootstrap: google_default creds
+			// (R-3.1), xds_v3 (R-2.2) and ignore_resource_deletion (R-2.1).
+			name: "traffic_director",
+			want: &Config{
+				Servers: []*ServerConfig{{
+					ServerURI:      "trafficdirector.googleapis.com:443",
+					ChannelCreds:   ChannelCreds{Type: CredsGoogleDefault},
+					ServerFeatures: []string{FeatureXDSV3, FeatureIgnoreResourceDeletion},
+				}},
+				Node: Node{
+					ID:       "projects/123456789012/networks/default/nodes/5ab3c1c4-0f2e-4f1e-9b3d-2a8c1e0b7f11",
+					Cluster:  "cluster",
+					Locality: Locality{Zone: "us-central1-a"},
+					Metadata: map[string]any{
+						"INSTANCE_IP":                        "10.128.0.2",
+						"TRAFFICDIRECTOR_GCP_PROJECT_NUMBER": "123456789012",
+						"TRAFFICDIRECTOR_NETWORK_NAME":       "default",
+					},
+				},
+				ClientDefaultListenerResourceNameTemplate: "%s",
+				ServerListenerResourceNameTemplate:        "grpc/server?xds.resource.listening_address=%s",
+			},
+		},
+		{
+			// gRFC A97, R-3.2: every call_creds entry of a supported type
+			// is kept, in order; unknown types are skipped.
+			name: "call_creds",
+			want: withServers(&ServerConfig{
+				ServerURI:    "s:1",
+				ChannelCreds: ChannelCreds{Type: CredsTLS, TLS: &TLSConfig{RefreshInterval: 10 * time.Minute}},
+				CallCreds: []CallCreds{
+					{Type: CallCredsJWTTokenFile, Config: json.RawMessage(`{"jwt_token_file":"/a.jwt","future":true}`), JWTTokenFile: "/a.jwt"},
+					{Type: CallCredsJWTTokenFile, Config: json.RawMessage(`{"jwt_token_file":"/b.jwt"}`), JWTTokenFile: "/b.jwt"},
+				},
+			}),
 		},
 		{
 			// JSON null counts as an absent field everywhere.
@@ -262,7 +301,7 @@ func TestParse_Invalid(t *testing.T) {
 		// what was seen.
 		{
 			name:      "second_server_no_supported_creds",
-			wantErr:   `bootstrap: xds_servers[1].channel_creds: no supported type (saw "google_default", "foo")`,
+			wantErr:   `bootstrap: xds_servers[1].channel_creds: no supported type (saw "alts", "foo")`,
 			wantField: "xds_servers[1].channel_creds",
 		},
 		{name: "channel_creds_missing", wantErr: "bootstrap: xds_servers[0].channel_creds: empty", wantField: "xds_servers[0].channel_creds"},
@@ -376,6 +415,15 @@ func TestParse_Invalid(t *testing.T) {
 			wantErr:   "bootstrap: server_listener_resource_name_template: want a string, got boolean",
 			wantField: "server_listener_resource_name_template",
 		},
+		// gRFC A97, R-3.2: a supported call_creds type with an invalid
+		// config fails the bootstrap.
+		{name: "call_creds_not_list", wantErr: "bootstrap: xds_servers[0].call_creds: want an array, got object", wantField: "xds_servers[0].call_creds"},
+		{name: "call_creds_entry_not_object", wantErr: "bootstrap: xds_servers[0].call_creds[0]: want an object, got string", wantField: "xds_servers[0].call_creds[0]"},
+		{name: "call_creds_type_number", wantErr: "bootstrap: xds_servers[0].call_creds[0].type: want a string, got number", wantField: "xds_servers[0].call_creds[0].type"},
+		{name: "jwt_token_file_missing", wantErr: "bootstrap: xds_servers[0].call_creds[0].config.jwt_token_file: empty", wantField: "xds_servers[0].call_creds[0].config.jwt_token_file"},
+		{name: "jwt_token_file_empty", wantErr: "bootstrap: xds_servers[0].call_creds[1].config.jwt_token_file: empty", wantField: "xds_servers[0].call_creds[1].config.jwt_token_file"},
+		{name: "jwt_token_file_number", wantErr: "bootstrap: xds_servers[0].call_creds[0].config.jwt_token_file: want a string, got number", wantField: "xds_servers[0].call_creds[0].config.jwt_token_file"},
+		{name: "jwt_config_not_object", wantErr: "bootstrap: xds_servers[0].call_creds[0].config: want an object, got string", wantField: "xds_servers[0].call_creds[0].config"},
 		{name: "certificate_providers_not_object", wantErr: "bootstrap: certificate_providers: want an object, got array", wantField: "certificate_providers"},
 		{name: "certificate_provider_not_object", wantErr: `bootstrap: certificate_providers["p"]: want an object, got string`, wantField: `certificate_providers["p"]`},
 		{

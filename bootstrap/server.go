@@ -92,7 +92,9 @@ func (sc *ServerConfig) DeltaADS() bool {
 // "tls"; nothing for "insecure", whose config is ignored; the compact raw
 // config for any other type) and the known server features that change
 // behaviour (FeatureDeltaADS among them: a delta and a SotW entry for the
-// same server get two channels and two streams), de-duplicated and sorted.
+// same server get two channels and two streams), de-duplicated and sorted,
+// and the call credentials (type and compact config, in order), which are
+// applied to the whole channel.
 // Unknown features and FeatureXDSV3
 // are not part of it, and neither is feature order. The key is an opaque
 // string meant for map keys and equality only; its format may change.
@@ -110,6 +112,7 @@ func (sc *ServerConfig) Key() string {
 		TLS      *tlsKey  `json:"tls,omitempty"`
 		Config   string   `json:"config,omitempty"`
 		Features []string `json:"features,omitempty"`
+		Call     []string `json:"call,omitempty"`
 	}{URI: sc.ServerURI, Creds: sc.ChannelCreds.Type}
 	switch cc := sc.ChannelCreds; {
 	case cc.TLS != nil:
@@ -119,15 +122,11 @@ func (sc *ServerConfig) Key() string {
 			Key:     cc.TLS.PrivateKeyFile,
 			Refresh: int64(cc.TLS.RefreshInterval),
 		}
-	case cc.Type != CredsInsecure && !isNull(cc.Config):
-		c, err := compact(cc.Config, "")
-		if err != nil {
-			// Not valid JSON (only possible for a hand-built config): use
-			// the bytes as they are.
-			k.Config = string(cc.Config)
-		} else {
-			k.Config = string(c)
-		}
+	case cc.Type != CredsInsecure:
+		k.Config = canonicalConfig(cc.Config)
+	}
+	for _, c := range sc.CallCreds {
+		k.Call = append(k.Call, c.Type, canonicalConfig(c.Config))
 	}
 	for _, f := range behaviourFeatures {
 		if sc.HasFeature(f) {
@@ -137,4 +136,19 @@ func (sc *ServerConfig) Key() string {
 	// behaviourFeatures is sorted, so k.Features is too.
 	b, _ := json.Marshal(k) // cannot fail: only strings, ints and slices of strings
 	return string(b)
+}
+
+// canonicalConfig returns a raw config without insignificant white space
+// ("" when absent or null), for Key.
+func canonicalConfig(raw json.RawMessage) string {
+	if isNull(raw) {
+		return ""
+	}
+	c, err := compact(raw, "")
+	if err != nil {
+		// Not valid JSON (only possible for a hand-built config): use the
+		// bytes as they are.
+		return string(raw)
+	}
+	return string(c)
 }

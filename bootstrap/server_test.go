@@ -56,7 +56,7 @@ func TestServerConfig_Key(t *testing.T) {
 		{
 			// Only the selected creds matter (R-1.3).
 			name:      "unsupported creds before",
-			give:      `{"server_uri": "s:443", "channel_creds": [{"type": "google_default"}, {"type": "insecure"}, {"type": "tls"}]}`,
+			give:      `{"server_uri": "s:443", "channel_creds": [{"type": "alts"}, {"type": "insecure"}, {"type": "tls"}]}`,
 			wantEqual: true,
 		},
 		{

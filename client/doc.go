@@ -20,7 +20,7 @@
 // its state-of-the-world (SotW) variant by default, as gRPC's clients do
 // (gRFC A27, A46, A53, A57, A88), or in its incremental (delta) variant
 // (see Incremental below), with these rules (IDs refer to the project's
-// RULES.md):
+// docs/protocol.md):
 //
 //   - One ADS stream per distinct management server, shared by every
 //     resource type and authority. The node is sent in the first

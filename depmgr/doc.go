@@ -12,7 +12,7 @@
 //	defer m.Close()
 //
 // From the Listener it follows, as a gRPC channel does (rule IDs refer to
-// the project's RULES.md):
+// the repository's docs/protocol.md):
 //
 //   - the RouteConfiguration, inline in the Listener or fetched with RDS
 //

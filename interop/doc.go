@@ -4,7 +4,7 @@
 // third-party xDS peers. It is a nested Go module with its own go.mod, so
 // that the peers' dependencies (go-control-plane's root module, with its
 // server, snapshot cache and rate-limit protos) never enter the module graph
-// of the library that users import (RULES.md ). The library's own
+// of the library that users import (docs/protocol.md, R-24.2). The library's own
 // tests use the management server in github.com/proxyless/xds/testutil,
 // which is built on grpc and the envoy protos only; the tests here check
 // that what works against that server also works against the server most

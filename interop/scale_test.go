@@ -148,7 +148,7 @@ func (r *stateRecorder) waitForStates(ctx context.Context, n int) error {
 // compares with.
 //
 // grpc-go sends one CDS (and EDS) request per new subscription, each with
-// the whole name list so far (RULES.md ), and a SotW server answers
+// the whole name list so far, and a SotW server answers
 // each with every requested resource, so its start-up is quadratic in the
 // number of clusters: about 7 s for 1,000 on a 2-core machine, and many
 // minutes for 10,000. Run the large case on its own:

@@ -28,7 +28,7 @@ import (
 // The benchmarks below measure, per resource of each built-in type:
 //
 //	op=unmarshal  proto.Unmarshal of the resource's bytes into its message,
-//	              the floor (DESIGN.md: decode + validate ≤ 1.5× this);
+//	              the floor (target: decode + validate ≤ 1.5× this);
 //	op=decode     Type.DecodeTyped: decode, validate and convert;
 //	op=repeat     what the client does for a resource whose bytes did not
 //	              change (client/response.go decodeAll): Type.Name, then

@@ -70,7 +70,7 @@
 // # Validation rules
 //
 // The decoders apply the client-side rules of gRPC's xDS clients (R-17 in
-// the project's RULES.md; grpc-go v1.85's unmarshal_*.go with its default
+// docs/protocol.md; grpc-go v1.85's unmarshal_*.go with its default
 // environment, and the gRFCs cited on each rule). In brief:
 //
 //   - Listener: an api_listener holding an HttpConnectionManager;

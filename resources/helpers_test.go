@@ -46,7 +46,7 @@ type rawer interface{ Raw() *anypb.Any }
 
 // decodeCase is one row of a decoder table test.
 type decodeCase[T any] struct {
-	rule    string // the rule of RULES.md the case checks, for example "R-17.3"
+	rule    string // the rule of docs/protocol.md the case checks, for example "R-17.3"
 	name    string
 	give    proto.Message // the resource, marshalled into an Any by the runner
 	want    T             // ignored when wantErr is set

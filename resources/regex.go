@@ -8,7 +8,7 @@ import (
 )
 
 // This file is the only place in the package that compiles regular
-// expressions (scripts/vet.sh and STYLE.md: one safe-regex helper).
+// expressions (docs/style.md: one safe-regex helper).
 //
 // xDS RegexMatcher patterns are RE2 (google_re2), which Go's regexp
 // implements. A matcher's pattern must match the whole input (Envoy's

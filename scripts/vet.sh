@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# House rules that go vet does not check (STYLE.md "House rules enforced by
+# House rules that go vet does not check (docs/style.md "House rules enforced by
 # a script", after grpc-go's scripts/vet.sh). Cheap and greppable; run from
 # the repository root. Exits non-zero, listing every violation, if any rule
 # fails.
@@ -45,4 +45,5 @@ report "envoy proto import without a v3…pb / v3…grpc alias" \
 report "fmt.Errorf wrapping an error with %v: use %w" \
 	"$(printf '%s\n' $libfiles | xargs grep -n -E 'fmt\.Errorf\(.*%v.*, err\)' 2>/dev/null || true)"
 
+./scripts/checkdocs.sh || fail=1 # docs/style.md: no outside references, links resolve, rule IDs defined
 exit $fail

@@ -37,7 +37,8 @@ const (
 // receive limit (for gRPC, 4 MiB unless configured), or a request the
 // server refused as larger than its own limit. Implementations wrap it so
 // that the client can tell watchers which limit was hit and how to raise
-// it, rather than retrying blindly.
+// it, rather than retrying blindly; the error text names the limit or the
+// request size in bytes.
 var ErrMessageTooLarge = errors.New("message larger than the size limit")
 
 // Builder creates Transports. The client calls Build once per distinct
@@ -56,7 +57,10 @@ type Transport interface {
 	// NewStream opens a bidirectional stream for the RPC method (one of the
 	// *Method constants). The stream lives until ctx is cancelled or the
 	// stream fails. NewStream returns an error when the stream cannot be
-	// created, for example because the server is unreachable.
+	// created, for example because the server is unreachable. The caller
+	// retries with its own backoff, so an implementation should
+	// attempt to connect when NewStream is called rather than wait for a
+	// reconnect schedule of its own (gRFC A57: one backoff governs).
 	NewStream(ctx context.Context, method string) (Stream, error)
 
 	// Close releases the Transport. Streams opened on it fail afterwards.

@@ -55,6 +55,7 @@ to the same server.`,
 		duration := fs.Duration("duration", 0, "stop after this long; 0 means run until interrupted")
 		interval := fs.Duration("interval", defaultDemoInterval, "how often an endpoint changes")
 		delta := fs.Bool("delta", false, "speak incremental (delta) xDS to the demo server")
+		admin := fs.String("admin", "", "also serve CSDS (gRFC A40) for the demo's client on this `address`, e.g. localhost:9901")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("unexpected arguments %q", args)
@@ -65,7 +66,7 @@ to the same server.`,
 			if *interval <= 0 {
 				return usageErrorf("--interval must be positive, got %v", *interval)
 			}
-			return runDemo(ctx, e, *duration, *interval, *delta)
+			return runDemo(ctx, e, *duration, *interval, *delta, *admin)
 		}
 	},
 }
@@ -82,7 +83,7 @@ const (
 )
 
 // runDemo implements the demo command.
-func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delta bool) error {
+func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delta bool, admin string) error {
 	if duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)
@@ -109,6 +110,11 @@ func runDemo(ctx context.Context, e *env, duration, interval time.Duration, delt
 		return fmt.Errorf("creating the xDS client: %w", err)
 	}
 	defer c.Close()
+	stopAdmin, err := serveCSDS(e, admin, c)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 
 	fmt.Fprintf(e.stdout, "xdsctl demo: management server on %s, client node %q.\n", ms.Address(), demoNodeID)
 	fmt.Fprintf(e.stdout, "Resolving Listener %q: every complete configuration is printed; an endpoint changes every %v. Ctrl-C to stop.\n\n", demoListener, interval)

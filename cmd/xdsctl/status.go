@@ -42,7 +42,11 @@ management server.
 		out := outputText
 		fs.Var(&out, "output", "output `format`: text or json")
 		wait := fs.Duration("wait", defaultStatusWait, "the longest time to wait for the resources before printing")
+		csdsAddr := fs.String("csds", "", "print the status that the process serving CSDS at this `address` reports for its clients, instead of subscribing (TYPE/NAME arguments then filter)")
 		return func(ctx context.Context, e *env, args []string) error {
+			if *csdsAddr != "" {
+				return runStatusCSDS(ctx, e, *csdsAddr, out, args)
+			}
 			return runStatus(ctx, e, &cf, *wait, out, args)
 		}
 	},

@@ -6,12 +6,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sync"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/credentials/tls/certprovider"
@@ -20,17 +22,136 @@ import (
 	"github.com/proxyless/xds/bootstrap"
 )
 
-// transportCredentials returns the transport credentials for cc and a
-// function that releases them (idempotent; a no-op unless a certificate
-// file watcher was started).
-func transportCredentials(cc bootstrap.ChannelCreds) (credentials.TransportCredentials, func(), error) {
+// ChannelCredsBuilder builds the credentials of one bootstrap
+// `channel_creds` type (R-3.1), for example "google_default" (package
+// grpctransport/googledefault) or a type of the application's own. Its
+// shape is that of grpc-go's xds/bootstrap.ChannelCredentials, so such
+// builders adapt in a line. Register builders with WithChannelCreds, and
+// declare the same type names to bootstrap.Parse with
+// bootstrap.WithChannelCredsTypes (the built-in names need no declaring).
+type ChannelCredsBuilder interface {
+	// Name is the `type` string of the bootstrap entry.
+	Name() string
+	// Build returns the credentials for a server whose selected
+	// `channel_creds` entry has this type; config is the entry's raw JSON
+	// `config` (nil when absent). The bundle's transport credentials
+	// secure the channel, and its per-RPC credentials, if any, apply to
+	// every stream. The returned function, which may be nil, is called
+	// once when the channel is closed. Build is called at most once per
+	// channel, under the Builder's lock: it must not block on the network.
+	Build(config json.RawMessage) (credentials.Bundle, func(), error)
+}
+
+// CallCredsBuilder builds the call credentials of one bootstrap
+// `call_creds` type (gRFC A97, R-3.2). The built-in "jwt_token_file" type
+// is always available. Register builders with WithCallCreds, and declare
+// the same type names to bootstrap.Parse with bootstrap.WithCallCredsTypes.
+type CallCredsBuilder interface {
+	// Name is the `type` string of the bootstrap entry.
+	Name() string
+	// Build returns the per-RPC credentials for a `call_creds` entry of
+	// this type; config is the entry's raw JSON `config` (nil when
+	// absent). The returned function, which may be nil, is called once
+	// when the channel is closed. Build must not block on the network.
+	Build(config json.RawMessage) (credentials.PerRPCCredentials, func(), error)
+}
+
+// WithChannelCreds adds builders of `channel_creds` types. A builder
+// named like a built-in type ("insecure", "tls") replaces it; of several
+// builders with one name, the last wins. Without a builder for
+// "google_default", Build fails for a server that selected it.
+func WithChannelCreds(builders ...ChannelCredsBuilder) Option {
+	return func(b *Builder) {
+		for _, cb := range builders {
+			b.channelCreds[cb.Name()] = cb
+		}
+	}
+}
+
+// WithCallCreds adds builders of `call_creds` types. A builder named
+// "jwt_token_file" replaces the built-in one; of several builders with
+// one name, the last wins.
+func WithCallCreds(builders ...CallCredsBuilder) Option {
+	return func(b *Builder) {
+		for _, cb := range builders {
+			b.callCreds[cb.Name()] = cb
+		}
+	}
+}
+
+// dialCredentials returns the dial options that carry the credentials of
+// sc (channel credentials, then every call credentials entry, R-3.2) and
+// a function that releases them (idempotent).
+func (b *Builder) dialCredentials(sc *bootstrap.ServerConfig) ([]grpc.DialOption, func(), error) {
+	var closers []func()
+	release := sync.OnceFunc(func() {
+		for _, f := range closers {
+			f()
+		}
+	})
+	fail := func(err error) ([]grpc.DialOption, func(), error) {
+		release()
+		return nil, nil, err
+	}
+	var opts []grpc.DialOption
+	tc, perRPC, closeChannel, err := b.channelCredentials(sc.ChannelCreds)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, closeChannel)
+	opts = append(opts, grpc.WithTransportCredentials(tc))
+	if perRPC != nil {
+		opts = append(opts, grpc.WithPerRPCCredentials(perRPC))
+	}
+	for i, c := range sc.CallCreds {
+		cb := b.callCreds[c.Type]
+		if cb == nil {
+			return fail(fmt.Errorf("call_creds[%d]: no builder for type %q (add one with grpctransport.WithCallCreds)", i, c.Type))
+		}
+		pc, closeCall, err := cb.Build(c.Config)
+		if err != nil {
+			return fail(fmt.Errorf("call_creds[%d] (type %q): %w", i, c.Type, err))
+		}
+		if closeCall != nil {
+			closers = append(closers, closeCall)
+		}
+		if pc.RequireTransportSecurity() && tc.Info().SecurityProtocol == "insecure" {
+			return fail(fmt.Errorf("call_creds[%d] (type %q) need secure channel_creds (such as %q or %q), got %q",
+				i, c.Type, bootstrap.CredsTLS, bootstrap.CredsGoogleDefault, sc.ChannelCreds.Type))
+		}
+		opts = append(opts, grpc.WithPerRPCCredentials(pc))
+	}
+	return opts, release, nil
+}
+
+// channelCredentials returns the transport credentials for cc, per-RPC
+// credentials that come with them (nil for the built-in types), and a
+// function that releases them (never nil).
+func (b *Builder) channelCredentials(cc bootstrap.ChannelCreds) (credentials.TransportCredentials, credentials.PerRPCCredentials, func(), error) {
+	if cb := b.channelCreds[cc.Type]; cb != nil {
+		bundle, closeFn, err := cb.Build(cc.Config)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("channel_creds type %q: %w", cc.Type, err)
+		}
+		if closeFn == nil {
+			closeFn = func() {}
+		}
+		if bundle == nil || bundle.TransportCredentials() == nil {
+			closeFn()
+			return nil, nil, nil, fmt.Errorf("channel_creds type %q: the builder returned no transport credentials", cc.Type)
+		}
+		return bundle.TransportCredentials(), bundle.PerRPCCredentials(), closeFn, nil
+	}
 	switch cc.Type {
 	case bootstrap.CredsInsecure:
-		return insecure.NewCredentials(), func() {}, nil
+		return insecure.NewCredentials(), nil, func() {}, nil
 	case bootstrap.CredsTLS:
-		return tlsCredentials(cc.TLS)
+		tc, closeFn, err := tlsCredentials(cc.TLS)
+		return tc, nil, closeFn, err
+	case bootstrap.CredsGoogleDefault:
+		return nil, nil, nil, fmt.Errorf("channel_creds type %q needs its builder: grpctransport.WithChannelCreds(googledefault.Builder{}) of package github.com/proxyless/xds/transport/grpctransport/googledefault", cc.Type)
 	default:
-		return nil, nil, fmt.Errorf("unsupported channel credentials type %q", cc.Type)
+		return nil, nil, nil, fmt.Errorf("unsupported channel_creds type %q (add its builder with grpctransport.WithChannelCreds)", cc.Type)
 	}
 }
 

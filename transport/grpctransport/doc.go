@@ -25,16 +25,30 @@
 // Transport.NewStream does not use gRPC's wait-for-ready: it returns only
 // once the channel is connected and the stream created. When the server is
 // unreachable (connection refused, TLS handshake failure, ...), NewStream
-// fails fast with a gRPC status error of code codes.Unavailable instead of
+// fails with a gRPC status error of code codes.Unavailable instead of
 // waiting for the server to come up, so the client can report the
 // connection error to its watchers and start its does-not-exist
 // timers only on a connected stream (gRFC A57, R-9.2). Retrying is the
-// caller's job. Stream errors are gRPC status errors (use status.Code), or
-// io.EOF from Recv when the server ended the stream with status OK.
+// caller's job, and the caller's backoff is the only one (gRFC A57,
+// NewStream on a channel in TRANSIENT_FAILURE makes it reconnect
+// at once and waits up to the reconnect timeout (WithReconnectTimeout,
+// default 1 s) for it, and gRPC's own reconnect backoff is set to 120 s so
+// that it does not compete. After an outage, a stream is therefore back at
+// the caller's first attempt once the server is reachable again. Stream
+// errors are gRPC status errors (use status.Code), or io.EOF from Recv when
+// the server ended the stream with status OK.
+//
+// # Message size
+//
+// A stream accepts responses up to WithMaxRecvMsgSize bytes (default
+// DefaultMaxRecvMsgSize, 4 MiB). A larger response, or a request that the
+// server refuses as larger than its own limit, fails the stream with an
+// error wrapping transport.ErrMessageTooLarge (and the ResourceExhausted
+// status), whose text names the limit or the request size.
 //
 // # Credentials
 //
-// The channel credentials come from ServerConfig.ChannelCreds:
+// The channel credentials come from ServerConfig.ChannelCreds:
 //
 //   - "insecure": plaintext.
 //   - "tls" (gRFC A65): TLS, with the trusted roots read from
@@ -48,9 +62,25 @@
 //     certificate and key files must be in the same directory. A rotated
 //     file that fails to parse is ignored and the previous contents stay in
 //     use.
+//   - "google_default": with the Builder of package
+//     grpctransport/googledefault, given with WithChannelCreds (kept out of
+//     this package so that programs without it do not link oauth2);
+//     without it Build fails with an error naming that package.
+//   - any other type: with a ChannelCredsBuilder of that name given with
+//     WithChannelCreds (and the name declared to bootstrap.Parse with
+//     bootstrap.WithChannelCredsTypes). There is no global registry and
+//     nothing is registered at init: each Builder has the built-ins plus
+//     what it is given.
 //
-// Other types, such as "google_default", are not supported and make Build
-// fail. Options given with WithDialOptions come after the defaults, so a
+// Every ServerConfig.CallCreds entry (gRFC A97, R-3.2) adds per-RPC
+// credentials to the channel's streams: "jwt_token_file" is built in (a
+// JWT read from the file, sent as "authorization: Bearer <token>", cached
+// until shortly before its expiry and read again as soon as the file
+// changes); other types need a CallCredsBuilder given with WithCallCreds.
+// Call credentials that require transport security with "insecure"
+// channel credentials make Build fail.
+//
+// Options given with WithDialOptions come after the defaults, so a
 // grpc.WithTransportCredentials there replaces the bootstrap credentials
 // (useful with in-memory listeners in tests).
 //

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
+	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/transport"
@@ -28,6 +28,43 @@ const (
 	keepaliveTimeout = 20 * time.Second
 )
 
+// gRPC's own reconnect backoff, made as slow as the client's slowest
+// stream backoff step so that it never competes with the caller's schedule:
+// NewStream makes a channel in TRANSIENT_FAILURE reconnect at once
+// (ResetConnectBackoff), so the caller's backoff between NewStream calls
+// decides when connection attempts happen (gRFC A57, R-11.1). Without a
+// caller, a failed channel retries on its own every 120 s ± 20 %.
+var connectParams = grpc.ConnectParams{
+	Backoff: grpcbackoff.Config{
+		BaseDelay:  120 * time.Second,
+		Multiplier: 1,
+		Jitter:     0.2,
+		MaxDelay:   120 * time.Second,
+	},
+	MinConnectTimeout: 20 * time.Second, // gRPC's default
+}
+
+// DefaultReconnectTimeout is how long NewStream waits for the connection
+// attempt it starts on a channel in TRANSIENT_FAILURE, unless
+// WithReconnectTimeout says otherwise.
+const DefaultReconnectTimeout = time.Second
+
+// WithReconnectTimeout sets how long NewStream waits, on a channel in
+// TRANSIENT_FAILURE, for the connection attempt it starts to make the
+// channel READY before it fails with the channel's latest connection error
+// (default DefaultReconnectTimeout, 1 s). gRPC keeps a failed channel in
+// TRANSIENT_FAILURE until it connects (gRFC A62), so a failed retry is not
+// observable and this bounds the wait; an attempt still in progress when it
+// expires goes on, and a later NewStream uses the connection if it
+// succeeds. Zero or negative means the default.
+func WithReconnectTimeout(d time.Duration) Option {
+	return func(b *Builder) {
+		if d > 0 {
+			b.reconnectTimeout = d
+		}
+	}
+}
+
 // ErrClosed is returned by Transport.NewStream after Transport.Close.
 var ErrClosed = errors.New("grpctransport: transport closed")
 
@@ -39,7 +76,8 @@ type Option func(*Builder)
 
 // WithDialOptions adds dial options to every grpc.ClientConn the Builder
 // creates. They are applied after the defaults (transport credentials from
-// the bootstrap, keepalive of 5 minutes / 20 seconds), so they can override
+// the bootstrap, keepalive of 5 minutes / 20 seconds, a reconnect backoff
+// of 120 s that leaves reconnecting to NewStream), so they can override
 // them: for example grpc.WithContextDialer for an in-memory listener,
 // interceptors, a stats handler or grpc.WithConnectParams. Options given in
 // several calls accumulate, in order.
@@ -72,8 +110,11 @@ func WithMaxRecvMsgSize(bytes int) Option {
 // closed with their last Transport.
 type Builder struct {
 	// Initialized at creation time and read-only afterwards.
-	dialOpts       []grpc.DialOption // appended after the defaults; from WithDialOptions
-	maxRecvMsgSize int               // bytes; from WithMaxRecvMsgSize
+	dialOpts         []grpc.DialOption              // appended after the defaults; from WithDialOptions
+	channelCreds     map[string]ChannelCredsBuilder // by type name; from WithChannelCreds
+	callCreds        map[string]CallCredsBuilder    // by type name; built-ins and WithCallCreds
+	maxRecvMsgSize   int                            // bytes; from WithMaxRecvMsgSize
+	reconnectTimeout time.Duration                  // from WithReconnectTimeout
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -84,7 +125,13 @@ var _ transport.Builder = (*Builder)(nil)
 
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
-	b := &Builder{conns: make(map[string]*sharedConn), maxRecvMsgSize: DefaultMaxRecvMsgSize}
+	b := &Builder{
+		conns:            make(map[string]*sharedConn),
+		channelCreds:     make(map[string]ChannelCredsBuilder),
+		callCreds:        map[string]CallCredsBuilder{bootstrap.CallCredsJWTTokenFile: jwtTokenFileBuilder{}},
+		maxRecvMsgSize:   DefaultMaxRecvMsgSize,
+		reconnectTimeout: DefaultReconnectTimeout,
+	}
 	for _, o := range opts {
 		o(b)
 	}
@@ -96,7 +143,7 @@ type sharedConn struct {
 	// Initialized at creation time and read-only afterwards.
 	key        string           // sc.Key() of the server; the entry's key in Builder.conns
 	cc         *grpc.ClientConn // the channel to the management server
-	closeCreds func()           // stops the certificate file watcher; no-op without one
+	closeCreds func()           // releases the credentials (stops the certificate file watcher, ...)
 
 	// Guarded by Builder.mu.
 	refs int // number of open Transports sharing cc
@@ -108,9 +155,12 @@ type sharedConn struct {
 // credentials it reads the certificate files once, to fail early.
 //
 // Build returns an error when sc is nil or has no ServerURI, when the
-// channel credentials type is not supported, when a "tls" certificate file
-// is missing or invalid (the error names the file), or when grpc.NewClient
-// rejects the target or the dial options. sc is not retained.
+// channel or a call credentials type has no builder (the error names the
+// type, and the package for "google_default"), when a builder fails, when
+// a "tls" certificate file is missing or invalid (the error names the
+// file), when call credentials that need a secure channel are given with
+// "insecure" channel credentials, or when grpc.NewClient rejects the
+// target or the dial options. sc is not retained.
 func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
 	if sc == nil {
 		return nil, errors.New("grpctransport: nil ServerConfig")
@@ -138,17 +188,19 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 // (so that two Builds of one server create one conn); creating it reads
 // only local files.
 func (b *Builder) newSharedConn(key string, sc *bootstrap.ServerConfig) (*sharedConn, error) {
-	creds, closeCreds, err := transportCredentials(sc.ChannelCreds)
+	credOpts, closeCreds, err := b.dialCredentials(sc)
 	if err != nil {
 		return nil, err
 	}
-	opts := make([]grpc.DialOption, 0, 2+len(b.dialOpts))
+	opts := make([]grpc.DialOption, 0, len(credOpts)+3+len(b.dialOpts))
+	opts = append(opts, credOpts...)
 	opts = append(opts,
-		grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
 			Time:    keepaliveTime,
 			Timeout: keepaliveTimeout,
 		}),
+		grpc.WithConnectParams(connectParams),
+		grpc.WithStatsHandler(statsHandler{}),
 	)
 	opts = append(opts, b.dialOpts...)
 	cc, err := grpc.NewClient(sc.ServerURI, opts...)
@@ -178,6 +230,25 @@ func (b *Builder) release(conn *sharedConn) {
 	conn.closeCreds()
 }
 
+// reconnectNow makes the conn attempt to connect now when it is in
+// TRANSIENT_FAILURE, and waits until it leaves that state (READY, or
+// another attempt under way), timeout passes or ctx is done. In the other
+// states it returns at once: the fail-fast stream creation that follows
+// then connects an IDLE conn and waits for the attempt itself.
+func (c *sharedConn) reconnectNow(ctx context.Context, timeout time.Duration) {
+	if c.cc.GetState() != connectivity.TransientFailure {
+		return
+	}
+	c.cc.ResetConnectBackoff()
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for s := c.cc.GetState(); s == connectivity.TransientFailure; s = c.cc.GetState() {
+		if !c.cc.WaitForStateChange(wctx, s) {
+			return // timeout: the stream creation reports the latest error
+		}
+	}
+}
+
 // grpcTransport is one reference to a sharedConn.
 type grpcTransport struct {
 	// Initialized at creation time and read-only afterwards.
@@ -203,12 +274,26 @@ func newGRPCTransport(b *Builder, conn *sharedConn) *grpcTransport {
 // NewStream opens a bidirectional stream for method (transport.ADSMethod or
 // transport.DeltaADSMethod) on the shared conn.
 //
-// It is not wait-for-ready: when the channel is idle it starts connecting
-// and blocks until the stream is created, ctx is done, or the connection
-// attempt fails, in which case it returns a gRPC status error with code
-// codes.Unavailable (connection refused, TLS handshake failure, ...). It
-// does not wait for the server's response headers, so a server that
-// rejects the RPC is reported by the first Recv.
+// It is not wait-for-ready, and the caller's schedule of NewStream calls
+// is the only backoff (gRFC A57, R-11.1): gRPC's own reconnect backoff is
+// not stacked on it. Depending on the channel's connectivity state:
+//   - READY: the stream is created at once.
+//   - IDLE (never connected, or the connection was lost): the channel
+//     connects now, and NewStream waits for that attempt (bounded by gRPC's
+//     20 s connect timeout): the stream is created once READY, and a
+//     failed attempt fails NewStream at once with codes.Unavailable and the
+//     connection error (connection refused, TLS handshake failure, ...).
+//   - TRANSIENT_FAILURE (an earlier attempt failed): the channel's
+//     reconnect backoff is cut short (ResetConnectBackoff) so that it
+//     attempts again now, and NewStream waits for READY for at most the
+//     reconnect timeout (WithReconnectTimeout, default 1 s); otherwise it
+//     fails with codes.Unavailable and the latest connection error.
+//
+// So after an outage a stream is back at the caller's next attempt once
+// the server is reachable again, and a caller that retries with backoff
+// paces the connection attempts too. NewStream does not wait for the
+// server's response headers, so a server that rejects the RPC is reported
+// by the first Recv.
 //
 // The stream ends when ctx is cancelled, when the server ends it, or when
 // this Transport is closed, even if other Transports still share the conn.
@@ -224,7 +309,9 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 	stopOnClose := context.AfterFunc(t.ctx, cancel)
 	context.AfterFunc(sctx, func() { stopOnClose() })
 
-	cs, err := t.conn.cc.NewStream(sctx, streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(t.b.maxRecvMsgSize))
+	t.conn.reconnectNow(sctx, t.b.reconnectTimeout)
+	si := &streamInfo{}
+	cs, err := t.conn.cc.NewStream(context.WithValue(sctx, streamInfoKey{}, si), streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(t.b.maxRecvMsgSize))
 	if err != nil {
 		cancel()
 		if t.ctx.Err() != nil {
@@ -232,7 +319,7 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 		}
 		return nil, err
 	}
-	return &grpcStream{cs: cs, cancel: cancel}, nil
+	return &grpcStream{cs: cs, cancel: cancel, info: si, maxRecv: t.b.maxRecvMsgSize}, nil
 }
 
 // Close releases this Transport's reference to the shared conn and ends
@@ -245,8 +332,10 @@ func (t *grpcTransport) Close() {
 // grpcStream adapts a grpc.ClientStream to transport.Stream.
 type grpcStream struct {
 	// Initialized at creation time and read-only afterwards.
-	cs     grpc.ClientStream  // created with rawCodec
-	cancel context.CancelFunc // cancels the stream's context; safe to call repeatedly
+	cs      grpc.ClientStream  // created with rawCodec
+	cancel  context.CancelFunc // cancels the stream's context; safe to call repeatedly
+	info    *streamInfo        // trailers seen, largest request; for size errors
+	maxRecv int                // the receive limit of cs, in bytes
 }
 
 // Send sends msg as one message. It copies msg into a buffer owned by
@@ -254,6 +343,9 @@ type grpcStream struct {
 // server receives the message. When the stream has ended, Send returns
 // io.EOF and Recv returns the stream's status.
 func (s *grpcStream) Send(msg []byte) error {
+	if n := int64(len(msg)); n > s.info.maxSent.Load() {
+		s.info.maxSent.Store(n) // only Send writes it, and Sends are not concurrent
+	}
 	return s.cs.SendMsg(msg)
 }
 
@@ -261,16 +353,20 @@ func (s *grpcStream) Send(msg []byte) error {
 // owned by the caller (nil for an empty message). Otherwise it returns
 // io.EOF when the server ended the stream with status OK, or a gRPC status
 // error; the stream's resources are released then.
+//
+// A response larger than the receive limit (WithMaxRecvMsgSize), and a
+// request the server refused as larger than its own limit, give an error
+// wrapping both transport.ErrMessageTooLarge and the gRPC status (code
+// codes.ResourceExhausted), whose text names the limit or the request size
+// in bytes. Other ResourceExhausted statuses from the server (quotas) are
+// returned unwrapped.
 func (s *grpcStream) Recv() ([]byte, error) {
 	var msg []byte
 	if err := s.cs.RecvMsg(&msg); err != nil {
 		// gRPC frees the stream once RecvMsg fails; cancelling also drops
 		// the stream's registration with its Transport.
 		s.cancel()
-		if status.Code(err) == codes.ResourceExhausted {
-			return nil, fmt.Errorf("%w: %w", transport.ErrMessageTooLarge, err)
-		}
-		return nil, err
+		return nil, sizeError(err, s.info, s.maxRecv)
 	}
 	return msg, nil
 }

@@ -240,8 +240,14 @@ func TestBuild_Errors(t *testing.T) {
 		{name: "no uri", sc: &bootstrap.ServerConfig{ChannelCreds: bootstrap.ChannelCreds{Type: "insecure"}}, wantErr: "empty server URI"},
 		{
 			name:    "unsupported creds",
-			sc:      &bootstrap.ServerConfig{ServerURI: "localhost:1", ChannelCreds: bootstrap.ChannelCreds{Type: "google_default"}},
-			wantErr: `unsupported channel credentials type "google_default"`,
+			sc:      &bootstrap.ServerConfig{ServerURI: "localhost:1", ChannelCreds: bootstrap.ChannelCreds{Type: "alts"}},
+			wantErr: `unsupported channel_creds type "alts"`,
+		},
+		{
+			name: "unsupported call creds",
+			sc: &bootstrap.ServerConfig{ServerURI: "localhost:1", ChannelCreds: bootstrap.ChannelCreds{Type: "insecure"},
+				CallCreds: []bootstrap.CallCreds{{Type: "future"}}},
+			wantErr: `call_creds[0]: no builder for type "future"`,
 		},
 		{
 			name:    "bad target",
