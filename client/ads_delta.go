@@ -290,6 +290,8 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 		"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
 
 	items, removed, topErrs := deltaItems(resp)
+	reps, repErrs := parseResourceErrors(resp.GetResourceErrors())
+	topErrs = append(topErrs, repErrs...)
 
 	c.mu.Lock()
 	p.lookupCachedLocked(ch.types[typ.TypeURL()], items)
@@ -308,7 +310,7 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ts.nonce = resp.GetNonce()
 	fc := newFlowControl()
 	defer fc.seal()
-	resErrs := p.applyLocked(ts, items, removed, fc)
+	resErrs := p.applyLocked(ts, items, reps, removed, fc)
 
 	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
 	if len(topErrs) > 0 || len(resErrs) > 0 {
@@ -450,9 +452,10 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 	it.d = decoded{name: it.name, value: v, raw: it.inner}
 }
 
-// applyLocked applies the decoded items in response order, then the
-// removals, and returns the per-resource errors by name, for the NACK.
-func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, removed []removal, fc *flowControl) map[string]error {
+// applyLocked applies the decoded items in response order, then the errors
+// the server reported in resource_errors, then the removals, and
+// returns the per-resource errors by name, for the NACK.
+func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []reportedError, removed []removal, fc *flowControl) map[string]error {
 	ch, c := p.ch, p.ch.c
 	now := time.Now()
 	resErrs := make(map[string]error)
@@ -479,6 +482,7 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, removed []
 			c.resourceValidLocked(rs, it.d, it.version, now, fc)
 		}
 	}
+	ch.applyReportedLocked(ts, reps, resErrs, now, fc)
 	for _, r := range removed {
 		rs := ts.entries[r.name]
 		if rs == nil {

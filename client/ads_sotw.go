@@ -148,6 +148,8 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	}
 	ch.logger.Log(c.ctx, xdslog.LevelTrace, "received DiscoveryResponse", "response", resp)
 	items, topErrs := unwrapAll(typ, resp)
+	reps, repErrs := parseResourceErrors(resp.GetResourceErrors())
+	topErrs = append(topErrs, repErrs...)
 
 	c.mu.Lock()
 	ch.lookupCachedLocked(ch.types[typ.TypeURL()], items)
@@ -165,7 +167,7 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ts.nonce = resp.GetNonce()
 	fc := newFlowControl()
 	defer fc.seal()
-	resErrs := p.applyLocked(ts, resp.GetVersionInfo(), results, len(topErrs) > 0, fc)
+	resErrs := p.applyLocked(ts, resp.GetVersionInfo(), results, reps, len(topErrs) > 0, fc)
 	for _, name := range unrequestedDuplicates(items) {
 		// NACKed whether or not the client subscribed to it.
 		if _, ok := resErrs[name]; !ok {
@@ -283,7 +285,11 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 // received through the wildcard only is then forgotten. Deviation from grpc-go: when a resource of the
 // response could not be attributed to a name (topLevelErrs), nothing is
 // deleted, since the unnamed resource may be the one that looks omitted.
-func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []decoded, topLevelErrs bool, fc *flowControl) map[string]error {
+//
+// The errors the server reported in resource_errors (reps) are applied
+// after the resources, before deletions; a name they list is not
+// left out.
+func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []decoded, reps []reportedError, topLevelErrs bool, fc *flowControl) map[string]error {
 	ch, c := p.ch, p.ch.c
 	count := make(map[string]int, len(results))
 	for _, d := range results {
@@ -310,9 +316,13 @@ func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []deco
 		}
 		c.resourceValidLocked(rs, d, version, now, fc)
 	}
+	ch.applyReportedLocked(ts, reps, resErrs, now, fc)
 
 	if !ts.typ.AllResourcesRequiredInSotW() || topLevelErrs {
 		return resErrs
+	}
+	for _, r := range reps {
+		count[r.name]++
 	}
 	var missing []string
 	for name := range ts.entries {

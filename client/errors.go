@@ -28,6 +28,14 @@ var (
 	// have a cached value, to ResourceError otherwise.
 	ErrConnection = errors.New("connection error")
 
+	// ErrServerReported is wrapped by errors delivered when the management
+	// server reported an error for the resource in a response's
+	// resource_errors (xRFC TP3, gRFC A88, R-19); the error also wraps the
+	// server's status (status.FromError finds it). It comes to AmbientError
+	// while a cached value is kept, to ResourceError otherwise. With code
+	// NOT_FOUND the error wraps ErrResourceNotFound too.
+	ErrServerReported = errors.New("error reported by the management server")
+
 	// ErrUnsupported is wrapped by errors delivered at once to a watch that
 	// cannot be served: a type not registered with the client, a malformed
 	// xdstp name, or an authority absent from the bootstrap.
@@ -53,7 +61,7 @@ type ResourceError struct {
 	// NodeID is the bootstrap node ID.
 	NodeID string
 	// Err wraps one of ErrResourceNotFound, ErrResourceInvalid,
-	// ErrConnection, ErrUnsupported, ErrClosed.
+	// ErrServerReported, ErrConnection, ErrUnsupported, ErrClosed.
 	Err error
 }
 

@@ -42,7 +42,7 @@ type resourceState struct {
 	version     string     // SotW: version_info of the response that last carried it valid; delta: its own version
 	lastUpdated time.Time  // when value was last received
 
-	status    v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED or NACKED
+	status    v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED, NACKED or RECEIVED_ERROR
 	dneReason string                         // why status is DOES_NOT_EXIST
 
 	// The last NACK of this resource; nackErr is nil when the last
@@ -50,6 +50,12 @@ type resourceState struct {
 	nackErr     error
 	nackVersion string
 	nackTime    time.Time
+
+	// The error the management server last reported for the resource in
+	// resource_errors, with the time it arrived; nil once a valid
+	// version, a NACK or a deletion followed. See serverErrorLocked.
+	serverErr     error
+	serverErrTime time.Time
 
 	deletionIgnored bool // a deletion was ignored; logged once
 

@@ -220,13 +220,14 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// decodeAll compared against the cache as it was before decoding;
 	// compare again, as the entry may have been replaced since (a watch
 	// cancelled and started anew). The bytes are already hot.
-	changed := rs.value == nil || rs.nackErr != nil ||
+	changed := rs.value == nil || rs.nackErr != nil || rs.serverErr != nil ||
 		rs.raw == nil || !bytes.Equal(rs.raw.GetValue(), d.raw.GetValue())
 	rs.version = version
 	rs.lastUpdated = now
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.dneReason = ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
+	rs.serverErr = nil
 	if !changed {
 		return
 	}
@@ -239,12 +240,16 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 
 // resourceInvalidLocked records a NACKed resource. The cached value, if
 // any, is kept and its watchers get AmbientError; otherwise ResourceError
-// . Watchers are not told the same error twice in a row.
+// . When the server has fail_on_data_errors, the cached value is
+// dropped first. Watchers are not told the same error twice in a
+// row.
 func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived // seen, even if invalid
 	rs.skipDeletion = false
-	repeat := rs.nackErr != nil && rs.nackErr.Error() == err.Error()
+	dropped := rs.ch.dropOnDataErrorLocked(rs)
+	repeat := !dropped && rs.nackErr != nil && rs.nackErr.Error() == err.Error()
+	rs.serverErr = nil
 	rs.nackErr, rs.nackVersion, rs.nackTime = err, version, now
 	rs.status = v3adminpb.ClientResourceStatus_NACKED
 	if repeat {
@@ -291,6 +296,7 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, fc *flowControl) {
 	rs.timerState = timerReceived
 	rs.value, rs.raw, rs.version = nil, nil, ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
+	rs.serverErr = nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
 	rs.dneReason = "removed by the management server"
 	err := c.notFoundError(rs)

@@ -211,8 +211,9 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 
 // replayLocked tells a new watcher we the current state of rs at once
 // the cached value, then the last NACK error as an AmbientError
-// (gRFC A88's order); or, with nothing cached, ResourceError when the
-// resource does not exist or its last version was NACKed; nothing while it
+// (gRFC A88's order), or the error the server reported for it; or,
+// with nothing cached, ResourceError when the resource does not exist, its
+// last version was NACKed or the server reported an error; nothing while it
 // is only requested. These calls are not tied to a response, so their
 // done is not flow control.
 func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
@@ -224,11 +225,18 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 			err := c.invalidError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
+		if rs.serverErr != nil {
+			err := c.resourceError(rs.typ, rs.name, rs.serverErr)
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		}
 	case rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
 		err := c.notFoundError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	case rs.nackErr != nil:
 		err := c.invalidError(rs)
+		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case rs.serverErr != nil:
+		err := c.resourceError(rs.typ, rs.name, rs.serverErr)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
 }
