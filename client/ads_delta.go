@@ -237,7 +237,7 @@ type deltaItem struct {
 	version   string
 	aliases   []string // canonical
 	err       error    // set before decoding: duplicate name, both added and removed, no body
-	heartbeat bool     // no body, same version as cached: nothing to do
+	heartbeat bool     // no body, same version as cached: re-arms the TTL only
 	ignored   bool     // an unresolved alias (no body): nothing to do
 	d         decoded
 }
@@ -289,6 +289,7 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
 		"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
 
+	arrived := time.Now() // TTLs are timed from here
 	items, removed, topErrs := deltaItems(resp)
 	reps, repErrs := parseResourceErrors(resp.GetResourceErrors())
 	topErrs = append(topErrs, repErrs...)
@@ -310,7 +311,7 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ts.nonce = resp.GetNonce()
 	fc := newFlowControl()
 	defer fc.seal()
-	resErrs := p.applyLocked(ts, items, reps, removed, fc)
+	resErrs := p.applyLocked(ts, items, reps, removed, arrived, fc)
 
 	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
 	if len(topErrs) > 0 || len(resErrs) > 0 {
@@ -339,7 +340,8 @@ func deltaItems(resp *v3discoverypb.DeltaDiscoveryResponse) (items []deltaItem, 
 			topErrs = append(topErrs, fmt.Errorf("resource %d: Resource.name is empty", i))
 			continue
 		}
-		it := deltaItem{pending: pending{index: i, inner: r.GetResource(), name: resources.CanonicalName(r.GetName())}, version: r.GetVersion()}
+		it := deltaItem{pending: pending{index: i, inner: r.GetResource(), name: resources.CanonicalName(r.GetName()), ttl: r.GetTtl().AsDuration()},
+			version: r.GetVersion()}
 		for _, a := range r.GetAliases() {
 			it.aliases = append(it.aliases, resources.CanonicalName(a))
 		}
@@ -435,7 +437,7 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 		it.err = fmt.Errorf("resource %q has no body", it.name)
 		return
 	case it.cachedRaw != nil && it.cachedRaw.GetTypeUrl() == it.inner.GetTypeUrl() && bytes.Equal(it.cachedRaw.GetValue(), it.inner.GetValue()):
-		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner}
+		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner, ttl: it.ttl}
 		return
 	}
 	name, v, err := typ.Decode(it.inner)
@@ -449,19 +451,29 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 		it.err = err
 		return
 	}
-	it.d = decoded{name: it.name, value: v, raw: it.inner}
+	it.d = decoded{name: it.name, value: v, raw: it.inner, ttl: it.ttl}
 }
 
 // applyLocked applies the decoded items in response order, then the errors
 // the server reported in resource_errors, then the removals, and
-// returns the per-resource errors by name, for the NACK.
-func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []reportedError, removed []removal, fc *flowControl) map[string]error {
+// returns the per-resource errors by name, for the NACK. A heartbeat
+// re-arms the TTL of its targets. now is when the response arrived.
+func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []reportedError, removed []removal, now time.Time, fc *flowControl) map[string]error {
 	ch, c := p.ch, p.ch.c
-	now := time.Now()
 	resErrs := make(map[string]error)
 	for i := range items {
 		it := &items[i]
-		if it.unrequested || it.heartbeat || it.ignored {
+		if it.heartbeat {
+			if it.err == nil {
+				for _, rs := range c.deltaTargetsLocked(ts, it) {
+					if rs.value != nil {
+						c.setTTLLocked(rs, it.ttl, now)
+					}
+				}
+			}
+			continue
+		}
+		if it.unrequested || it.ignored {
 			continue
 		}
 		if _, seen := resErrs[it.name]; seen {

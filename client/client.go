@@ -105,6 +105,7 @@ func (c *Client) Close() {
 		for _, byName := range c.resources {
 			for _, rs := range byName {
 				rs.stopTimerLocked()
+				rs.stopTTLLocked()
 			}
 		}
 		trs := make([]transport.Transport, 0, len(c.transports))

@@ -71,6 +71,12 @@ type resourceState struct {
 	unsubWritten bool
 	skipDeletion bool
 
+	// The TTL of the cached value: ttlTimer runs while one is set;
+	// ttlGen is incremented whenever it is replaced or stopped.
+	ttl      time.Duration
+	ttlTimer *time.Timer
+	ttlGen   uint64
+
 	timerState timerState
 	timer      *time.Timer // running does-not-exist timer, if any
 	timerGen   uint64      // incremented whenever timer is replaced or stopped

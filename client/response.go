@@ -28,18 +28,20 @@ type decoded struct {
 	value any
 	raw   *anypb.Any // unwrapped
 	err   error      // per-resource validation error
+	ttl   time.Duration
 }
 
 // pending is one resource of a response between the phases of response
 // handling: unwrapped and, when known before decoding, named.
 type pending struct {
 	index       int
-	inner       *anypb.Any // unwrapped
-	name        string     // "" when unknown before decoding
-	nameBytes   []byte     // the canonical name inside inner.Value, when the type can find it without copying (SotW); aliases inner
-	unrequested bool       // name is known and not subscribed: not decoded
-	cachedRaw   *anypb.Any // the cached resource of that name, if any
-	cachedValue any        // its decoded value
+	inner       *anypb.Any    // unwrapped
+	name        string        // "" when unknown before decoding
+	nameBytes   []byte        // the canonical name inside inner.Value, when the type can find it without copying (SotW); aliases inner
+	unrequested bool          // name is known and not subscribed: not decoded
+	cachedRaw   *anypb.Any    // the cached resource of that name, if any
+	cachedValue any           // its decoded value
+	ttl         time.Duration // Resource.ttl; 0 when none
 }
 
 // nameByteser is implemented by resource types that can find a resource's
@@ -146,7 +148,7 @@ func decodeAll(typ resources.ResourceType, items []pending) (results []decoded, 
 func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
 	if p.cachedRaw != nil && bytes.Equal(p.cachedRaw.GetValue(), p.inner.GetValue()) {
 		// Same bytes as cached: not decoded again.
-		return decoded{name: p.name, value: p.cachedValue, raw: p.inner}, nil
+		return decoded{name: p.name, value: p.cachedValue, raw: p.inner, ttl: p.ttl}, nil
 	}
 	name, v, err := typ.Decode(p.inner)
 	if name == "" {
@@ -155,7 +157,7 @@ func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
 		}
 		return decoded{}, fmt.Errorf("resource %d: %w", p.index, err)
 	}
-	return decoded{name: name, value: v, raw: p.inner, err: err}, nil
+	return decoded{name: name, value: v, raw: p.inner, err: err, ttl: p.ttl}, nil
 }
 
 // entryForLocked returns the cache entry of ts that a received resource
@@ -187,6 +189,7 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 // dropEntryLocked forgets an entry that has no watcher of its own.
 func (c *Client) dropEntryLocked(rs *resourceState) {
 	rs.stopTimerLocked()
+	rs.stopTTLLocked()
 	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
 		delete(byName, rs.name)
 	}
@@ -208,9 +211,10 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 
 // resourceValidLocked applies a valid resource. Watchers are told when it
 // is the first value, a different value, or the same value after a NACK or
-// deletion.
+// deletion. The resource's TTL is set from d.
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
+	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
 	if rs.deletionIgnored {
@@ -278,7 +282,7 @@ func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 		}
 		return
 	}
-	ch.c.resourceDeletedLocked(rs, fc)
+	ch.c.resourceDeletedLocked(rs, "removed by the management server", fc)
 	if len(rs.watchers) == 0 {
 		ch.c.dropEntryLocked(rs)
 	}
@@ -286,19 +290,21 @@ func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 
 // resourceDeletedLocked deletes a resource the management server removed
 // the cache entry keeps its watchers, loses its value, and
-// shows DOES_NOT_EXIST. A resource already known not to exist is not
-// reported again.
-func (c *Client) resourceDeletedLocked(rs *resourceState, fc *flowControl) {
+// shows DOES_NOT_EXIST, with reason in errors and Dump. A resource already
+// known not to exist is not reported again. Also used when a TTL expires
+//
+func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flowControl) {
 	if rs.value == nil && rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST {
 		return
 	}
 	rs.stopTimerLocked()
+	rs.stopTTLLocked()
 	rs.timerState = timerReceived
 	rs.value, rs.raw, rs.version = nil, nil, ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
 	rs.serverErr = nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	rs.dneReason = "removed by the management server"
+	rs.dneReason = reason
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
