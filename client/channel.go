@@ -243,7 +243,9 @@ func (ch *channel) subscribeLocked(rs *resourceState) {
 	ts := ch.typeStateLocked(rs.typ)
 	ts.entries[rs.name] = rs
 	ts.subs++
-	rs.notRequested = true
+	if rs.ch == ch {
+		rs.notRequested = true
+	}
 	ch.subscriptionChangedLocked(ts, rs.name, true)
 }
 
@@ -305,7 +307,9 @@ func (ch *channel) retireLocked() {
 	}
 	for _, ts := range ch.types {
 		for _, rs := range ts.entries {
-			c.dropEntryLocked(rs)
+			if rs.ch == ch {
+				c.dropEntryLocked(rs)
+			}
 		}
 		ts.unsubscribed = nil
 	}
@@ -370,7 +374,13 @@ func (ch *channel) run() {
 			ch.logger.Warn("ADS stream failed", xdslog.KeyError, res.err)
 			ch.connectivityFailure(res.err)
 		}
-		t := time.NewTimer(bo.NextBackOff())
+		d := bo.NextBackOff()
+		ch.c.mu.Lock()
+		if ch.standbyLocked() {
+			d = min(d, revertRetryInterval)
+		}
+		ch.c.mu.Unlock()
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -474,7 +484,7 @@ func (ch *channel) endStreamLocked(ss *streamState) {
 	for _, ts := range ch.types {
 		ch.dropUnsubscribedLocked(ts, ts.takeUnsubscribedLocked())
 		for _, rs := range ts.entries {
-			if rs.timerState == timerRequested {
+			if rs.ch == ch && rs.timerState == timerRequested {
 				rs.stopTimerLocked()
 				rs.timerState = timerStarted
 			}
@@ -492,10 +502,18 @@ func (ch *channel) dropUnsubscribedLocked(ts *typeState, drop []*resourceState) 
 			continue
 		}
 		if len(rs.watchers) > 0 {
-			rs.unsubWritten = rs.notRequested
+			if rs.ch == ch {
+				rs.unsubWritten = rs.notRequested
+			}
 			continue
 		}
 		if len(ts.wildcard) > 0 && rs.value != nil {
+			continue
+		}
+		if rs.ch != ch {
+			// A higher-priority server's copy of the subscription
+			// (fallback.go): the serving channel decides.
+			delete(ts.entries, rs.name)
 			continue
 		}
 		ch.c.dropEntryLocked(rs)
@@ -584,7 +602,7 @@ func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 	}
 	for _, name := range req.requested {
 		rs := ts.entries[name]
-		if rs == nil {
+		if rs == nil || rs.ch != ch {
 			continue
 		}
 		if rs.notRequested && rs.unsubWritten {
@@ -602,6 +620,9 @@ func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 // the stream failed before any response: ResourceError when there is no
 // cached value, AmbientError otherwise. WatchAll watchers get one
 // AmbientError naming "*". These calls are not flow controlled.
+// Resources this channel does not serve (fallback.go), and those of the
+// server lists that fall back to their next server now, are not
+// told.
 func (ch *channel) connectivityFailure(err error) {
 	c := ch.c
 	c.mu.Lock()
@@ -609,6 +630,7 @@ func (ch *channel) connectivityFailure(err error) {
 	if c.closed {
 		return
 	}
+	fell := ch.fallbackLocked()
 	cerr := fmt.Errorf("%w: ADS stream to %s: %w", ErrConnection, ch.sc.ServerURI, err)
 	for _, t := range c.registry.Types() {
 		ts := ch.types[t.TypeURL()]
@@ -617,6 +639,9 @@ func (ch *channel) connectivityFailure(err error) {
 		}
 		for _, name := range sortedKeys(ts.entries) {
 			rs := ts.entries[name]
+			if rs.ch != ch || fell[rs.list] {
+				continue
+			}
 			rerr := c.resourceError(rs.typ, rs.name, cerr)
 			for _, we := range rs.watchers {
 				if rs.value == nil {

@@ -89,6 +89,7 @@ func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resource
 		ch.logger.Warn("ignoring response of a type not requested on this stream", xdslog.KeyTypeURL, typeURL)
 		return false
 	}
+	ch.revertLocked()
 	return true
 }
 
@@ -186,15 +187,16 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 	return rs
 }
 
-// dropEntryLocked forgets an entry that has no watcher of its own.
+// dropEntryLocked forgets an entry that has no watcher of its own, in the
+// cache of every channel that holds it (fallback.go).
 func (c *Client) dropEntryLocked(rs *resourceState) {
 	rs.stopTimerLocked()
 	rs.stopTTLLocked()
 	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
 		delete(byName, rs.name)
 	}
-	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs {
-		delete(ts.entries, rs.name)
+	for _, ch := range c.holdersLocked(rs) {
+		delete(ch.types[rs.typ.TypeURL()].entries, rs.name)
 	}
 }
 
@@ -228,6 +230,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 		rs.raw == nil || !bytes.Equal(rs.raw.GetValue(), d.raw.GetValue())
 	rs.version = version
 	rs.lastUpdated = now
+	rs.from = rs.ch.sc.ServerURI
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.dneReason = ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}

@@ -165,7 +165,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		return failLocked(fmt.Errorf("%w: resource type %q is not registered with the client", ErrUnsupported, typ.TypeURL()))
 	}
 	if name == wildcardName {
-		ch, err := c.channelForLocked("") // an old-style name: the top-level servers
+		ch, _, err := c.channelForLocked("") // an old-style name: the top-level servers
 		if err != nil {
 			return failLocked(err)
 		}
@@ -187,7 +187,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	byName := c.resources[rt.TypeURL()]
 	rs := byName[name]
 	if rs == nil {
-		ch, err := c.channelForLocked(name)
+		ch, l, err := c.channelForLocked(name)
 		if err != nil {
 			return failLocked(err)
 		}
@@ -195,7 +195,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 			byName = make(map[string]*resourceState)
 			c.resources[rt.TypeURL()] = byName
 		}
-		rs = &resourceState{typ: rt, name: name, ch: ch, status: v3adminpb.ClientResourceStatus_REQUESTED}
+		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: v3adminpb.ClientResourceStatus_REQUESTED}
 		byName[name] = rs
 	}
 	rs.watchers = append(rs.watchers, we)
@@ -203,7 +203,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		// A new entry, one received through the wildcard only, or one
 		// whose unsubscription is not written yet: its name joins the
 		// subscription.
-		rs.ch.subscribeLocked(rs)
+		c.subscribeAllLocked(rs)
 	}
 	c.replayLocked(rs, we)
 	return sync.OnceFunc(func() { c.unwatch(rs, we) })
@@ -256,7 +256,7 @@ func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
 	// The does-not-exist timer keeps running: if the name is watched again
 	// before the unsubscription is written, the server never heard of it
 	// . The entry goes when the entry is dropped.
-	rs.ch.unsubscribeLocked(rs)
+	c.unsubscribeAllLocked(rs)
 }
 
 func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {
