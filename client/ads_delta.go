@@ -58,6 +58,11 @@ type deltaTypeState struct {
 	added   map[string]bool // to subscribe in the next request
 	removed map[string]bool // to unsubscribe in the next request
 	resub   map[string]bool // to subscribe in the request after the next, which unsubscribes them
+
+	// sawAliases: a resource with aliases, or delivered to an alias's
+	// entry, was applied on this channel; removals then also look for
+	// the entries it went to (removalTargetsLocked). Never reset.
+	sawAliases bool
 }
 
 func (p *deltaProtocol) method() string { return transport.DeltaADSMethod }
@@ -102,7 +107,7 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 
 // streamStartedLocked forgets what the previous stream's server was told.
 func (p *deltaProtocol) streamStartedLocked(ts *typeState) {
-	ts.delta = deltaTypeState{}
+	ts.delta = deltaTypeState{sawAliases: ts.delta.sawAliases}
 }
 
 // nextRequestLocked returns the next request to send on ss, or nil: an ACK
@@ -492,22 +497,51 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []rep
 				continue
 			}
 			c.resourceValidLocked(rs, it.d, it.version, now, fc)
+			rs.deltaName, rs.deltaAliases = it.name, it.aliases
+			ts.delta.sawAliases = ts.delta.sawAliases || len(it.aliases) > 0 || rs.name != it.name
 		}
 	}
 	ch.applyReportedLocked(ts, reps, resErrs, now, fc)
 	for _, r := range removed {
-		rs := ts.entries[r.name]
-		if rs == nil {
+		targets := p.removalTargetsLocked(ts, r.name)
+		if len(targets) == 0 {
 			continue // not known: nothing to delete
 		}
 		if r.err != nil {
 			if _, seen := resErrs[r.name]; !seen {
 				resErrs[r.name] = r.err
-				c.resourceInvalidLocked(rs, r.err, "", now, fc)
+				for _, rs := range targets {
+					c.resourceInvalidLocked(rs, r.err, "", now, fc)
+				}
 			}
 			continue
 		}
-		ch.deleteLocked(rs, fc)
+		for _, rs := range targets {
+			ch.deleteLocked(rs, fc)
+		}
 	}
 	return resErrs
+}
+
+// removalTargetsLocked returns the entries a name of removed_resources
+// deletes, in name order: the entry of that name, and the entries whose
+// cached resource came under that name or lists it among its aliases (a
+// resource delivered to the watchers of an alias is cached under the
+// alias, and the server may remove it by either name: xDS protocol,
+// "Resource names"). Names the client has no entry for are ignored.
+func (p *deltaProtocol) removalTargetsLocked(ts *typeState, name string) []*resourceState {
+	var out []*resourceState
+	if rs := ts.entries[name]; rs != nil {
+		out = append(out, rs)
+	}
+	if !ts.delta.sawAliases {
+		return out
+	}
+	for _, n := range sortedKeys(ts.entries) {
+		rs := ts.entries[n]
+		if n != name && rs.value != nil && (rs.deltaName == name || slices.Contains(rs.deltaAliases, name)) {
+			out = append(out, rs)
+		}
+	}
+	return out
 }

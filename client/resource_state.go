@@ -61,6 +61,11 @@ type resourceState struct {
 
 	deletionIgnored bool // a deletion was ignored; logged once
 
+	// Delta only: the Resource.name and aliases of the cached value, which
+	// may differ from name when it came for an alias.
+	deltaName    string
+	deltaAliases []string
+
 	// notRequested: the name joined the subscription and no request naming
 	// it was written since. A SotW response that leaves it out answers an
 	// earlier request, so it is no deletion.
