@@ -177,7 +177,7 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 			req.ResourceNamesSubscribe = nil
 		}
 		for n, rs := range ts.entries {
-			if rs.raw != nil {
+			if rs.raw != nil && !rs.stale { // a stale value must come again
 				if req.InitialResourceVersions == nil {
 					req.InitialResourceVersions = make(map[string]string)
 				}

@@ -49,6 +49,7 @@ type Client struct {
 	transports map[string]transport.Transport       // by bootstrap.ServerConfig.Key(); kept until Close
 	resources  map[string]map[string]*resourceState // type URL → resource name → state
 	lists      map[listKey]*serverList              // server lists in use (fallback.go)
+	persist    *persister                           // nil without WithStore (persist.go)
 }
 
 // New returns a Client for the management servers of cfg. It does not
@@ -88,6 +89,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		lists:      make(map[listKey]*serverList),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
+	c.startPersistence()
 	return c, nil
 }
 
@@ -109,6 +111,9 @@ func (c *Client) Close() {
 				rs.stopTimerLocked()
 				rs.stopTTLLocked()
 			}
+		}
+		if c.persist != nil {
+			c.persist.timer.Stop()
 		}
 		trs := make([]transport.Transport, 0, len(c.transports))
 		for _, tr := range c.transports {

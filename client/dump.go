@@ -51,6 +51,9 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 					VersionInfo:       rs.nackVersion,
 				}
 			}
+			if rs.stale {
+				g.ErrorState = &v3adminpb.UpdateFailureState{Details: c.staleError(rs).Error()}
+			}
 			if rs.serverErr != nil {
 				g.ErrorState = &v3adminpb.UpdateFailureState{
 					LastUpdateAttempt: timestamppb.New(rs.serverErrTime),

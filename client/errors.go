@@ -36,6 +36,12 @@ var (
 	// NOT_FOUND the error wraps ErrResourceNotFound too.
 	ErrServerReported = errors.New("error reported by the management server")
 
+	// ErrStale is wrapped by the AmbientError delivered with a value loaded
+	// from persistence (WithStore, WithPersistence) because no management
+	// server could be reached on start: the value may be out of date. It
+	// stays stale until a server sends the resource.
+	ErrStale = errors.New("stale value from persistence: no management server reachable")
+
 	// ErrUnsupported is wrapped by errors delivered at once to a watch that
 	// cannot be served: a type not registered with the client, a malformed
 	// xdstp name, or an authority absent from the bootstrap.

@@ -61,6 +61,7 @@ type serverList struct {
 	servers []*bootstrap.ServerConfig
 	keys    []string // servers[i].Key()
 	active  int      // index in servers of the server in use
+	reached bool     // a server of the list accepted a response since New (persist.go)
 }
 
 // listKey identifies a server list of the (immutable) bootstrap config.
@@ -146,6 +147,15 @@ func (c *Client) holdersLocked(rs *resourceState) []*channel {
 	return out
 }
 
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
 func containsChannel(chs []*channel, ch *channel) bool {
 	for _, c := range chs {
 		if c == ch {
@@ -203,10 +213,14 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 // revertLocked is called when ch's stream accepted a response. Every list
 // in which ch ranks above the active server reverts to ch: its resources
 // are served by ch, which subscribes them already, and the lower-priority
-// channels release them (and are retired when left with nothing).
+// channels release them (and are retired when left with nothing). Every
+// list of ch is marked reached.
 func (ch *channel) revertLocked() {
 	c := ch.c
 	for _, l := range c.lists {
+		if !l.reached && containsString(l.keys, ch.key) {
+			l.reached = true
+		}
 		i := -1
 		for j := 0; j < l.active; j++ {
 			if l.keys[j] == ch.key {
@@ -272,6 +286,10 @@ type ResourceOrigin struct {
 	// value. With fallback (gRFC A71, R-15) it may be a lower-priority
 	// server of the resource's server list.
 	ServerURI string
+	// Stale says the value was loaded from persistence (WithStore) because
+	// no server could be reached, and no server has sent the resource
+	// since.
+	Stale bool
 }
 
 // ResourceOrigin returns the origin of the cached value of the resource of
@@ -287,5 +305,5 @@ func (c *Client) ResourceOrigin(typeURL, name string) (ResourceOrigin, bool) {
 	if rs == nil || rs.value == nil {
 		return ResourceOrigin{}, false
 	}
-	return ResourceOrigin{ServerURI: rs.from}, true
+	return ResourceOrigin{ServerURI: rs.from, Stale: rs.stale}, true
 }

@@ -30,11 +30,12 @@ const (
 // through it. Every field is guarded by Client.mu, except typ, name and
 // list, which are read-only.
 type resourceState struct {
-	typ  resources.ResourceType // read-only
-	name string                 // read-only; canonical
-	list *serverList            // read-only; the servers that may serve it (nil: received through a wildcard)
-	ch   *channel               // the channel of the server that serves it: the list's active one (R-15, fallback.go)
-	from string                 // server_uri of the server the cached value came from
+	typ   resources.ResourceType // read-only
+	name  string                 // read-only; canonical
+	list  *serverList            // read-only; the servers that may serve it (nil: received through a wildcard)
+	ch    *channel               // the channel of the server that serves it: the list's active one (R-15, fallback.go)
+	from  string                 // server_uri of the server the cached value came from
+	stale bool                   // the cached value was loaded from persistence (persist.go), not received yet
 
 	watchers []*watchEntry // in registration order
 

@@ -226,7 +226,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// decodeAll compared against the cache as it was before decoding;
 	// compare again, as the entry may have been replaced since (a watch
 	// cancelled and started anew). The bytes are already hot.
-	changed := rs.value == nil || rs.nackErr != nil || rs.serverErr != nil ||
+	changed := rs.value == nil || rs.nackErr != nil || rs.serverErr != nil || rs.stale ||
 		rs.raw == nil || !bytes.Equal(rs.raw.GetValue(), d.raw.GetValue())
 	rs.version = version
 	rs.lastUpdated = now
@@ -235,10 +235,12 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	rs.dneReason = ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
 	rs.serverErr = nil
+	rs.stale = false
 	if !changed {
-		return
+		return // the stored copy has the same bytes; its version may lag
 	}
 	rs.value, rs.raw = d.value, d.raw
+	c.persistLocked(rs)
 	v := rs.value
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.changed(v, version, done) })
@@ -308,6 +310,7 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	rs.serverErr = nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
 	rs.dneReason = reason
+	c.persistLocked(rs)
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })

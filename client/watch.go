@@ -206,6 +206,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		c.subscribeAllLocked(rs)
 	}
 	c.replayLocked(rs, we)
+	c.servePersistedLocked(rs)
 	return sync.OnceFunc(func() { c.unwatch(rs, we) })
 }
 
@@ -221,6 +222,10 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 	case rs.value != nil:
 		v, version := rs.value, rs.version
 		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
+		if rs.stale {
+			err := c.staleError(rs)
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		}
 		if rs.nackErr != nil {
 			err := c.invalidError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
