@@ -95,7 +95,7 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 		d.added[name] = true
 		return
 	}
-	if name != wildcardName && ts.entries[name] == nil {
+	if name != wildcardName && !isGlob(name) && ts.entries[name] == nil {
 		// Cannot happen while entries stay until their unsubscription
 		// is written; kept as the safe answer.
 		d.removed[name] = true
@@ -216,7 +216,7 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 	ts.sentOnStream = true
 	var requested []string
 	for _, n := range req.GetResourceNamesSubscribe() {
-		if n != wildcardName {
+		if n != wildcardName && !isGlob(n) {
 			requested = append(requested, n)
 		}
 	}
@@ -420,7 +420,7 @@ func (p *deltaProtocol) lookupCachedLocked(ts *typeState, items []deltaItem) {
 		}
 		switch {
 		case rs == nil:
-			it.unrequested = len(ts.wildcard) == 0
+			it.unrequested = !ts.wantsLocked(it.name)
 		case rs.raw != nil:
 			it.cachedRaw, it.cachedValue = rs.raw, rs.value
 			it.heartbeat = it.inner == nil && it.version == rs.version

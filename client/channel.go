@@ -113,6 +113,9 @@ type typeState struct {
 	// wildcard are the WatchAll watchers; the wildcard is subscribed while
 	// it is not empty.
 	wildcard []*watchEntry
+	// globs are the watchers of xdstp glob collections, by glob name
+	// (glob.go); each name is subscribed while it has watchers.
+	globs map[string][]*watchEntry
 	// unsubscribed are the entries that lost their last watcher (or, for
 	// wildcard-only entries, the wildcard) since the last request of the
 	// type was built. The request built next, which no longer names them,
@@ -150,9 +153,12 @@ func (ts *typeState) subscribedNamesLocked() []string {
 	if ts.names != nil {
 		return ts.names
 	}
-	names := make([]string, 0, len(ts.entries)+1)
+	names := make([]string, 0, len(ts.entries)+1+len(ts.globs))
 	if len(ts.wildcard) > 0 {
 		names = append(names, wildcardName)
+	}
+	for g := range ts.globs {
+		names = append(names, g)
 	}
 	for n, rs := range ts.entries {
 		if len(rs.watchers) > 0 {
@@ -166,7 +172,7 @@ func (ts *typeState) subscribedNamesLocked() []string {
 
 // hasSubscriptionLocked reports whether anything of the type is subscribed.
 func (ts *typeState) hasSubscriptionLocked() bool {
-	return len(ts.wildcard) > 0 || ts.subs > 0
+	return len(ts.wildcard) > 0 || ts.subs > 0 || len(ts.globs) > 0
 }
 
 // takeUnsubscribedLocked returns the entries the next request unsubscribes
@@ -507,7 +513,7 @@ func (ch *channel) dropUnsubscribedLocked(ts *typeState, drop []*resourceState) 
 			}
 			continue
 		}
-		if len(ts.wildcard) > 0 && rs.value != nil {
+		if rs.value != nil && ts.wantsLocked(rs.name) {
 			continue
 		}
 		if rs.ch != ch {
@@ -654,6 +660,12 @@ func (ch *channel) connectivityFailure(err error) {
 		werr := c.resourceError(ts.typ, wildcardName, cerr)
 		for _, we := range ts.wildcard {
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(werr, done) })
+		}
+		for _, g := range sortedKeys(ts.globs) {
+			gerr := c.resourceError(ts.typ, g, cerr)
+			for _, we := range ts.globs[g] {
+				c.scheduleLocked(we, nil, func(done func()) { we.ambErr(gerr, done) })
+			}
 		}
 	}
 }

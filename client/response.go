@@ -106,7 +106,7 @@ func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 			// m[string(b)] does not allocate; an entry's name is reused.
 			if rs = ts.entries[string(it.nameBytes)]; rs != nil {
 				it.name = rs.name
-			} else if len(ts.wildcard) > 0 {
+			} else if len(ts.wildcard) > 0 || (len(ts.globs) > 0 && ts.wantsLocked(string(it.nameBytes))) {
 				it.name = string(it.nameBytes)
 			}
 		case it.name != "":
@@ -116,7 +116,7 @@ func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 		}
 		switch {
 		case rs == nil:
-			it.unrequested = len(ts.wildcard) == 0
+			it.unrequested = !ts.wantsLocked(it.name)
 		case rs.raw != nil:
 			it.cachedRaw, it.cachedValue = rs.raw, rs.value
 		}
@@ -168,7 +168,7 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 	if rs := ts.entries[name]; rs != nil {
 		return rs
 	}
-	if len(ts.wildcard) == 0 {
+	if !ts.wantsLocked(name) {
 		return nil
 	}
 	byName := c.resources[ts.typ.TypeURL()]
@@ -204,11 +204,12 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 // order, then the WatchAll watchers of its type on its channel.
 func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 	ts := rs.ch.types[rs.typ.TypeURL()]
-	if ts == nil || len(ts.wildcard) == 0 || ts.entries[rs.name] != rs {
+	if ts == nil || (len(ts.wildcard) == 0 && len(ts.globs) == 0) || ts.entries[rs.name] != rs {
 		return rs.watchers
 	}
-	all := make([]*watchEntry, 0, len(rs.watchers)+len(ts.wildcard))
-	return append(append(all, rs.watchers...), ts.wildcard...)
+	coll := ts.collectionWatchersLocked(rs.name)
+	all := make([]*watchEntry, 0, len(rs.watchers)+len(coll))
+	return append(append(all, rs.watchers...), coll...)
 }
 
 // resourceValidLocked applies a valid resource. Watchers are told when it

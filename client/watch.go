@@ -164,6 +164,9 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		// name the type URL that was asked for.
 		return failLocked(fmt.Errorf("%w: resource type %q is not registered with the client", ErrUnsupported, typ.TypeURL()))
 	}
+	if isGlob(name) {
+		return c.watchGlobLocked(rt, name, we)
+	}
 	if name == wildcardName {
 		ch, _, err := c.channelForLocked("") // an old-style name: the top-level servers
 		if err != nil {

@@ -7,3 +7,6 @@ package client
 func DirStorePath(s Store, server, typeURL, name string) string {
 	return s.(*dirStore).path(server, typeURL, name)
 }
+
+// GlobMatch is globMatch.
+var GlobMatch = globMatch
