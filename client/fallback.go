@@ -193,6 +193,9 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 			ch.logger.Warn("cannot fall back to the next management server", xdslog.KeyError, err)
 			continue
 		}
+		if next == ch {
+			continue // the same server listed twice: nothing to fall back to
+		}
 		l.active++
 		fell[l] = true
 		ch.logger.Warn("management server unreachable with resources never received: falling back to the next server",
