@@ -242,9 +242,13 @@ func (ch *channel) revertLocked() {
 				if rs.list != l {
 					continue
 				}
-				if len(rs.watchers) > 0 {
-					rs.ch = ch
+				if len(rs.watchers) == 0 && rs.ch != ch {
+					// Unwatched, its unsubscription not written yet:
+					// the server it was unsubscribed from goes.
+					c.dropEntryLocked(rs)
+					continue
 				}
+				rs.ch = ch
 				for _, lc := range lower {
 					if lc != nil {
 						lc.releaseLocked(rs)

@@ -15,6 +15,8 @@ import (
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/transport"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 )
 
 // The fallback tests (gRFC A71, R-15) run in fake time against two
@@ -203,6 +205,46 @@ func TestFallback_BothDown(t *testing.T) {
 			if at[i].Sub(at[i-1]) < 500*time.Millisecond {
 				t.Fatalf("connection errors at %v: less than the backoff apart", at)
 			}
+		}
+	})
+}
+
+// TestFallback_AuthorityServers checks that an authority's own server list
+// falls back on its own (gRFC A71 "per authority"): an xdstp resource of
+// the authority is served by the authority's second server while its first
+// is down, and the top-level server is not involved.
+func TestFallback_AuthorityServers(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		top := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		primary := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		fallback := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		primary.RejectStreams(errors.New("primary down"))
+		const name = "xdstp://auth/envoy.config.cluster.v3.Cluster/c"
+		fallback.Update("", testutil.Resources{Clusters: []*v3clusterpb.Cluster{testutil.Cluster(name, "fallback")}})
+		cfg, err := bootstrap.Parse([]byte(`{
+			"xds_servers": [{"server_uri": "top", "channel_creds": [{"type": "insecure"}]}],
+			"authorities": {"auth": {"xds_servers": [
+				{"server_uri": "primary", "channel_creds": [{"type": "insecure"}]},
+				{"server_uri": "fallback", "channel_creds": [{"type": "insecure"}]}
+			]}},
+			"node": {"id": "test-node"}
+		}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(cfg, client.WithTransportBuilder(uriBuilder{
+			"top": top.TransportBuilder(), "primary": primary.TransportBuilder(), "fallback": fallback.TransportBuilder(),
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, name, w)()
+		wantFrom(t, w, "fallback")
+		wantOrigin(t, c, name, "fallback")
+		if n := len(top.Requests()); n != 0 {
+			t.Fatalf("the top-level server got %d requests, want none", n)
 		}
 	})
 }
