@@ -164,7 +164,8 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 	if !ts.sentOnStream {
 		// The first request of the type on this stream: every name, and
 		// (the reconnect case of "Incremental xDS") the versions of what
-		// is cached, received by name or through the wildcard. The
+		// is cached from this server, received by name or through the
+		// wildcard. The
 		// wildcard alone goes in its legacy form, no name at all (see
 		// typeState.legacyWildcard).
 		req.ResourceNamesSubscribe = ts.subscribedNamesLocked()
@@ -177,7 +178,9 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 			req.ResourceNamesSubscribe = nil
 		}
 		for n, rs := range ts.entries {
-			if rs.raw != nil && !rs.stale { // a stale value must come again
+			// Versions are the server's own: a value persisted (stale) or
+			// sent by another server of the list must come again.
+			if rs.raw != nil && !rs.stale && rs.from == ts.ch.sc.ServerURI {
 				if req.InitialResourceVersions == nil {
 					req.InitialResourceVersions = make(map[string]string)
 				}

@@ -39,8 +39,14 @@ func (b uriBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, erro
 // delta is set).
 func fallbackPair(t *testing.T, primaryDown, delta bool) (primary, fallback *testutil.ManagementServer, c *client.Client) {
 	t.Helper()
-	primary = testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
-	fallback = testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+	return fallbackPairWith(t, testutil.ServerOptions{InMemory: true}, primaryDown, delta)
+}
+
+// fallbackPairWith is fallbackPair with servers made with opts.
+func fallbackPairWith(t *testing.T, opts testutil.ServerOptions, primaryDown, delta bool) (primary, fallback *testutil.ManagementServer, c *client.Client) {
+	t.Helper()
+	primary = testutil.NewManagementServer(t, opts)
+	fallback = testutil.NewManagementServer(t, opts)
 	if primaryDown {
 		primary.RejectStreams(errors.New("primary down"))
 	}
@@ -245,6 +251,35 @@ func TestFallback_AuthorityServers(t *testing.T) {
 		wantOrigin(t, c, name, "fallback")
 		if n := len(top.Requests()); n != 0 {
 			t.Fatalf("the top-level server got %d requests, want none", n)
+		}
+	})
+}
+
+// TestFallback_DeltaOffersOnlyOwnVersions checks that, in delta, the first
+// request to the fallback server does not offer the versions of resources
+// cached from the primary in initial_resource_versions: versions are each
+// server's own, and the fallback must send what it has.
+func TestFallback_DeltaOffersOnlyOwnVersions(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		primary, fallback, c := fallbackPairWith(t, testutil.ServerOptions{InMemory: true, Manual: true}, false, true)
+		wa, wb := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", wa)()
+		wantDeltaRequest(t, primary, true, sub(cds, "a"))
+		nonce := sendDelta(t, primary, deltaResponse(cds, nil, deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "primary")}))
+		wantDeltaRequest(t, primary, false, ack(cds, nonce))
+		wantFrom(t, wa, "primary")
+		defer client.Watch(c, resources.ClusterType, "b", wb)()
+		wantDeltaRequest(t, primary, false, sub(cds, "b"))
+
+		primary.RejectStreams(errors.New("primary down"))
+		primary.BreakStreams()
+		r, err := fallback.NextRequest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Delta.GetInitialResourceVersions(); len(got) != 0 || !slices.Equal(r.Delta.GetResourceNamesSubscribe(), []string{"a", "b"}) {
+			t.Fatalf("first request to the fallback = %v, want a and b subscribed and no initial_resource_versions", r.Delta)
 		}
 	})
 }
