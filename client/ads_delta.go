@@ -30,7 +30,8 @@ import (
 // name the client wants (and "*" when the wildcard is subscribed: the
 // client never relies on the legacy empty-list wildcard) and carries, in
 // initial_resource_versions, the version of every resource of the type it
-// has cached, so that the server need not resend them. Later requests carry
+// has cached from that server (not from another server of the list, nor
+// persisted), so that the server need not resend them. Later requests carry
 // the difference between what the server was last told and what the client
 // now wants: resource_names_subscribe and resource_names_unsubscribe, each
 // sorted; they cost in proportion to that difference, not to the

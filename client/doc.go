@@ -91,7 +91,7 @@
 //   - Requests carry changes: resource_names_subscribe and
 //     resource_names_unsubscribe, sorted. The first request of a type on a
 //     stream subscribes to every name again (and "*" for WatchAll) and
-//     lists the version of every cached resource in
+//     lists the version of every resource cached from that server in
 //     initial_resource_versions. ACKs carry the response's nonce, NACKs
 //     also an error_detail as in SotW; the node is in the first request of
 //     a stream only.
