@@ -22,15 +22,17 @@ const (
 const (
 	clientFeatureNoOverprovisioning = "envoy.lb.does_not_support_overprovisioning"
 	clientFeatureResourceInSotW     = "xds.config.resource-in-sotw"
+	clientFeatureResourceTTL        = "xds.config.supports-resource-ttl"
 )
 
 // ClientFeatures returns the `client_features` the client sends in its
-// node proto (R-4.1): "envoy.lb.does_not_support_overprovisioning" and
-// "xds.config.resource-in-sotw", in that order. The slice is fresh on each
+// node proto (R-4.1): "envoy.lb.does_not_support_overprovisioning",
+// "xds.config.resource-in-sotw" and "xds.config.supports-resource-ttl"
+// (the client honours Resource.ttl and heartbeats, R-18), in that order. The slice is fresh on each
 // call and the caller may modify it. The LRS stream adds its own feature
 // (R-4.2); that is not included here.
 func ClientFeatures() []string {
-	return []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW}
+	return []string{clientFeatureNoOverprovisioning, clientFeatureResourceInSotW, clientFeatureResourceTTL}
 }
 
 // Proto returns the node proto the client sends to management servers

@@ -33,7 +33,7 @@ func TestNode_Proto(t *testing.T) {
 		Metadata:             md,
 		UserAgentName:        "proxyless-xds-go",
 		UserAgentVersionType: &v3corepb.Node_UserAgentVersion{UserAgentVersion: "v0.1.0-dev"},
-		ClientFeatures:       []string{"envoy.lb.does_not_support_overprovisioning", "xds.config.resource-in-sotw"},
+		ClientFeatures:       []string{"envoy.lb.does_not_support_overprovisioning", "xds.config.resource-in-sotw", "xds.config.supports-resource-ttl"},
 	}
 	got := c.Node.Proto()
 	if diff := cmp.Diff(got, want, protocmp.Transform()); diff != "" {
@@ -74,7 +74,7 @@ func TestNode_Proto_UnconvertibleMetadata(t *testing.T) {
 
 // TestClientFeatures checks R-4.1's list and that callers get a copy.
 func TestClientFeatures(t *testing.T) {
-	want := []string{"envoy.lb.does_not_support_overprovisioning", "xds.config.resource-in-sotw"}
+	want := []string{"envoy.lb.does_not_support_overprovisioning", "xds.config.resource-in-sotw", "xds.config.supports-resource-ttl"}
 	got := ClientFeatures()
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Fatalf("ClientFeatures() (-got, +want):\n%s", diff)

@@ -31,7 +31,8 @@ import (
 // wildcard alone goes in its legacy form, no name, see
 // typeState.legacyWildcard) and carries, in
 // initial_resource_versions, the version of every resource of the type it
-// has cached, so that the server need not resend them. Later requests carry
+// has cached from that server (not from another server of the list, nor
+// persisted), so that the server need not resend them. Later requests carry
 // the difference between what the server was last told and what the client
 // now wants: resource_names_subscribe and resource_names_unsubscribe, each
 // sorted; they cost in proportion to that difference, not to the
@@ -56,6 +57,11 @@ type deltaTypeState struct {
 	added   map[string]bool // to subscribe in the next request
 	removed map[string]bool // to unsubscribe in the next request
 	resub   map[string]bool // to subscribe in the request after the next, which unsubscribes them
+
+	// sawAliases: a resource with aliases, or delivered to an alias's
+	// entry, was applied on this channel; removals then also look for
+	// the entries it went to (removalTargetsLocked). Never reset.
+	sawAliases bool
 }
 
 func (p *deltaProtocol) method() string { return transport.DeltaADSMethod }
@@ -87,7 +93,7 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 		d.added[name] = true
 		return
 	}
-	if name != wildcardName && ts.entries[name] == nil {
+	if name != wildcardName && !isGlob(name) && ts.entries[name] == nil {
 		// Cannot happen while entries stay until their unsubscription
 		// is written; kept as the safe answer.
 		d.removed[name] = true
@@ -99,7 +105,7 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 
 // streamStartedLocked forgets what the previous stream's server was told.
 func (p *deltaProtocol) streamStartedLocked(ts *typeState) {
-	ts.delta = deltaTypeState{}
+	ts.delta = deltaTypeState{sawAliases: ts.delta.sawAliases}
 }
 
 // nextRequestLocked returns the next request to send on ss, or nil: an ACK
@@ -156,7 +162,8 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 	if !ts.sentOnStream {
 		// The first request of the type on this stream: every name, and
 		// (the reconnect case of "Incremental xDS") the versions of what
-		// is cached, received by name or through the wildcard. The
+		// is cached from this server, received by name or through the
+		// wildcard. The
 		// wildcard alone goes in its legacy form, no name at all (see
 		// typeState.legacyWildcard).
 		req.ResourceNamesSubscribe = ts.subscribedNamesLocked()
@@ -169,7 +176,9 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 			req.ResourceNamesSubscribe = nil
 		}
 		for n, rs := range ts.entries {
-			if rs.raw != nil {
+			// Versions are the server's own: a value persisted (stale) or
+			// sent by another server of the list must come again.
+			if rs.raw != nil && !rs.stale && rs.from == ts.ch.sc.ServerURI {
 				if req.InitialResourceVersions == nil {
 					req.InitialResourceVersions = make(map[string]string)
 				}
@@ -208,7 +217,7 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 	ts.sentOnStream = true
 	var requested []string
 	for _, n := range req.GetResourceNamesSubscribe() {
-		if n != wildcardName {
+		if n != wildcardName && !isGlob(n) {
 			requested = append(requested, n)
 		}
 	}
@@ -234,7 +243,7 @@ type deltaItem struct {
 	version   string
 	aliases   []string // canonical
 	err       error    // set before decoding: duplicate name, both added and removed, no body
-	heartbeat bool     // no body, same version as cached: nothing to do
+	heartbeat bool     // no body, same version as cached: re-arms the TTL only
 	ignored   bool     // an unresolved alias (no body): nothing to do
 	d         decoded
 }
@@ -286,7 +295,10 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
 		"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
 
+	arrived := time.Now() // TTLs are timed from here
 	items, removed, topErrs := deltaItems(resp)
+	reps, repErrs := parseResourceErrors(resp.GetResourceErrors())
+	topErrs = append(topErrs, repErrs...)
 
 	c.mu.Lock()
 	p.lookupCachedLocked(ch.types[typ.TypeURL()], items)
@@ -305,7 +317,7 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ts.nonce = resp.GetNonce()
 	fc := newFlowControl()
 	defer fc.seal()
-	resErrs := p.applyLocked(ts, items, removed, fc)
+	resErrs := p.applyLocked(ts, items, reps, removed, arrived, fc)
 	ch.recordUpdatesLocked(ts, ch.deltaValidLocked(ts, items, resErrs), len(topErrs)+len(resErrs))
 
 	a := ackIntent{typeURL: typ.TypeURL(), nonce: resp.GetNonce()}
@@ -335,7 +347,8 @@ func deltaItems(resp *v3discoverypb.DeltaDiscoveryResponse) (items []deltaItem, 
 			topErrs = append(topErrs, fmt.Errorf("resource %d: Resource.name is empty", i))
 			continue
 		}
-		it := deltaItem{pending: pending{index: i, inner: r.GetResource(), name: resources.CanonicalName(r.GetName())}, version: r.GetVersion()}
+		it := deltaItem{pending: pending{index: i, inner: r.GetResource(), name: resources.CanonicalName(r.GetName()), ttl: r.GetTtl().AsDuration()},
+			version: r.GetVersion()}
 		for _, a := range r.GetAliases() {
 			it.aliases = append(it.aliases, resources.CanonicalName(a))
 		}
@@ -409,7 +422,7 @@ func (p *deltaProtocol) lookupCachedLocked(ts *typeState, items []deltaItem) {
 		}
 		switch {
 		case rs == nil:
-			it.unrequested = len(ts.wildcard) == 0
+			it.unrequested = !ts.wantsLocked(it.name)
 		case rs.raw != nil:
 			it.cachedRaw, it.cachedValue = rs.raw, rs.value
 			it.heartbeat = it.inner == nil && it.version == rs.version
@@ -431,7 +444,7 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 		it.err = fmt.Errorf("resource %q has no body", it.name)
 		return
 	case it.cachedRaw != nil && it.cachedRaw.GetTypeUrl() == it.inner.GetTypeUrl() && bytes.Equal(it.cachedRaw.GetValue(), it.inner.GetValue()):
-		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner}
+		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner, ttl: it.ttl}
 		return
 	}
 	name, v, err := typ.Decode(it.inner)
@@ -445,18 +458,29 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 		it.err = err
 		return
 	}
-	it.d = decoded{name: it.name, value: v, raw: it.inner}
+	it.d = decoded{name: it.name, value: v, raw: it.inner, ttl: it.ttl}
 }
 
-// applyLocked applies the decoded items in response order, then the
-// removals, and returns the per-resource errors by name, for the NACK.
-func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, removed []removal, fc *flowControl) map[string]error {
+// applyLocked applies the decoded items in response order, then the errors
+// the server reported in resource_errors, then the removals, and
+// returns the per-resource errors by name, for the NACK. A heartbeat
+// re-arms the TTL of its targets. now is when the response arrived.
+func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []reportedError, removed []removal, now time.Time, fc *flowControl) map[string]error {
 	ch, c := p.ch, p.ch.c
-	now := time.Now()
 	resErrs := make(map[string]error)
 	for i := range items {
 		it := &items[i]
-		if it.unrequested || it.heartbeat || it.ignored {
+		if it.heartbeat {
+			if it.err == nil {
+				for _, rs := range c.deltaTargetsLocked(ts, it) {
+					if rs.value != nil {
+						c.setTTLLocked(rs, it.ttl, now)
+					}
+				}
+			}
+			continue
+		}
+		if it.unrequested || it.ignored {
 			continue
 		}
 		if _, seen := resErrs[it.name]; seen {
@@ -475,21 +499,51 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, removed []
 				continue
 			}
 			c.resourceValidLocked(rs, it.d, it.version, now, fc)
+			rs.deltaName, rs.deltaAliases = it.name, it.aliases
+			ts.delta.sawAliases = ts.delta.sawAliases || len(it.aliases) > 0 || rs.name != it.name
 		}
 	}
+	ch.applyReportedLocked(ts, reps, resErrs, now, fc)
 	for _, r := range removed {
-		rs := ts.entries[r.name]
-		if rs == nil {
+		targets := p.removalTargetsLocked(ts, r.name)
+		if len(targets) == 0 {
 			continue // not known: nothing to delete
 		}
 		if r.err != nil {
 			if _, seen := resErrs[r.name]; !seen {
 				resErrs[r.name] = r.err
-				c.resourceInvalidLocked(rs, r.err, "", now, fc)
+				for _, rs := range targets {
+					c.resourceInvalidLocked(rs, r.err, "", now, fc)
+				}
 			}
 			continue
 		}
-		ch.deleteLocked(rs, fc)
+		for _, rs := range targets {
+			ch.deleteLocked(rs, fc)
+		}
 	}
 	return resErrs
+}
+
+// removalTargetsLocked returns the entries a name of removed_resources
+// deletes, in name order: the entry of that name, and the entries whose
+// cached resource came under that name or lists it among its aliases (a
+// resource delivered to the watchers of an alias is cached under the
+// alias, and the server may remove it by either name: xDS protocol,
+// "Resource names"). Names the client has no entry for are ignored.
+func (p *deltaProtocol) removalTargetsLocked(ts *typeState, name string) []*resourceState {
+	var out []*resourceState
+	if rs := ts.entries[name]; rs != nil {
+		out = append(out, rs)
+	}
+	if !ts.delta.sawAliases {
+		return out
+	}
+	for _, n := range sortedKeys(ts.entries) {
+		rs := ts.entries[n]
+		if n != name && rs.value != nil && (rs.deltaName == name || slices.Contains(rs.deltaAliases, name)) {
+			out = append(out, rs)
+		}
+	}
+	return out
 }

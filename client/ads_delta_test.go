@@ -516,3 +516,34 @@ func TestDelta_Response_DecodesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("%d decodes after a change, want 2", got)
 	}
 }
+
+// TestDelta_Response_RemovalByEitherName checks "Resource names" for
+// deletion: a resource cached under the alias its watcher asked for is
+// deleted when removed_resources names it by its own name, and one cached
+// under its own name is deleted when removed_resources names one of its
+// aliases.
+func TestDelta_Response_RemovalByEitherName(t *testing.T) {
+	ctx := testContext(t)
+	ms, c := manualDelta(t, false)
+	wAlias, wName := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "alias", wAlias)()
+	nextDelta(t, ms)
+	defer client.Watch(c, resources.ClusterType, "b", wName)()
+	nextDelta(t, ms)
+	nonce := sendDelta(t, ms, deltaResponse(cds, nil,
+		deltaResource{name: "real", version: "1", msg: testutil.Cluster("real", ""), aliases: []string{"alias"}},
+		deltaResource{name: "b", version: "1", msg: testutil.Cluster("b", ""), aliases: []string{"b-alias"}}))
+	wantDeltaRequest(t, ms, false, ack(cds, nonce))
+	wAlias.wantKind(ctx, t, changed, nil)
+	wName.wantKind(ctx, t, changed, nil)
+
+	nonce = sendDelta(t, ms, deltaResponse(cds, []string{"real", "b-alias"}))
+	wantDeltaRequest(t, ms, false, ack(cds, nonce))
+	wAlias.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+	wName.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+	for _, n := range []string{"alias", "b"} {
+		if g := dumpEntry(c, cds, n); g.GetClientStatus() != v3adminpb.ClientResourceStatus_DOES_NOT_EXIST {
+			t.Fatalf("CSDS entry of %s = %v, want DOES_NOT_EXIST", n, g)
+		}
+	}
+}

@@ -147,7 +147,10 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 		return nil
 	}
 	ch.logger.Log(c.ctx, xdslog.LevelTrace, "received DiscoveryResponse", "response", resp)
-	items, topErrs := unwrapAll(typ, resp)
+	arrived := time.Now() // TTLs are timed from here
+	items, beats, topErrs := unwrapAll(typ, resp)
+	reps, repErrs := parseResourceErrors(resp.GetResourceErrors())
+	topErrs = append(topErrs, repErrs...)
 
 	c.mu.Lock()
 	ch.lookupCachedLocked(ch.types[typ.TypeURL()], items)
@@ -165,7 +168,7 @@ func (p *sotwProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 	ts.nonce = resp.GetNonce()
 	fc := newFlowControl()
 	defer fc.seal()
-	resErrs := p.applyLocked(ts, resp.GetVersionInfo(), results, len(topErrs) > 0, fc)
+	resErrs := p.applyLocked(ts, resp.GetVersionInfo(), results, beats, reps, len(topErrs) > 0, arrived, fc)
 	for _, name := range unrequestedDuplicates(items) {
 		// NACKed whether or not the client subscribed to it.
 		if _, ok := resErrs[name]; !ok {
@@ -237,18 +240,23 @@ func itemName(it *pending) string {
 	return it.name
 }
 
-// unwrapAll removes the Resource wrappers of resp's resources and
-// names those whose type can tell without decoding. Unusable wrappers are
-// top-level errors.
-func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse) (items []pending, topErrs []error) {
+// unwrapAll removes the Resource wrappers of resp's resources,
+// keeping their ttl, and names those whose type can tell without decoding.
+// Heartbeats (wrappers with a name and no resource, R-18) are returned
+// apart. Unusable wrappers are top-level errors.
+func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse) (items []pending, beats []heartbeat, topErrs []error) {
 	items = make([]pending, 0, len(resp.GetResources()))
 	for i, r := range resp.GetResources() {
-		inner, err := resources.Unwrap(r)
-		if err != nil {
+		inner, ttl, hb, err := unwrapSotW(r)
+		switch {
+		case err != nil:
 			topErrs = append(topErrs, fmt.Errorf("resource %d: %w", i, err))
 			continue
+		case hb != nil:
+			beats = append(beats, *hb)
+			continue
 		}
-		p := pending{index: i, inner: inner}
+		p := pending{index: i, inner: inner, ttl: ttl}
 		if nb, ok := typ.(nameByteser); ok {
 			p.nameBytes, ok = nb.NameBytes(inner)
 			if !ok {
@@ -260,7 +268,7 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 		}
 		items = append(items, p)
 	}
-	return items, topErrs
+	return items, beats, topErrs
 }
 
 // applyLocked updates the cache from the decoded results of one response
@@ -290,13 +298,19 @@ func unwrapAll(typ resources.ResourceType, resp *v3discoverypb.DiscoveryResponse
 // received through the wildcard only is then forgotten. Deviation from grpc-go: when a resource of the
 // response could not be attributed to a name (topLevelErrs), nothing is
 // deleted, since the unnamed resource may be the one that looks omitted.
-func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []decoded, topLevelErrs bool, fc *flowControl) map[string]error {
+//
+// The errors the server reported in resource_errors (reps) are applied
+// after the resources, before deletions; a name they list is not
+// left out.
+//
+// Heartbeats (beats) re-arm TTLs and count as their resource being
+// present. now is when the response arrived.
+func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []decoded, beats []heartbeat, reps []reportedError, topLevelErrs bool, now time.Time, fc *flowControl) map[string]error {
 	ch, c := p.ch, p.ch.c
 	count := make(map[string]int, len(results))
 	for _, d := range results {
 		count[d.name]++
 	}
-	now := time.Now()
 	resErrs := make(map[string]error)
 	for _, d := range results {
 		if _, seen := resErrs[d.name]; seen {
@@ -317,9 +331,17 @@ func (p *sotwProtocol) applyLocked(ts *typeState, version string, results []deco
 		}
 		c.resourceValidLocked(rs, d, version, now, fc)
 	}
+	c.applyHeartbeatsLocked(ts, beats, now)
+	ch.applyReportedLocked(ts, reps, resErrs, now, fc)
 
 	if !ts.typ.AllResourcesRequiredInSotW() || topLevelErrs {
 		return resErrs
+	}
+	for _, r := range reps {
+		count[r.name]++
+	}
+	for _, hb := range beats {
+		count[hb.name]++
 	}
 	var missing []string
 	for name := range ts.entries {

@@ -113,6 +113,9 @@ type typeState struct {
 	// wildcard are the WatchAll watchers; the wildcard is subscribed while
 	// it is not empty.
 	wildcard []*watchEntry
+	// globs are the watchers of xdstp glob collections, by glob name
+	// (glob.go); each name is subscribed while it has watchers.
+	globs map[string][]*watchEntry
 	// unsubscribed are the entries that lost their last watcher (or, for
 	// wildcard-only entries, the wildcard) since the last request of the
 	// type was built. The request built next, which no longer names them,
@@ -150,9 +153,12 @@ func (ts *typeState) subscribedNamesLocked() []string {
 	if ts.names != nil {
 		return ts.names
 	}
-	names := make([]string, 0, len(ts.entries)+1)
+	names := make([]string, 0, len(ts.entries)+1+len(ts.globs))
 	if len(ts.wildcard) > 0 {
 		names = append(names, wildcardName)
+	}
+	for g := range ts.globs {
+		names = append(names, g)
 	}
 	for n, rs := range ts.entries {
 		if len(rs.watchers) > 0 {
@@ -166,7 +172,7 @@ func (ts *typeState) subscribedNamesLocked() []string {
 
 // hasSubscriptionLocked reports whether anything of the type is subscribed.
 func (ts *typeState) hasSubscriptionLocked() bool {
-	return len(ts.wildcard) > 0 || ts.subs > 0
+	return len(ts.wildcard) > 0 || ts.subs > 0 || len(ts.globs) > 0
 }
 
 // takeUnsubscribedLocked returns the entries the next request unsubscribes
@@ -243,7 +249,9 @@ func (ch *channel) subscribeLocked(rs *resourceState) {
 	ts := ch.typeStateLocked(rs.typ)
 	ts.entries[rs.name] = rs
 	ts.subs++
-	rs.notRequested = true
+	if rs.ch == ch {
+		rs.notRequested = true
+	}
 	ch.subscriptionChangedLocked(ts, rs.name, true)
 }
 
@@ -305,7 +313,9 @@ func (ch *channel) retireLocked() {
 	}
 	for _, ts := range ch.types {
 		for _, rs := range ts.entries {
-			c.dropEntryLocked(rs)
+			if rs.ch == ch {
+				c.dropEntryLocked(rs)
+			}
 		}
 		ts.unsubscribed = nil
 	}
@@ -370,7 +380,13 @@ func (ch *channel) run() {
 			ch.logger.Warn("ADS stream failed", xdslog.KeyError, res.err)
 			ch.connectivityFailure(res.err)
 		}
-		t := time.NewTimer(bo.NextBackOff())
+		d := bo.NextBackOff()
+		ch.c.mu.Lock()
+		if ch.standbyLocked() {
+			d = min(d, revertRetryInterval)
+		}
+		ch.c.mu.Unlock()
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -475,7 +491,7 @@ func (ch *channel) endStreamLocked(ss *streamState) {
 	for _, ts := range ch.types {
 		ch.dropUnsubscribedLocked(ts, ts.takeUnsubscribedLocked())
 		for _, rs := range ts.entries {
-			if rs.timerState == timerRequested {
+			if rs.ch == ch && rs.timerState == timerRequested {
 				rs.stopTimerLocked()
 				rs.timerState = timerStarted
 			}
@@ -493,10 +509,18 @@ func (ch *channel) dropUnsubscribedLocked(ts *typeState, drop []*resourceState) 
 			continue
 		}
 		if len(rs.watchers) > 0 {
-			rs.unsubWritten = rs.notRequested
+			if rs.ch == ch {
+				rs.unsubWritten = rs.notRequested
+			}
 			continue
 		}
-		if len(ts.wildcard) > 0 && rs.value != nil {
+		if rs.value != nil && ts.wantsLocked(rs.name) {
+			continue
+		}
+		if rs.ch != ch {
+			// A higher-priority server's copy of the subscription
+			// (fallback.go): the serving channel decides.
+			delete(ts.entries, rs.name)
 			continue
 		}
 		ch.c.dropEntryLocked(rs)
@@ -585,7 +609,7 @@ func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 	}
 	for _, name := range req.requested {
 		rs := ts.entries[name]
-		if rs == nil {
+		if rs == nil || rs.ch != ch {
 			continue
 		}
 		if rs.notRequested && rs.unsubWritten {
@@ -603,6 +627,9 @@ func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 // the stream failed before any response: ResourceError when there is no
 // cached value, AmbientError otherwise. WatchAll watchers get one
 // AmbientError naming "*". These calls are not flow controlled.
+// Resources this channel does not serve (fallback.go), and those of the
+// server lists that fall back to their next server now, are not
+// told.
 func (ch *channel) connectivityFailure(err error) {
 	c := ch.c
 	c.mu.Lock()
@@ -611,6 +638,7 @@ func (ch *channel) connectivityFailure(err error) {
 		return
 	}
 	ch.serverFailedLocked()
+	fell := ch.fallbackLocked()
 	cerr := fmt.Errorf("%w: ADS stream to %s: %w", ErrConnection, ch.sc.ServerURI, err)
 	for _, t := range c.registry.Types() {
 		ts := ch.types[t.TypeURL()]
@@ -619,6 +647,9 @@ func (ch *channel) connectivityFailure(err error) {
 		}
 		for _, name := range sortedKeys(ts.entries) {
 			rs := ts.entries[name]
+			if rs.ch != ch || fell[rs.list] {
+				continue
+			}
 			rerr := c.resourceError(rs.typ, rs.name, cerr)
 			for _, we := range rs.watchers {
 				if rs.value == nil {
@@ -631,6 +662,12 @@ func (ch *channel) connectivityFailure(err error) {
 		werr := c.resourceError(ts.typ, wildcardName, cerr)
 		for _, we := range ts.wildcard {
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(werr, done) })
+		}
+		for _, g := range sortedKeys(ts.globs) {
+			gerr := c.resourceError(ts.typ, g, cerr)
+			for _, we := range ts.globs[g] {
+				c.scheduleLocked(we, nil, func(done func()) { we.ambErr(gerr, done) })
+			}
 		}
 	}
 }

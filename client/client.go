@@ -49,6 +49,8 @@ type Client struct {
 	channels   map[string]*channel                  // the current channel of each server, by bootstrap.ServerConfig.Key()
 	transports map[string]transport.Transport       // by bootstrap.ServerConfig.Key(); kept until Close
 	resources  map[string]map[string]*resourceState // type URL → resource name → state
+	lists      map[listKey]*serverList              // server lists in use (fallback.go)
+	persist    *persister                           // nil without WithStore (persist.go)
 }
 
 // New returns a Client for the management servers of cfg. It does not
@@ -85,9 +87,11 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		channels:   make(map[string]*channel),
 		transports: make(map[string]transport.Transport),
 		resources:  make(map[string]map[string]*resourceState),
+		lists:      make(map[listKey]*serverList),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
 	c.startMetrics()
+	c.startPersistence()
 	return c, nil
 }
 
@@ -107,7 +111,11 @@ func (c *Client) Close() {
 		for _, byName := range c.resources {
 			for _, rs := range byName {
 				rs.stopTimerLocked()
+				rs.stopTTLLocked()
 			}
+		}
+		if c.persist != nil {
+			c.persist.timer.Stop()
 		}
 		trs := make([]transport.Transport, 0, len(c.transports))
 		for _, tr := range c.transports {
@@ -134,28 +142,35 @@ func (c *Client) NodeID() string { return c.node.GetId() }
 // not be modified.
 func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
 
-// channelForLocked returns the channel that serves name, creating it (and
-// its transport) on first use, and again after the last one was retired
-// because nothing it served was watched any more; the transport
-// (one gRPC connection) is kept until Close. Old-style names go to the top-level servers;
-// xdstp names to their authority's. Only the first server of a list
-// is used: fallback (gRFC A71) is not implemented yet.
-func (c *Client) channelForLocked(name string) (*channel, error) {
+// channelForLocked returns the server list of name and the channel of its
+// active server, creating the channel (and its transport) on first
+// use, and again after the last one was retired because nothing it served
+// was watched any more; the transport (one gRPC connection) is
+// kept until Close. Old-style names go to the top-level servers; xdstp
+// names to their authority's.
+func (c *Client) channelForLocked(name string) (*channel, *serverList, error) {
 	servers := c.cfg.Servers
 	if strings.HasPrefix(name, "xdstp:") {
 		n, err := resources.ParseName(name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 		servers, err = c.cfg.ServersForAuthority(n.Authority)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 	}
 	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
+		return nil, nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
 	}
-	sc := servers[0]
+	l := c.serverListLocked(servers)
+	ch, err := c.channelLocked(servers[l.active])
+	return ch, l, err
+}
+
+// channelLocked returns the channel of sc, creating it (and its transport)
+// if needed.
+func (c *Client) channelLocked(sc *bootstrap.ServerConfig) (*channel, error) {
 	key := sc.Key()
 	if ch, ok := c.channels[key]; ok {
 		return ch, nil

@@ -68,6 +68,31 @@
 //     resources to return"): in its legacy form, an empty list, when it is
 //     subscribed at the type's first request on a stream (which every
 //     server understands), explicitly as "*" otherwise (R-6.2, R-11.5).
+//     A Watch of an xdstp glob collection ("xdstp://auth/type/path/*",
+//     xRFC TP1) is a wildcard scoped to the authority, on the authority's
+//     servers (R-5.7).
+//
+// # Resilience
+//
+//   - Fallback (gRFC A71, R-15): when the active server of a server list
+//     (top-level xds_servers, or an authority's) fails before any response
+//     while a watched resource was never received, the next server of the
+//     list is used; watchers hear of the failure only when the last server
+//     fails. The first response of a higher-priority server reverts to it,
+//     asking it for every watched resource, and closes the lower-priority
+//     stream. ResourceOrigin says which server sent a cached value.
+//   - Server-reported errors (resource_errors, xRFC TP3, gRFC A88; R-19)
+//     reach the named resource's watchers, wrapping ErrServerReported and
+//     the server's status; NOT_FOUND is a does-not-exist. With the server
+//     feature fail_on_data_errors, a NACK or a server-reported NOT_FOUND
+//     or PERMISSION_DENIED drops the cached value (R-2.4).
+//   - TTLs and heartbeats (xDS protocol "TTL"; R-18): a resource sent with
+//     a ttl expires (ResourceError wrapping ErrResourceNotFound) unless an
+//     update or a heartbeat arrives within it.
+//   - Last-known-good persistence (WithPersistence, WithStore; R-10.5):
+//     accepted values are saved; on start, when no server answers within
+//     WithPersistenceTimeout, watchers get the saved values, marked stale
+//     (AmbientError wrapping ErrStale), until a server sends them.
 //
 // # Incremental
 //
@@ -80,15 +105,15 @@
 //   - Requests carry changes: resource_names_subscribe and
 //     resource_names_unsubscribe, sorted. The first request of a type on a
 //     stream subscribes to every name again (and "*" for WatchAll; the
-//     wildcard alone is the legacy empty list) and
-//     lists the version of every cached resource in
+//     wildcard alone is the legacy empty list) and lists the version of
+//     every resource cached from that server in
 //     initial_resource_versions. ACKs carry the response's nonce, NACKs
 //     also an error_detail as in SotW; the node is in the first request of
 //     a stream only.
 //   - Every resource has its own version, which the cache and Dump keep;
 //     system_version_info is informational. Unchanged bytes are not
 //     decoded again, and a body-less resource at the cached version is a
-//     heartbeat.
+//     heartbeat (it re-arms the resource's TTL, R-18).
 //   - removed_resources deletes (ResourceError wrapping
 //     ErrResourceNotFound, status DOES_NOT_EXIST), for every type, unless
 //     the server has ignore_resource_deletion and the resource is cached.
@@ -98,7 +123,8 @@
 //     removed_resources, makes the response a NACK; the name is treated as
 //     invalid and the rest applied (R-6.2, R-8.3).
 //   - A resource whose name is not watched but one of whose aliases is,
-//     goes to the watchers of that alias, cached under the alias.
+//     goes to the watchers of that alias, cached under the alias; the
+//     server may remove it by its name or by any of its aliases.
 //
 // # Concurrency
 //
@@ -112,8 +138,9 @@
 // # Errors
 //
 // Errors given to watchers are *ResourceError values that wrap
-// ErrResourceNotFound, ErrResourceInvalid, ErrConnection, ErrUnsupported or
-// ErrClosed; test them with errors.Is.
+// ErrResourceNotFound, ErrResourceInvalid, ErrServerReported,
+// ErrConnection, ErrStale, ErrUnsupported or ErrClosed; test them with
+// errors.Is.
 //
 // # Limits
 //
@@ -141,6 +168,7 @@
 //
 // # Not yet
 //
-// Fallback between servers (gRFC A71), TTL, server-reported resource
-// errors and load reporting are not implemented yet.
+// gRFC A88's resource_timer_is_transient_error (R-2.5) and its "keep on
+// deletion" default (R-14.4) are not implemented yet. Load reporting (LRS)
+// is in package lrs, fed by the resolver's data path.
 package client

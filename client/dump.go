@@ -21,8 +21,10 @@ import (
 // type_url, name, version_info (of the cached value: the response's
 // version_info in SotW, the resource's own version in delta), xds_config (the
 // cached resource, if any), last_updated, client_status (REQUESTED,
-// DOES_NOT_EXIST, ACKED or NACKED) and, after a NACK, error_state (details,
-// the rejected version_info, last_update_attempt). The result is a fresh
+// DOES_NOT_EXIST, ACKED, NACKED or RECEIVED_ERROR) and, after a NACK,
+// error_state (details, the rejected version_info, last_update_attempt),
+// or after an error the management server reported for the resource
+// error_state with its details and last_update_attempt. The result is a fresh
 // copy the caller owns. Dump is safe for concurrent use.
 func (c *Client) Dump() *v3statuspb.ClientConfig {
 	c.mu.Lock()
@@ -47,6 +49,15 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 					LastUpdateAttempt: timestamppb.New(rs.nackTime),
 					Details:           rs.nackErr.Error(),
 					VersionInfo:       rs.nackVersion,
+				}
+			}
+			if rs.stale {
+				g.ErrorState = &v3adminpb.UpdateFailureState{Details: c.staleError(rs).Error()}
+			}
+			if rs.serverErr != nil {
+				g.ErrorState = &v3adminpb.UpdateFailureState{
+					LastUpdateAttempt: timestamppb.New(rs.serverErrTime),
+					Details:           rs.serverErr.Error(),
 				}
 			}
 			cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, g)

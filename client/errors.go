@@ -28,6 +28,20 @@ var (
 	// have a cached value, to ResourceError otherwise.
 	ErrConnection = errors.New("connection error")
 
+	// ErrServerReported is wrapped by errors delivered when the management
+	// server reported an error for the resource in a response's
+	// resource_errors (xRFC TP3, gRFC A88, R-19); the error also wraps the
+	// server's status (status.FromError finds it). It comes to AmbientError
+	// while a cached value is kept, to ResourceError otherwise. With code
+	// NOT_FOUND the error wraps ErrResourceNotFound too.
+	ErrServerReported = errors.New("error reported by the management server")
+
+	// ErrStale is wrapped by the AmbientError delivered with a value loaded
+	// from persistence (WithStore, WithPersistence) because no management
+	// server could be reached on start: the value may be out of date. It
+	// stays stale until a server sends the resource.
+	ErrStale = errors.New("stale value from persistence: no management server reachable")
+
 	// ErrUnsupported is wrapped by errors delivered at once to a watch that
 	// cannot be served: a type not registered with the client, a malformed
 	// xdstp name, or an authority absent from the bootstrap.
@@ -53,7 +67,7 @@ type ResourceError struct {
 	// NodeID is the bootstrap node ID.
 	NodeID string
 	// Err wraps one of ErrResourceNotFound, ErrResourceInvalid,
-	// ErrConnection, ErrUnsupported, ErrClosed.
+	// ErrServerReported, ErrConnection, ErrUnsupported, ErrClosed.
 	Err error
 }
 

@@ -27,7 +27,9 @@ type options struct {
 	customTypes        []resources.ResourceType
 	logger             *slog.Logger
 	delta              bool
-	maxRecvMsgSize     int // 0: the transport's default
+	maxRecvMsgSize     int           // 0: the transport's default
+	store              Store         // WithStore; nil: no persistence
+	persistTimeout     time.Duration // WithPersistenceTimeout; 0: DefaultPersistenceTimeout
 	metrics            metricsOptions
 }
 

@@ -27,12 +27,15 @@ const (
 // resourceState is the cache entry and the watchers of one resource. It
 // exists while the resource has at least one watcher, or, while the
 // wildcard of its type is subscribed (WatchAll), once it was received
-// through it. Every field is guarded by Client.mu, except typ, name and ch,
-// which are read-only.
+// through it. Every field is guarded by Client.mu, except typ, name and
+// list, which are read-only.
 type resourceState struct {
-	typ  resources.ResourceType // read-only
-	name string                 // read-only; canonical
-	ch   *channel               // read-only; the channel that serves it
+	typ   resources.ResourceType // read-only
+	name  string                 // read-only; canonical
+	list  *serverList            // read-only; the servers that may serve it (nil: received through a wildcard)
+	ch    *channel               // the channel of the server that serves it: the list's active one (R-15, fallback.go)
+	from  string                 // server_uri of the server the cached value came from
+	stale bool                   // the cached value was loaded from persistence (persist.go), not received yet
 
 	watchers []*watchEntry // in registration order
 
@@ -42,7 +45,7 @@ type resourceState struct {
 	version     string     // SotW: version_info of the response that last carried it valid; delta: its own version
 	lastUpdated time.Time  // when value was last received
 
-	status    v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED or NACKED
+	status    v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED, NACKED or RECEIVED_ERROR
 	dneReason string                         // why status is DOES_NOT_EXIST
 
 	// The last NACK of this resource; nackErr is nil when the last
@@ -51,7 +54,18 @@ type resourceState struct {
 	nackVersion string
 	nackTime    time.Time
 
+	// The error the management server last reported for the resource in
+	// resource_errors, with the time it arrived; nil once a valid
+	// version, a NACK or a deletion followed. See serverErrorLocked.
+	serverErr     error
+	serverErrTime time.Time
+
 	deletionIgnored bool // a deletion was ignored; logged once
+
+	// Delta only: the Resource.name and aliases of the cached value, which
+	// may differ from name when it came for an alias.
+	deltaName    string
+	deltaAliases []string
 
 	// notRequested: the name joined the subscription and no request naming
 	// it was written since. A SotW response that leaves it out answers an
@@ -64,6 +78,12 @@ type resourceState struct {
 	// that leaves it out after that is no deletion either (skipDeletion).
 	unsubWritten bool
 	skipDeletion bool
+
+	// The TTL of the cached value: ttlTimer runs while one is set;
+	// ttlGen is incremented whenever it is replaced or stopped.
+	ttl      time.Duration
+	ttlTimer *time.Timer
+	ttlGen   uint64
 
 	timerState timerState
 	timer      *time.Timer // running does-not-exist timer, if any

@@ -28,18 +28,20 @@ type decoded struct {
 	value any
 	raw   *anypb.Any // unwrapped
 	err   error      // per-resource validation error
+	ttl   time.Duration
 }
 
 // pending is one resource of a response between the phases of response
 // handling: unwrapped and, when known before decoding, named.
 type pending struct {
 	index       int
-	inner       *anypb.Any // unwrapped
-	name        string     // "" when unknown before decoding
-	nameBytes   []byte     // the canonical name inside inner.Value, when the type can find it without copying (SotW); aliases inner
-	unrequested bool       // name is known and not subscribed: not decoded
-	cachedRaw   *anypb.Any // the cached resource of that name, if any
-	cachedValue any        // its decoded value
+	inner       *anypb.Any    // unwrapped
+	name        string        // "" when unknown before decoding
+	nameBytes   []byte        // the canonical name inside inner.Value, when the type can find it without copying (SotW); aliases inner
+	unrequested bool          // name is known and not subscribed: not decoded
+	cachedRaw   *anypb.Any    // the cached resource of that name, if any
+	cachedValue any           // its decoded value
+	ttl         time.Duration // Resource.ttl; 0 when none
 }
 
 // nameByteser is implemented by resource types that can find a resource's
@@ -88,6 +90,7 @@ func (ch *channel) acceptResponse(ss *streamState, decodeErr error, typ resource
 		ch.logger.Warn("ignoring response of a type not requested on this stream", xdslog.KeyTypeURL, typeURL)
 		return false
 	}
+	ch.revertLocked()
 	return true
 }
 
@@ -104,7 +107,7 @@ func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 			// m[string(b)] does not allocate; an entry's name is reused.
 			if rs = ts.entries[string(it.nameBytes)]; rs != nil {
 				it.name = rs.name
-			} else if len(ts.wildcard) > 0 {
+			} else if len(ts.wildcard) > 0 || (len(ts.globs) > 0 && ts.wantsLocked(string(it.nameBytes))) {
 				it.name = string(it.nameBytes)
 			}
 		case it.name != "":
@@ -114,7 +117,7 @@ func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 		}
 		switch {
 		case rs == nil:
-			it.unrequested = len(ts.wildcard) == 0
+			it.unrequested = !ts.wantsLocked(it.name)
 		case rs.raw != nil:
 			it.cachedRaw, it.cachedValue = rs.raw, rs.value
 		}
@@ -147,7 +150,7 @@ func decodeAll(typ resources.ResourceType, items []pending) (results []decoded, 
 func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
 	if p.cachedRaw != nil && bytes.Equal(p.cachedRaw.GetValue(), p.inner.GetValue()) {
 		// Same bytes as cached: not decoded again.
-		return decoded{name: p.name, value: p.cachedValue, raw: p.inner}, nil
+		return decoded{name: p.name, value: p.cachedValue, raw: p.inner, ttl: p.ttl}, nil
 	}
 	name, v, err := typ.Decode(p.inner)
 	if name == "" {
@@ -156,7 +159,7 @@ func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
 		}
 		return decoded{}, fmt.Errorf("resource %d: %w", p.index, err)
 	}
-	return decoded{name: name, value: v, raw: p.inner, err: err}, nil
+	return decoded{name: name, value: v, raw: p.inner, err: err, ttl: p.ttl}, nil
 }
 
 // entryForLocked returns the cache entry of ts that a received resource
@@ -166,7 +169,7 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 	if rs := ts.entries[name]; rs != nil {
 		return rs
 	}
-	if len(ts.wildcard) == 0 {
+	if !ts.wantsLocked(name) {
 		return nil
 	}
 	byName := c.resources[ts.typ.TypeURL()]
@@ -185,14 +188,16 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 	return rs
 }
 
-// dropEntryLocked forgets an entry that has no watcher of its own.
+// dropEntryLocked forgets an entry that has no watcher of its own, in the
+// cache of every channel that holds it (fallback.go).
 func (c *Client) dropEntryLocked(rs *resourceState) {
 	rs.stopTimerLocked()
+	rs.stopTTLLocked()
 	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
 		delete(byName, rs.name)
 	}
-	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs {
-		delete(ts.entries, rs.name)
+	for _, ch := range c.holdersLocked(rs) {
+		delete(ch.types[rs.typ.TypeURL()].entries, rs.name)
 	}
 }
 
@@ -200,18 +205,20 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 // order, then the WatchAll watchers of its type on its channel.
 func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 	ts := rs.ch.types[rs.typ.TypeURL()]
-	if ts == nil || len(ts.wildcard) == 0 || ts.entries[rs.name] != rs {
+	if ts == nil || (len(ts.wildcard) == 0 && len(ts.globs) == 0) || ts.entries[rs.name] != rs {
 		return rs.watchers
 	}
-	all := make([]*watchEntry, 0, len(rs.watchers)+len(ts.wildcard))
-	return append(append(all, rs.watchers...), ts.wildcard...)
+	coll := ts.collectionWatchersLocked(rs.name)
+	all := make([]*watchEntry, 0, len(rs.watchers)+len(coll))
+	return append(append(all, rs.watchers...), coll...)
 }
 
 // resourceValidLocked applies a valid resource. Watchers are told when it
 // is the first value, a different value, or the same value after a NACK or
-// deletion.
+// deletion. The resource's TTL is set from d.
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
+	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
 	if rs.deletionIgnored {
@@ -221,17 +228,21 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// decodeAll compared against the cache as it was before decoding;
 	// compare again, as the entry may have been replaced since (a watch
 	// cancelled and started anew). The bytes are already hot.
-	changed := rs.value == nil || rs.nackErr != nil ||
+	changed := rs.value == nil || rs.nackErr != nil || rs.serverErr != nil || rs.stale ||
 		rs.raw == nil || !bytes.Equal(rs.raw.GetValue(), d.raw.GetValue())
 	rs.version = version
 	rs.lastUpdated = now
+	rs.from = rs.ch.sc.ServerURI
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.dneReason = ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
+	rs.serverErr = nil
+	rs.stale = false
 	if !changed {
-		return
+		return // the stored copy has the same bytes; its version may lag
 	}
 	rs.value, rs.raw = d.value, d.raw
+	c.persistLocked(rs)
 	v := rs.value
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.changed(v, version, done) })
@@ -240,12 +251,16 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 
 // resourceInvalidLocked records a NACKed resource. The cached value, if
 // any, is kept and its watchers get AmbientError; otherwise ResourceError
-// . Watchers are not told the same error twice in a row.
+// . When the server has fail_on_data_errors, the cached value is
+// dropped first. Watchers are not told the same error twice in a
+// row.
 func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived // seen, even if invalid
 	rs.skipDeletion = false
-	repeat := rs.nackErr != nil && rs.nackErr.Error() == err.Error()
+	dropped := rs.ch.dropOnDataErrorLocked(rs)
+	repeat := !dropped && rs.nackErr != nil && rs.nackErr.Error() == err.Error()
+	rs.serverErr = nil
 	rs.nackErr, rs.nackVersion, rs.nackTime = err, version, now
 	rs.status = v3adminpb.ClientResourceStatus_NACKED
 	if repeat {
@@ -274,7 +289,7 @@ func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 		}
 		return
 	}
-	ch.c.resourceDeletedLocked(rs, fc)
+	ch.c.resourceDeletedLocked(rs, "removed by the management server", fc)
 	if len(rs.watchers) == 0 {
 		ch.c.dropEntryLocked(rs)
 	}
@@ -282,18 +297,22 @@ func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 
 // resourceDeletedLocked deletes a resource the management server removed
 // the cache entry keeps its watchers, loses its value, and
-// shows DOES_NOT_EXIST. A resource already known not to exist is not
-// reported again.
-func (c *Client) resourceDeletedLocked(rs *resourceState, fc *flowControl) {
+// shows DOES_NOT_EXIST, with reason in errors and Dump. A resource already
+// known not to exist is not reported again. Also used when a TTL expires
+//
+func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flowControl) {
 	if rs.value == nil && rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST {
 		return
 	}
 	rs.stopTimerLocked()
+	rs.stopTTLLocked()
 	rs.timerState = timerReceived
 	rs.value, rs.raw, rs.version = nil, nil, ""
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
+	rs.serverErr = nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	rs.dneReason = "removed by the management server"
+	rs.dneReason = reason
+	c.persistLocked(rs)
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })

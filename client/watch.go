@@ -164,8 +164,11 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		// name the type URL that was asked for.
 		return failLocked(fmt.Errorf("%w: resource type %q is not registered with the client", ErrUnsupported, typ.TypeURL()))
 	}
+	if isGlob(name) {
+		return c.watchGlobLocked(rt, name, we)
+	}
 	if name == wildcardName {
-		ch, err := c.channelForLocked("") // an old-style name: the top-level servers
+		ch, _, err := c.channelForLocked("") // an old-style name: the top-level servers
 		if err != nil {
 			return failLocked(err)
 		}
@@ -187,7 +190,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	byName := c.resources[rt.TypeURL()]
 	rs := byName[name]
 	if rs == nil {
-		ch, err := c.channelForLocked(name)
+		ch, l, err := c.channelForLocked(name)
 		if err != nil {
 			return failLocked(err)
 		}
@@ -195,7 +198,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 			byName = make(map[string]*resourceState)
 			c.resources[rt.TypeURL()] = byName
 		}
-		rs = &resourceState{typ: rt, name: name, ch: ch, status: v3adminpb.ClientResourceStatus_REQUESTED}
+		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: v3adminpb.ClientResourceStatus_REQUESTED}
 		byName[name] = rs
 	}
 	rs.watchers = append(rs.watchers, we)
@@ -203,16 +206,18 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		// A new entry, one received through the wildcard only, or one
 		// whose unsubscription is not written yet: its name joins the
 		// subscription.
-		rs.ch.subscribeLocked(rs)
+		c.subscribeAllLocked(rs)
 	}
 	c.replayLocked(rs, we)
+	c.servePersistedLocked(rs)
 	return sync.OnceFunc(func() { c.unwatch(rs, we) })
 }
 
 // replayLocked tells a new watcher we the current state of rs at once
 // the cached value, then the last NACK error as an AmbientError
-// (gRFC A88's order); or, with nothing cached, ResourceError when the
-// resource does not exist or its last version was NACKed; nothing while it
+// (gRFC A88's order), or the error the server reported for it; or,
+// with nothing cached, ResourceError when the resource does not exist, its
+// last version was NACKed or the server reported an error; nothing while it
 // is only requested. These calls are not tied to a response, so their
 // done is not flow control.
 func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
@@ -220,8 +225,16 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 	case rs.value != nil:
 		v, version := rs.value, rs.version
 		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
+		if rs.stale {
+			err := c.staleError(rs)
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		}
 		if rs.nackErr != nil {
 			err := c.invalidError(rs)
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		}
+		if rs.serverErr != nil {
+			err := c.resourceError(rs.typ, rs.name, rs.serverErr)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
 	case rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
@@ -229,6 +242,9 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	case rs.nackErr != nil:
 		err := c.invalidError(rs)
+		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case rs.serverErr != nil:
+		err := c.resourceError(rs.typ, rs.name, rs.serverErr)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
 }
@@ -253,8 +269,8 @@ func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
 	}
 	// The does-not-exist timer keeps running: if the name is watched again
 	// before the unsubscription is written, the server never heard of it
-	// . It stops when the entry is dropped.
-	rs.ch.unsubscribeLocked(rs)
+	// . The entry goes when the entry is dropped.
+	c.unsubscribeAllLocked(rs)
 }
 
 func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {

@@ -22,6 +22,7 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/testutil"
 
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3discoverygrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
@@ -49,6 +50,7 @@ type gcpServer struct {
 	Requests     *eventLog[*v3discoverypb.DiscoveryRequest]  // as given to OnStreamRequest
 	WireRequests *eventLog[*v3discoverypb.DiscoveryRequest]  // as decoded from the wire
 	Responses    *eventLog[*v3discoverypb.DiscoveryResponse] // as given to OnStreamResponse
+	Closed       *eventLog[int64]                            // IDs of the streams that ended
 }
 
 // startGCPServer starts go-control-plane's management server and registers
@@ -61,11 +63,22 @@ type gcpServer struct {
 // does.
 func startGCPServer(t *testing.T) *gcpServer {
 	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("net.Listen: %v", err)
+	}
+	return startGCPServerOn(t, lis)
+}
+
+// startGCPServerOn is startGCPServer on lis.
+func startGCPServerOn(t *testing.T, lis net.Listener) *gcpServer {
+	t.Helper()
 	s := &gcpServer{
 		Cache:        gcpcache.NewSnapshotCache(false, gcpcache.IDHash{}, gcplog.NewTestLogger(t)),
 		Requests:     newEventLog[*v3discoverypb.DiscoveryRequest](),
 		WireRequests: newEventLog[*v3discoverypb.DiscoveryRequest](),
 		Responses:    newEventLog[*v3discoverypb.DiscoveryResponse](),
+		Closed:       newEventLog[int64](),
 	}
 	callbacks := gcpserver.CallbackFuncs{
 		// Called synchronously on the stream's goroutine: copy, since the
@@ -77,11 +90,7 @@ func startGCPServer(t *testing.T) *gcpServer {
 		StreamResponseFunc: func(_ context.Context, _ int64, _ *v3discoverypb.DiscoveryRequest, resp *v3discoverypb.DiscoveryResponse) {
 			s.Responses.add(proto.Clone(resp).(*v3discoverypb.DiscoveryResponse))
 		},
-	}
-
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("net.Listen: %v", err)
+		StreamClosedFunc: func(id int64, _ *v3corepb.Node) { s.Closed.add(id) },
 	}
 	s.Addr = lis.Addr().String()
 

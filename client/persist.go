@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/proxyless/xds/internal/xdslog"
+
+	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+)
+
+// This file implements last-known-good persistence: the client writes
+// every resource value it accepts to a Store, and on start, when no
+// management server of a resource's list answers within a time, serves
+// the stored value, marked stale, until a server's first response
+// replaces it.
+
+// DefaultPersistenceTimeout is how long after New the client waits for a
+// management server before serving persisted values: 10 s.
+const DefaultPersistenceTimeout = 10 * time.Second
+
+// PersistedResource is one resource value as a Store keeps it.
+type PersistedResource struct {
+	// ServerURI is the server_uri of the management server that sent it.
+	ServerURI string
+	// TypeURL and Name identify the resource (Name canonical).
+	TypeURL, Name string
+	// Version is its version: SotW version_info, or the delta resource
+	// version.
+	Version string
+	// Resource is the resource as received, unwrapped.
+	Resource *anypb.Any
+	// Updated is when it was received.
+	Updated time.Time
+}
+
+// Store keeps the last accepted value of resources across restarts of the
+// process (WithStore, WithPersistence). The client calls Save and Delete
+// from one goroutine of its own, never holding its lock, and Load once, in
+// New. Implementations need not be safe for concurrent use by several
+// clients.
+type Store interface {
+	// Save stores r, replacing any value of the same ServerURI, TypeURL
+	// and Name. It must be atomic: after a crash, Load returns the old
+	// value or the new one, never a mix.
+	Save(r PersistedResource) error
+	// Delete forgets the value of that ServerURI, TypeURL and Name, if
+	// any.
+	Delete(serverURI, typeURL, name string) error
+	// Load returns every stored value. Unreadable entries are skipped
+	// (and reported, for example logged), not returned as an error; an
+	// error means nothing could be read.
+	Load() ([]PersistedResource, error)
+}
+
+// WithPersistence makes the client keep the last accepted value of every
+// resource in directory dir (created with mode 0o700 if needed), one file
+// per management server, type URL and resource name, written atomically
+// (temporary file, fsync, rename, fsync of the directory), and serve those
+// values when no server can be reached on start; see WithStore. It is
+// WithStore(DirStore(dir, nil)).
+func WithPersistence(dir string) Option {
+	return WithStore(DirStore(dir, nil))
+}
+
+// WithStore makes the client persist the values it accepts in s (see
+// Store): each valid resource received (ACKed, or applied from a response
+// NACKed for another resource, R-7.4) is saved, and deleted when the
+// server deletes it, its TTL expires or fail_on_data_errors drops it. The
+// writes happen on a goroutine of the client, in order, the latest value
+// of a resource replacing one not written yet; Close writes what is
+// pending before returning.
+//
+// On start (New), the stored values are loaded. A watched resource that
+// has no value timeout after New (WithPersistenceTimeout; default
+// DefaultPersistenceTimeout, 10 s), whose server list has not answered
+// since New, and that has a stored value from a server of its list (the
+// one of highest priority if several), is served that value: its watchers
+// get it through ResourceChanged, then an AmbientError wrapping ErrStale;
+// Dump shows it ACKED with an error_state saying it is stale, and
+// ResourceOrigin reports Stale. The first value a server sends replaces it
+// and is delivered even when equal. A stored value is never sent to a
+// server in delta's initial_resource_versions.
+func WithStore(s Store) Option {
+	return func(o *options) { o.store = s }
+}
+
+// WithPersistenceTimeout sets how long after New the client waits for a
+// management server before serving persisted values (WithStore). Zero or
+// negative means DefaultPersistenceTimeout.
+func WithPersistenceTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.persistTimeout = d
+		}
+	}
+}
+
+// persistKey identifies a stored value.
+type persistKey struct{ server, typeURL, name string }
+
+// persister is the client's side of the Store: the values loaded on start
+// and the writes not done yet. Its fields are guarded by Client.mu, except
+// store, which is read-only.
+type persister struct {
+	store   Store
+	loaded  map[persistKey]PersistedResource // by key, from Load
+	ready   bool                             // the persistence timeout passed
+	pending map[persistKey]*PersistedResource
+	order   []persistKey  // pending keys in order of first queueing
+	wake    chan struct{} // cap 1: wakes the writer
+	timer   *time.Timer
+}
+
+// startPersistence loads the store and starts the writer and the timeout.
+func (c *Client) startPersistence() {
+	s := c.opts.store
+	if s == nil {
+		return
+	}
+	p := &persister{store: s, loaded: make(map[persistKey]PersistedResource), pending: make(map[persistKey]*PersistedResource), wake: make(chan struct{}, 1)}
+	recs, err := s.Load()
+	if err != nil {
+		c.logger.Warn("cannot load persisted resources", xdslog.KeyError, err)
+	}
+	for _, r := range recs {
+		p.loaded[persistKey{r.ServerURI, r.TypeURL, r.Name}] = r
+	}
+	c.persist = p
+	d := c.opts.persistTimeout
+	if d <= 0 {
+		d = DefaultPersistenceTimeout
+	}
+	p.timer = time.AfterFunc(d, c.persistenceTimeout)
+	c.wg.Add(1)
+	go c.persistWriter()
+}
+
+// persistenceTimeout serves the stored values to the watched resources
+// that still have none.
+func (c *Client) persistenceTimeout() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.persist.ready = true
+	for _, t := range c.registry.Types() {
+		byName := c.resources[t.TypeURL()]
+		for _, name := range sortedKeys(byName) {
+			c.servePersistedLocked(byName[name])
+		}
+	}
+}
+
+// servePersistedLocked serves rs its stored value if the persistence
+// timeout passed, rs has no value and was never received, its server list
+// has not answered, and a server of its list sent the stored value.
+func (c *Client) servePersistedLocked(rs *resourceState) {
+	p := c.persist
+	if p == nil || !p.ready || rs.list == nil || rs.list.reached || len(rs.watchers) == 0 || !rs.neverReceived() {
+		return
+	}
+	var rec *PersistedResource
+	for _, sc := range rs.list.servers {
+		if r, ok := p.loaded[persistKey{sc.ServerURI, rs.typ.TypeURL(), rs.name}]; ok {
+			rec = &r
+			break
+		}
+	}
+	if rec == nil {
+		return
+	}
+	_, v, err := rs.typ.Decode(rec.Resource)
+	if err != nil {
+		rs.ch.logger.Warn("ignoring a persisted resource that no longer validates", xdslog.KeyTypeURL, rs.typ.TypeURL(), xdslog.KeyResource, rs.name, xdslog.KeyError, err)
+		return
+	}
+	rs.stopTimerLocked()
+	rs.timerState = timerStarted // not timed while it has a value
+	rs.value, rs.raw, rs.version = v, rec.Resource, rec.Version
+	rs.lastUpdated, rs.from, rs.stale = rec.Updated, rec.ServerURI, true
+	rs.status = v3adminpb.ClientResourceStatus_ACKED
+	rs.ch.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, rs.typ.TypeURL(),
+		xdslog.KeyResource, rs.name, xdslog.KeyVersionInfo, rec.Version, "from", rec.ServerURI)
+	for _, we := range c.watchersLocked(rs) {
+		c.replayLocked(rs, we)
+	}
+}
+
+// staleError is the AmbientError of a resource served from persistence.
+func (c *Client) staleError(rs *resourceState) error {
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q from %s, received %v", ErrStale, rs.version, rs.from, rs.lastUpdated.UTC().Format(time.RFC3339)))
+}
+
+// persistLocked queues the write of rs's value, or of its deletion when it
+// has none.
+func (c *Client) persistLocked(rs *resourceState) {
+	p := c.persist
+	if p == nil || rs.stale || rs.from == "" {
+		return
+	}
+	k := persistKey{rs.from, rs.typ.TypeURL(), rs.name}
+	var r *PersistedResource
+	if rs.value != nil {
+		r = &PersistedResource{ServerURI: rs.from, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: rs.raw, Updated: rs.lastUpdated}
+	}
+	if _, ok := p.pending[k]; !ok {
+		p.order = append(p.order, k)
+	}
+	p.pending[k] = r
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// persistWriter writes the queued values until the client is closed, then
+// writes what is left.
+func (c *Client) persistWriter() {
+	defer c.wg.Done()
+	p := c.persist
+	for {
+		select {
+		case <-p.wake:
+		case <-c.ctx.Done():
+			c.flushPersisted()
+			return
+		}
+		c.flushPersisted()
+	}
+}
+
+// flushPersisted writes every queued value.
+func (c *Client) flushPersisted() {
+	p := c.persist
+	for {
+		c.mu.Lock()
+		if len(p.order) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		k := p.order[0]
+		p.order = p.order[1:]
+		r := p.pending[k]
+		delete(p.pending, k)
+		c.mu.Unlock()
+		var err error
+		if r != nil {
+			err = p.store.Save(*r)
+		} else {
+			err = p.store.Delete(k.server, k.typeURL, k.name)
+		}
+		if err != nil {
+			c.logger.Warn("cannot persist resource", xdslog.KeyTypeURL, k.typeURL, xdslog.KeyResource, k.name, xdslog.KeyError, err)
+		}
+	}
+}
+
+// DirStore returns a Store that keeps each value in a file of dir, named
+// by a hash of its server, type URL and name, with suffix ".xds". A file
+// holds a 4-byte magic "XDS1", the CRC-32C of the rest, big-endian, and a
+// serialized envoy.service.status.v3.ClientConfig whose client_scope is the
+// server URI and whose one generic_xds_configs entry holds type URL, name,
+// version, resource and last_updated. Save writes a temporary file in dir,
+// fsyncs it, renames it over the old one and fsyncs dir, so that a crash
+// leaves the old file or the new one. Load skips, with a warning on
+// logger (nil: discarded), files that are truncated, corrupt or
+// undecodable, and temporary files left by a crash. dir is created with
+// mode 0o700 on the first Save.
+func DirStore(dir string, logger *slog.Logger) Store {
+	if logger == nil {
+		logger = xdslog.Discard()
+	}
+	return &dirStore{dir: dir, logger: logger}
+}
+
+type dirStore struct {
+	dir    string
+	logger *slog.Logger
+	mu     sync.Mutex // serializes Save and Delete
+}
+
+const (
+	persistMagic  = "XDS1"
+	persistSuffix = ".xds"
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+func (s *dirStore) path(server, typeURL, name string) string {
+	h := sha256.Sum256([]byte(server + "\x00" + typeURL + "\x00" + name))
+	return filepath.Join(s.dir, hex.EncodeToString(h[:16])+persistSuffix)
+}
+
+func (s *dirStore) Save(r PersistedResource) error {
+	cc := &v3statuspb.ClientConfig{
+		ClientScope: r.ServerURI,
+		GenericXdsConfigs: []*v3statuspb.ClientConfig_GenericXdsConfig{{
+			TypeUrl:     r.TypeURL,
+			Name:        r.Name,
+			VersionInfo: r.Version,
+			XdsConfig:   r.Resource,
+			LastUpdated: timestamppb.New(r.Updated),
+		}},
+	}
+	payload, err := proto.Marshal(cc)
+	if err != nil {
+		return fmt.Errorf("persisting %s %q: %w", r.TypeURL, r.Name, err)
+	}
+	b := make([]byte, 8, 8+len(payload))
+	copy(b, persistMagic)
+	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(payload, crc32c))
+	b = append(b, payload...)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("persisting %s %q: %w", r.TypeURL, r.Name, err)
+	}
+	final := s.path(r.ServerURI, r.TypeURL, r.Name)
+	if err := writeFileAtomic(s.dir, final, b); err != nil {
+		return fmt.Errorf("persisting %s %q: %w", r.TypeURL, r.Name, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes b to final through a temporary file of dir:
+// write, fsync, close, rename, fsync dir.
+func writeFileAtomic(dir, final string, b []byte) error {
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (s *dirStore) Delete(server, typeURL, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := os.Remove(s.path(server, typeURL, name))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func (s *dirStore) Load() ([]PersistedResource, error) {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []PersistedResource
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if strings.HasPrefix(name, ".tmp-") {
+			s.logger.Warn("ignoring a persisted file left by an interrupted write", "file", name)
+			continue
+		}
+		if !strings.HasSuffix(name, persistSuffix) {
+			continue
+		}
+		r, err := s.read(filepath.Join(s.dir, name))
+		if err != nil {
+			s.logger.Warn("ignoring an unreadable persisted resource", "file", name, xdslog.KeyError, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// read reads and checks one file.
+func (s *dirStore) read(path string) (PersistedResource, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return PersistedResource{}, err
+	}
+	if len(b) < 8 || string(b[:4]) != persistMagic {
+		return PersistedResource{}, errors.New("truncated or not a persisted resource")
+	}
+	payload := b[8:]
+	if crc32.Checksum(payload, crc32c) != binary.BigEndian.Uint32(b[4:8]) {
+		return PersistedResource{}, errors.New("checksum mismatch: truncated or corrupt")
+	}
+	cc := &v3statuspb.ClientConfig{}
+	if err := proto.Unmarshal(payload, cc); err != nil {
+		return PersistedResource{}, err
+	}
+	if len(cc.GetGenericXdsConfigs()) != 1 || cc.GetGenericXdsConfigs()[0].GetXdsConfig() == nil {
+		return PersistedResource{}, errors.New("no resource inside")
+	}
+	g := cc.GetGenericXdsConfigs()[0]
+	r := PersistedResource{ServerURI: cc.GetClientScope(), TypeURL: g.GetTypeUrl(), Name: g.GetName(), Version: g.GetVersionInfo(),
+		Resource: g.GetXdsConfig(), Updated: g.GetLastUpdated().AsTime()}
+	if path != s.path(r.ServerURI, r.TypeURL, r.Name) {
+		return PersistedResource{}, errors.New("file name does not match its content")
+	}
+	return r, nil
+}
