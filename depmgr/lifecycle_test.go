@@ -100,7 +100,10 @@ func TestDepMgr_CloseRecreateCycles(t *testing.T) {
 		Clusters:  cs,
 		Endpoints: es,
 	}
-	run := func(t *testing.T, ms *testutil.ManagementServer, keep bool, opts ...client.Option) {
+	// Each cycle must publish within deadline: 1 s of fake time in a
+	// synctest bubble (the target), 5 s of real time over gRPC, where a
+	// loaded CI machine can stall a round trip.
+	run := func(t *testing.T, ms *testutil.ManagementServer, keep bool, deadline time.Duration, opts ...client.Option) {
 		ms.Update("", res)
 		c := newClient(t, ms, opts...)
 		if keep {
@@ -109,7 +112,7 @@ func TestDepMgr_CloseRecreateCycles(t *testing.T) {
 		for i := range 20 {
 			rec := newRecorder()
 			m := depmgr.New(c, "svc", rec)
-			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), deadline)
 			cfg := rec.waitForUpdate(ctx, t, fmt.Sprintf("cycle %d", i), func(*depmgr.XDSConfig) bool { return true })
 			cancel()
 			if got := addresses(cfg.Cluster("c1").Config.Endpoints); len(got) != 1 {
@@ -127,11 +130,11 @@ func TestDepMgr_CloseRecreateCycles(t *testing.T) {
 			name := fmt.Sprintf("keep-listener=%v/%s", keep, proto)
 			t.Run(name+"/in-memory", func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					run(t, testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true}), keep, opts...)
+					run(t, testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true}), keep, time.Second, opts...)
 				})
 			})
 			t.Run(name+"/grpc", func(t *testing.T) {
-				run(t, testutil.NewManagementServer(t, testutil.ServerOptions{}), keep, opts...)
+				run(t, testutil.NewManagementServer(t, testutil.ServerOptions{}), keep, 5*time.Second, opts...)
 			})
 		}
 	}
