@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/internal/transporttest"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/testutil/leakcheck"
 	"github.com/proxyless/xds/transport/file"
 
@@ -100,9 +100,9 @@ func newClient(t *testing.T, path string, opts ...file.Option) *client.Client {
 }
 
 // wantRoute waits for a Listener update naming route.
-func wantRoute(ctx context.Context, t *testing.T, w *transporttest.Recorder[*resources.Listener], route string) {
+func wantRoute(ctx context.Context, t *testing.T, w *clienttest.Recorder[*resources.Listener], route string) {
 	t.Helper()
-	e := w.Want(ctx, t, transporttest.Changed, nil)
+	e := w.Want(ctx, t, clienttest.Changed, nil)
 	if e.Value.RouteConfigName != route {
 		t.Fatalf("Listener routes via %q, want %q", e.Value.RouteConfigName, route)
 	}
@@ -116,7 +116,7 @@ func checkReplaced(t *testing.T, name string, opts ...file.Option) {
 	path := filepath.Join(t.TempDir(), name)
 	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v1"))))
 	c := newClient(t, path, opts...)
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
 	wantRoute(ctx, t, w, "route-v1")
 	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v2"))))
@@ -141,7 +141,7 @@ func TestReplacements(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lds.yaml")
 	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v1"))))
 	c := newClient(t, path)
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
 	wantRoute(ctx, t, w, "route-v1")
 
@@ -150,7 +150,7 @@ func TestReplacements(t *testing.T) {
 
 	// An invalid resource: NACKed, v2 kept.
 	replace(t, path, encode(t, path, response(listenerType, &v3listenerpb.Listener{Name: "svc"})))
-	e := w.Want(ctx, t, transporttest.AmbientError, nil)
+	e := w.Want(ctx, t, clienttest.AmbientError, nil)
 	t.Logf("invalid resource: %v", e.Err)
 	var found bool
 	for _, gc := range c.Dump().GetGenericXdsConfigs() {
@@ -173,7 +173,7 @@ func TestReplacements(t *testing.T) {
 	// A truncated file: the load fails, v2 kept, connection error.
 	good := encode(t, path, response(listenerType, testutil.Listener("svc", "route-v3")))
 	replace(t, path, good[:len(good)/2])
-	e = w.Want(ctx, t, transporttest.AmbientError, client.ErrConnection)
+	e = w.Want(ctx, t, clienttest.AmbientError, client.ErrConnection)
 	if !strings.Contains(e.Err.Error(), "lds.yaml") {
 		t.Errorf("truncated file: error %v does not name the file", e.Err)
 	}
@@ -183,7 +183,7 @@ func TestReplacements(t *testing.T) {
 
 	// A file of another type: the load fails, v2 kept.
 	replace(t, path, encode(t, path, response("type.googleapis.com/envoy.config.cluster.v3.Cluster", testutil.Cluster("c", "e"))))
-	e = w.Want(ctx, t, transporttest.AmbientError, client.ErrConnection)
+	e = w.Want(ctx, t, clienttest.AmbientError, client.ErrConnection)
 	if !strings.Contains(e.Err.Error(), "type_url changed") {
 		t.Errorf("file of another type: error %v, want one saying the type changed", e.Err)
 	}
@@ -206,12 +206,12 @@ func TestRecoveryWithin2s(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "lds.json")
 	replace(t, path, encode(t, path, response(listenerType, testutil.Listener("svc", "route-v1"))))
 	c := newClient(t, path)
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
 	wantRoute(ctx, t, w, "route-v1")
 
 	replace(t, path, []byte("{not json"))
-	w.Want(ctx, t, transporttest.AmbientError, client.ErrConnection)
+	w.Want(ctx, t, clienttest.AmbientError, client.ErrConnection)
 	// Past the client's retry (1.6 s ± 20 % after the report), which
 	// meets the same error: not reported again.
 	w.WantNone(t, 2500*time.Millisecond)
@@ -240,7 +240,7 @@ func TestDirectory(t *testing.T) {
 	}
 
 	c := newClient(t, dir)
-	w := transporttest.WatchChain(t, c, "svc")
+	w := clienttest.WatchChain(t, c, "svc")
 	w.WantChain(ctx, t)
 
 	replace(t, edsPath, encode(t, "x.pb", response("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment", testutil.Endpoints("eds-svc", "127.0.0.1", 9090))))
@@ -258,9 +258,9 @@ func TestPolling(t *testing.T) {
 func TestMissingFile(t *testing.T) {
 	ctx := testContext(t)
 	c := newClient(t, filepath.Join(t.TempDir(), "missing.json"))
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	e := w.Want(ctx, t, transporttest.ResourceError, client.ErrConnection)
+	e := w.Want(ctx, t, clienttest.ResourceError, client.ErrConnection)
 	if !errors.Is(e.Err, os.ErrNotExist) && !strings.Contains(e.Err.Error(), "missing.json") {
 		t.Errorf("error %v does not name the file", e.Err)
 	}
@@ -278,7 +278,7 @@ func TestDeltaUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	w.Want(ctx, t, transporttest.ResourceError, file.ErrDeltaUnsupported)
+	w.Want(ctx, t, clienttest.ResourceError, file.ErrDeltaUnsupported)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
-	"github.com/proxyless/xds/internal/transporttest"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/testutil/leakcheck"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/grpctransport"
@@ -80,7 +80,7 @@ func TestDepMgr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &transporttest.Builder{Inner: grpctransport.NewBuilder()} // the gRPC streams
+	rec := &clienttest.Builder{Inner: grpctransport.NewBuilder()} // the gRPC streams
 	c, err := client.New(cfg, client.WithTransportBuilder(mixed.NewBuilder(mixed.WithGRPC(rec))))
 	if err != nil {
 		t.Fatal(err)

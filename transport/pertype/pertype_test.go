@@ -16,9 +16,9 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/internal/transporttest"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/testutil/leakcheck"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/pertype"
@@ -47,13 +47,13 @@ func testContext(t *testing.T) context.Context {
 
 // newClient returns a client of ms over per-type streams, recording the
 // streams it opens.
-func newClient(t *testing.T, ms *testutil.ManagementServer, opts ...client.Option) (*client.Client, *transporttest.Builder) {
+func newClient(t *testing.T, ms *testutil.ManagementServer, opts ...client.Option) (*client.Client, *clienttest.Builder) {
 	t.Helper()
 	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &transporttest.Builder{Inner: ms.TransportBuilder()}
+	rec := &clienttest.Builder{Inner: ms.TransportBuilder()}
 	c, err := client.New(cfg, append([]client.Option{client.WithTransportBuilder(pertype.NewBuilder(rec))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestSotW(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", testutil.Chain(testutil.ChainOptions{}))
 	c, rec := newClient(t, ms)
-	w := transporttest.WatchChain(t, c, "svc")
+	w := clienttest.WatchChain(t, c, "svc")
 	w.WantChain(ctx, t)
 
 	got := rec.Methods()
@@ -103,7 +103,7 @@ func TestDelta(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", testutil.Chain(testutil.ChainOptions{}))
 	c, rec := newClient(t, ms, client.WithDelta())
-	w := transporttest.WatchChain(t, c, "svc")
+	w := clienttest.WatchChain(t, c, "svc")
 	w.WantChain(ctx, t)
 	for _, m := range rec.Methods() {
 		if m == transport.ADSMethod || m == transport.DeltaADSMethod || !slices.Contains([]string{
@@ -116,7 +116,7 @@ func TestDelta(t *testing.T) {
 		}
 	}
 	ms.Update("test-node", testutil.Chain(testutil.ChainOptions{Ports: []uint32{9090}}))
-	w.E.Want(ctx, t, transporttest.Changed, nil)
+	w.E.Want(ctx, t, clienttest.Changed, nil)
 }
 
 // TestSotW_OneTypeReopened checks that when the stream of one type fails
@@ -128,7 +128,7 @@ func TestSotW_OneTypeReopened(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", chain("v1"))
 	c, rec := newClient(t, ms)
-	w := transporttest.WatchChain(t, c, "svc")
+	w := clienttest.WatchChain(t, c, "svc")
 	w.WantChain(ctx, t)
 	// Wait for the ACK of the EDS response, so that v1 is the ACKed version.
 	if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool {
@@ -163,7 +163,7 @@ func TestSotW_OneTypeReopened(t *testing.T) {
 
 	// The reopened stream serves updates; the others still do too.
 	ms.Update("test-node", chain("v2", 9090))
-	w.E.Want(ctx, t, transporttest.Changed, nil)
+	w.E.Want(ctx, t, clienttest.Changed, nil)
 	w.C.WantNone(t, 0) // cluster unchanged: no call
 }
 
@@ -174,7 +174,7 @@ func TestDelta_OneTypeReopened(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("test-node", chain("v1"))
 	c, rec := newClient(t, ms, client.WithDelta())
-	w := transporttest.WatchChain(t, c, "svc")
+	w := clienttest.WatchChain(t, c, "svc")
 	w.WantChain(ctx, t)
 	if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool {
 		return r.Delta.GetTypeUrl() == edsType && r.Delta.GetResponseNonce() != ""
@@ -206,7 +206,7 @@ func TestDelta_OneTypeReopened(t *testing.T) {
 		t.Errorf("replayed request (-want +got):\n%s", diff)
 	}
 	ms.Update("test-node", chain("v2", 9090))
-	w.E.Want(ctx, t, transporttest.Changed, nil)
+	w.E.Want(ctx, t, clienttest.Changed, nil)
 }
 
 // TestFailureBeforeAnyResponse checks that a per-type stream that fails
@@ -217,8 +217,8 @@ func TestFailureBeforeAnyResponse(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.RejectStreams(errors.New("go away"))
 	c, _ := newClient(t, ms)
-	w := transporttest.WatchChain(t, c, "svc")
-	e := w.L.Want(ctx, t, transporttest.ResourceError, client.ErrConnection)
+	w := clienttest.WatchChain(t, c, "svc")
+	e := w.L.Want(ctx, t, clienttest.ResourceError, client.ErrConnection)
 	t.Logf("watcher error: %v", e.Err)
 }
 
@@ -237,9 +237,9 @@ func TestUnknownType(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	e := w.Want(ctx, t, transporttest.ResourceError, client.ErrConnection)
+	e := w.Want(ctx, t, clienttest.ResourceError, client.ErrConnection)
 	if !errors.Is(e.Err, client.ErrConnection) || !strings.Contains(e.Err.Error(), "envoy.config.listener.v3.Listener") {
 		t.Fatalf("error = %v, want one naming the Listener type URL", e.Err)
 	}
@@ -264,7 +264,7 @@ func TestIndependentBackoff(t *testing.T) {
 		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
 		ms.Update("test-node", chain("v1"))
 		c, rec := newClient(t, ms)
-		w := transporttest.WatchChain(t, c, "svc")
+		w := clienttest.WatchChain(t, c, "svc")
 		w.WantChain(ctx, t)
 		time.Sleep(10 * time.Second) // the streams are healthy now
 

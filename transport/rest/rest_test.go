@@ -18,9 +18,9 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/internal/transporttest"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/testutil/leakcheck"
 	"github.com/proxyless/xds/transport/rest"
 
@@ -163,7 +163,7 @@ func TestChain(t *testing.T) {
 	s := newRESTServer(t)
 	s.set("v1", testutil.Chain(testutil.ChainOptions{}))
 	c := newClient(t, s, rest.WithInterval(50*time.Millisecond))
-	w := transporttest.WatchChain(t, c, "svc")
+	w := clienttest.WatchChain(t, c, "svc")
 	w.WantChain(ctx, t)
 
 	r := s.nextRequest(ctx, t, listenerType)
@@ -186,12 +186,12 @@ func TestNACK(t *testing.T) {
 	s := newRESTServer(t)
 	s.set("v1", testutil.Resources{Listeners: []*v3listenerpb.Listener{testutil.Listener("svc", "route")}})
 	c := newClient(t, s, rest.WithInterval(20*time.Millisecond))
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	w.Want(ctx, t, transporttest.Changed, nil)
+	w.Want(ctx, t, clienttest.Changed, nil)
 
 	s.set("v2", testutil.Resources{Listeners: []*v3listenerpb.Listener{{Name: "svc"}}})
-	w.Want(ctx, t, transporttest.AmbientError, nil)
+	w.Want(ctx, t, clienttest.AmbientError, nil)
 	for {
 		r := s.nextRequest(ctx, t, listenerType)
 		if r.GetErrorDetail() == nil {
@@ -212,19 +212,19 @@ func TestHTTPError(t *testing.T) {
 	s := newRESTServer(t)
 	s.setStatus(http.StatusServiceUnavailable)
 	c := newClient(t, s, rest.WithInterval(20*time.Millisecond))
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	e := w.Want(ctx, t, transporttest.ResourceError, client.ErrConnection)
+	e := w.Want(ctx, t, clienttest.ResourceError, client.ErrConnection)
 	if !strings.Contains(e.Err.Error(), "503") {
 		t.Errorf("error %v does not give the HTTP status", e.Err)
 	}
 
 	s.set("v1", testutil.Resources{Listeners: []*v3listenerpb.Listener{testutil.Listener("svc", "route")}})
 	s.setStatus(0)
-	w.Want(ctx, t, transporttest.Changed, nil) // after the client's backoff (1 s)
+	w.Want(ctx, t, clienttest.Changed, nil) // after the client's backoff (1 s)
 
 	s.setStatus(http.StatusInternalServerError)
-	w.Want(ctx, t, transporttest.AmbientError, client.ErrConnection)
+	w.Want(ctx, t, clienttest.AmbientError, client.ErrConnection)
 }
 
 // TestSubscriptionChangePollsAtOnce checks that a new name is polled at
@@ -236,17 +236,17 @@ func TestSubscriptionChangePollsAtOnce(t *testing.T) {
 	s := newRESTServer(t)
 	s.set("v1", testutil.Resources{Listeners: []*v3listenerpb.Listener{testutil.Listener("a", "route"), testutil.Listener("b", "route")}})
 	c := newClient(t, s, rest.WithInterval(time.Hour))
-	wa := transporttest.NewRecorder[*resources.Listener]()
+	wa := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "a", wa)()
-	wa.Want(ctx, t, transporttest.Changed, nil)
+	wa.Want(ctx, t, clienttest.Changed, nil)
 	s.nextRequest(ctx, t, listenerType) // [a]
-	wb := transporttest.NewRecorder[*resources.Listener]()
+	wb := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "b", wb)()
 	r := s.nextRequest(ctx, t, listenerType)
 	if got := r.GetResourceNames(); len(got) != 2 || r.GetVersionInfo() != "" {
 		t.Fatalf("poll after the change: names %v version %q, want [a b] and no version", got, r.GetVersionInfo())
 	}
-	wb.Want(ctx, t, transporttest.Changed, nil)
+	wb.Want(ctx, t, clienttest.Changed, nil)
 	wa.WantNone(t, 50*time.Millisecond) // a unchanged
 }
 
@@ -260,9 +260,9 @@ func TestDeltaUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	w := transporttest.NewRecorder[*resources.Listener]()
+	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	w.Want(ctx, t, transporttest.ResourceError, rest.ErrDeltaUnsupported)
+	w.Want(ctx, t, clienttest.ResourceError, rest.ErrDeltaUnsupported)
 }
 
 // handlerTransport is an http.RoundTripper that serves requests with a
@@ -304,9 +304,9 @@ func TestPollInterval(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		w := transporttest.NewRecorder[*resources.Listener]()
+		w := clienttest.NewRecorder[*resources.Listener]()
 		defer client.Watch(c, resources.ListenerType, "svc", w)()
-		w.Want(ctx, t, transporttest.Changed, nil)
+		w.Want(ctx, t, clienttest.Changed, nil)
 
 		time.Sleep(time.Minute)
 		synctest.Wait()

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package transporttest holds test helpers shared by the tests of the
-// transports in transport/...: a recording watcher, watchers of a whole
-// Listener → Endpoints chain, and a transport wrapper that records and
-// breaks streams. It is for tests only.
-package transporttest
+// Package clienttest holds helpers for testing a transport (a
+// transport.Builder: the ones in transport/..., or your own) with the real
+// client: a recording watcher, watchers of a whole Listener → Endpoints
+// chain, and a transport wrapper that records and breaks streams. It is for
+// tests only; production code never imports it.
+package clienttest
 
 import (
 	"context"
