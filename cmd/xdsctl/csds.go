@@ -86,7 +86,7 @@ func runStatusCSDS(ctx context.Context, e *env, addr string, out outputFormat, a
 			cfg.GenericXdsConfigs = gs
 		}
 		if out.structured() {
-			b, err := formatStatusStructured(out, cfg)
+			b, err := formatStatusStructured(out, cfg, nil)
 			if err != nil {
 				return err
 			}
@@ -101,7 +101,7 @@ func runStatusCSDS(ctx context.Context, e *env, addr string, out outputFormat, a
 			}
 			fmt.Fprintf(e.stdout, "# %s (node %q)\n", cell(cfg.GetClientScope()), cfg.GetNode().GetId())
 		}
-		if err := formatStatusTable(e.stdout, cfg, nil); err != nil {
+		if err := formatStatusTable(e.stdout, cfg, nil, nil); err != nil {
 			return err
 		}
 	}

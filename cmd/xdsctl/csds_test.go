@@ -24,12 +24,12 @@ func TestDemoAdmin_StatusCSDS(t *testing.T) {
 		t.Fatalf("status --csds = %d, stderr: %s", code, stderr)
 	}
 	for _, row := range []string{
-		`(?m)^Listener\s+svc\s+ACKED\s+\d+\s+\S+\s+-$`,
-		`(?m)^RouteConfiguration\s+route-svc\s+ACKED\s+\d+\s+\S+\s+-$`,
-		`(?m)^Cluster\s+cluster-svc\s+ACKED\s+\d+\s+\S+\s+-$`,
-		`(?m)^Cluster\s+cluster-svc-canary\s+ACKED\s+\d+\s+\S+\s+-$`,
-		`(?m)^ClusterLoadAssignment\s+eds-svc\s+ACKED\s+\d+\s+\S+\s+-$`,
-		`(?m)^ClusterLoadAssignment\s+eds-svc-canary\s+ACKED\s+\d+\s+\S+\s+-$`,
+		`(?m)^Listener\s+svc\s+ACKED\s+\d+\s+-\s+\S+\s+-$`,
+		`(?m)^RouteConfiguration\s+route-svc\s+ACKED\s+\d+\s+-\s+\S+\s+-$`,
+		`(?m)^Cluster\s+cluster-svc\s+ACKED\s+\d+\s+-\s+\S+\s+-$`,
+		`(?m)^Cluster\s+cluster-svc-canary\s+ACKED\s+\d+\s+-\s+\S+\s+-$`,
+		`(?m)^ClusterLoadAssignment\s+eds-svc\s+ACKED\s+\d+\s+-\s+\S+\s+-$`,
+		`(?m)^ClusterLoadAssignment\s+eds-svc-canary\s+ACKED\s+\d+\s+-\s+\S+\s+-$`,
 	} {
 		if !regexp.MustCompile(row).MatchString(stdout) {
 			t.Errorf("status --csds output lacks a row matching %s; it is:\n%s", row, stdout)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
@@ -67,6 +68,14 @@ type event struct {
 	// Version is the version_info of the cached resource at the time of
 	// the event, taken from the client's CSDS dump; "" when unknown.
 	Version string
+	// Server is the server_uri of the management server that sent the
+	// cached value, for eventChanged (client.ResourceOrigin); "" when
+	// unknown.
+	Server string
+	// Stale says the value of an eventChanged was loaded from
+	// --persist-dir because no management server answered
+	// (client.ResourceOrigin).
+	Stale bool
 	// Value is the decoded resource (*resources.Listener, …) for
 	// eventChanged, nil otherwise.
 	Value any
@@ -77,13 +86,19 @@ type event struct {
 }
 
 // formatEventText renders ev as a block of lines: a header
-// "[15:04:05] Type name (version v): summary", then indented details. The
-// block ends with a newline.
+// "[15:04:05] Type name (version v) from SERVER[, stale]: summary", then
+// indented details. The block ends with a newline.
 func formatEventText(ev event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s] %s %s", ev.Time.Format(time.TimeOnly), ev.TypeName, ev.Name)
 	if ev.Version != "" {
 		fmt.Fprintf(&b, " (version %s)", ev.Version)
+	}
+	if ev.Server != "" {
+		fmt.Fprintf(&b, " from %s", ev.Server)
+	}
+	if ev.Stale {
+		b.WriteString(", stale")
 	}
 	b.WriteString(": ")
 	switch ev.Kind {
@@ -321,13 +336,15 @@ func oneLine(s string) string {
 }
 
 // jsonEvent is one line of `watch --output json`. Empty fields are left
-// out: "version" when unknown, "resource" except for changed events,
-// "error" except for error events.
+// out: "version" and "server" when unknown, "stale" unless true,
+// "resource" except for changed events, "error" except for error events.
 type jsonEvent struct {
 	Event    eventKind       `json:"event"`
 	TypeURL  string          `json:"type_url"`
 	Name     string          `json:"name"`
 	Version  string          `json:"version,omitempty"`
+	Server   string          `json:"server,omitempty"`
+	Stale    bool            `json:"stale,omitempty"`
 	Resource json.RawMessage `json:"resource,omitempty"`
 	Error    string          `json:"error,omitempty"`
 }
@@ -335,7 +352,7 @@ type jsonEvent struct {
 // formatEventRecord renders ev as one line of JSON or one YAML document
 // (encodeRecord), ending with a newline.
 func formatEventRecord(out outputFormat, ev event) ([]byte, error) {
-	je := jsonEvent{Event: ev.Kind, TypeURL: ev.TypeURL, Name: ev.Name, Version: ev.Version}
+	je := jsonEvent{Event: ev.Kind, TypeURL: ev.TypeURL, Name: ev.Name, Version: ev.Version, Server: ev.Server, Stale: ev.Stale}
 	if ev.Kind == eventChanged && ev.Raw != nil {
 		r, err := marshalResource(ev.Raw)
 		if err != nil {
@@ -386,14 +403,36 @@ func marshalProtoJSON(m proto.Message) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// originFunc returns the origin of the cached value of a resource, as
+// (*client.Client).ResourceOrigin; nil when unknown (status --csds).
+type originFunc func(typeURL, name string) (client.ResourceOrigin, bool)
+
+// jsonOrigin is one element of the "origins" field that status adds to
+// the ClientConfig of its JSON and YAML output. The field names follow
+// the protojson of the ClientConfig around it; "stale" is left out
+// unless true.
+type jsonOrigin struct {
+	TypeURL string `json:"typeUrl"`
+	Name    string `json:"name"`
+	Server  string `json:"server"`
+	Stale   bool   `json:"stale,omitempty"`
+}
+
 // formatStatusStructured renders a CSDS dump as protojson indented by two
 // spaces, or as the YAML document of that JSON, ending with a newline. The
 // indentation is normalized, so the output is stable across protobuf
-// versions.
-func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig) ([]byte, error) {
+// versions. When origins is not nil and knows the origin of a resource of
+// the dump, the object gets one more field after the ClientConfig's,
+// "origins": [{"typeUrl", "name", "server", "stale"}, …] in dump order,
+// which CSDS cannot carry (parse with unknown fields ignored to read the
+// rest as a ClientConfig).
+func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig, origins originFunc) ([]byte, error) {
 	compact, err := marshalProtoJSON(cc)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the CSDS dump: %w", err)
+	}
+	if compact, err = appendOrigins(compact, cc, origins); err != nil {
+		return nil, err
 	}
 	if out == outputYAML {
 		y, err := jsonToYAML(compact)
@@ -410,19 +449,58 @@ func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig) ([]by
 	return buf.Bytes(), nil
 }
 
+// appendOrigins adds the "origins" field (see formatStatusStructured) to
+// obj, the compact JSON object of cc, when there are any.
+func appendOrigins(obj []byte, cc *v3statuspb.ClientConfig, origins originFunc) ([]byte, error) {
+	if origins == nil {
+		return obj, nil
+	}
+	var list []jsonOrigin
+	for _, g := range cc.GetGenericXdsConfigs() {
+		if o, ok := origins(g.GetTypeUrl(), g.GetName()); ok && o.ServerURI != "" {
+			list = append(list, jsonOrigin{TypeURL: g.GetTypeUrl(), Name: g.GetName(), Server: o.ServerURI, Stale: o.Stale})
+		}
+	}
+	if len(list) == 0 {
+		return obj, nil
+	}
+	field, err := json.Marshal(map[string][]jsonOrigin{"origins": list})
+	if err != nil {
+		return nil, fmt.Errorf("rendering the resource origins: %w", err)
+	}
+	if len(obj) <= 2 { // "{}"
+		return field, nil
+	}
+	// Splice the field into the object: obj ends with "}", field starts
+	// with "{".
+	return append(append(obj[:len(obj)-1:len(obj)-1], ','), field[1:]...), nil
+}
+
 // resourceKey identifies a resource of a dump.
 type resourceKey struct{ typeURL, name string }
 
 // formatStatusTable writes a CSDS dump as a table with the columns TYPE,
-// NAME, STATUS, VERSION, LAST UPDATED and ERROR, one row per resource in
-// dump order. LAST UPDATED is the dump's last_updated in UTC, RFC 3339,
-// to the second. ERROR is the error_state of a NACKed resource; for a
-// resource still REQUESTED it is notes[key] when set (for example the
-// connection error a watcher received). Empty cells show "-".
-func formatStatusTable(w io.Writer, cc *v3statuspb.ClientConfig, notes map[resourceKey]string) error {
+// NAME, STATUS, VERSION, SERVER, LAST UPDATED and ERROR, one row per
+// resource in dump order. STATUS is the client_status, with "(stale)"
+// appended (ACKED(stale)) for a value served from persistence. SERVER is
+// the server_uri of the management server that sent the cached value, from
+// origins (nil: unknown). LAST UPDATED is the dump's last_updated in UTC,
+// RFC 3339, to the second. ERROR is the error_state of a NACKed or stale
+// resource; for a resource still REQUESTED it is notes[key] when set (for
+// example the connection error a watcher received). Empty cells show "-".
+func formatStatusTable(w io.Writer, cc *v3statuspb.ClientConfig, notes map[resourceKey]string, origins originFunc) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tNAME\tSTATUS\tVERSION\tLAST UPDATED\tERROR")
+	fmt.Fprintln(tw, "TYPE\tNAME\tSTATUS\tVERSION\tSERVER\tLAST UPDATED\tERROR")
 	for _, g := range cc.GetGenericXdsConfigs() {
+		status, server := g.GetClientStatus().String(), ""
+		if origins != nil {
+			if o, ok := origins(g.GetTypeUrl(), g.GetName()); ok {
+				server = o.ServerURI
+				if o.Stale {
+					status += staleSuffix
+				}
+			}
+		}
 		errText := ""
 		if es := g.GetErrorState(); es != nil {
 			errText = es.GetDetails()
@@ -436,15 +514,18 @@ func formatStatusTable(w io.Writer, cc *v3statuspb.ClientConfig, notes map[resou
 		if lu := g.GetLastUpdated(); lu != nil {
 			updated = lu.AsTime().UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n",
-			cell(shortTypeName(g.GetTypeUrl())), cell(g.GetName()), cell(g.GetClientStatus().String()),
-			cell(g.GetVersionInfo()), cell(updated), cell(errText))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			cell(shortTypeName(g.GetTypeUrl())), cell(g.GetName()), cell(status),
+			cell(g.GetVersionInfo()), cell(server), cell(updated), cell(errText))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("writing the status table: %w", err)
 	}
 	return nil
 }
+
+// staleSuffix marks the STATUS of a value served from persistence.
+const staleSuffix = "(stale)"
 
 // cell makes s fit in one table cell.
 func cell(s string) string {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -185,7 +187,7 @@ func goldenEvents(t *testing.T) []event {
 		Err: errors.Join(client.ErrResourceNotFound, errors.New("not received within 15s"))}
 	invalid := &client.ResourceError{TypeURL: resources.ListenerTypeURL, TypeName: "Listener", Name: "svc", NodeID: "n1",
 		Err: errors.New("resource invalid: version \"3\" rejected:\napi_listener: missing")}
-	return []event{
+	evs := []event{
 		changedEvent(t, resources.ListenerType, "svc", "1", pack(testutil.Listener("svc", "route-svc"))),
 		changedEvent(t, resources.ListenerType, "inline", "", pack(testutil.ListenerInline("inline", testutil.RouteConfig("inline-routes", "*", "c")))),
 		changedEvent(t, resources.RouteConfigType, "routes", "7", pack(goldenRouteConfig("routes"))),
@@ -199,6 +201,10 @@ func goldenEvents(t *testing.T) []event {
 		{Time: goldenTime, Kind: eventResourceError, TypeName: "Cluster", TypeURL: resources.ClusterTypeURL, Name: "missing", Err: notFound},
 		{Time: goldenTime, Kind: eventAmbientError, TypeName: "Listener", TypeURL: resources.ListenerTypeURL, Name: "svc", Version: "2", Err: invalid},
 	}
+	// The origins: from the primary server, and stale from a fallback.
+	evs[0].Server = "xds.example.com:443"
+	evs[3].Server, evs[3].Stale = "backup.example.com:443", true
+	return evs
 }
 
 // TestFormatEventText checks the text rendering of events against
@@ -270,28 +276,63 @@ func goldenDump() *v3statuspb.ClientConfig {
 	}
 }
 
+// goldenOrigins is the origin function of goldenDump: the Listener stale,
+// persisted from a fallback server, the RouteConfiguration from the
+// primary server, nothing cached for the others.
+func goldenOrigins(typeURL, name string) (client.ResourceOrigin, bool) {
+	switch {
+	case typeURL == resources.ListenerTypeURL && name == "svc":
+		return client.ResourceOrigin{ServerURI: "backup.example.com:443", Stale: true}, true
+	case typeURL == resources.RouteConfigTypeURL && name == "route-svc":
+		return client.ResourceOrigin{ServerURI: "xds.example.com:443"}, true
+	}
+	return client.ResourceOrigin{}, false
+}
+
 // TestFormatStatusTable checks the status table against
 // testdata/status.txt: every status, a multi-line NACK error, a note for
-// a REQUESTED resource, and a custom type.
+// a REQUESTED resource, a custom type, and the SERVER column with a stale
+// value.
 func TestFormatStatusTable(t *testing.T) {
 	var b bytes.Buffer
 	notes := map[resourceKey]string{
 		{resources.EndpointsTypeURL, "eds-svc"}: `xds: ClusterLoadAssignment "eds-svc": connection error: unavailable (node "n1")`,
 		{resources.ClusterTypeURL, "missing"}:   "not shown: the resource has a status of its own",
 	}
-	if err := formatStatusTable(&b, goldenDump(), notes); err != nil {
+	if err := formatStatusTable(&b, goldenDump(), notes, goldenOrigins); err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, "status.txt", b.Bytes())
 }
 
-// TestFormatStatusJSON checks the JSON dump against testdata/status.json.
+// TestFormatStatusJSON checks the JSON dump against testdata/status.json,
+// with the "origins" field after the ClientConfig's, and that the output
+// still reads as the ClientConfig when unknown fields are ignored.
 func TestFormatStatusJSON(t *testing.T) {
-	got, err := formatStatusStructured(outputJSON, goldenDump())
+	got, err := formatStatusStructured(outputJSON, goldenDump(), goldenOrigins)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, "status.json", got)
+	cc := &v3statuspb.ClientConfig{}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(got, cc); err != nil {
+		t.Fatalf("the output does not read as a ClientConfig: %v", err)
+	}
+	if !proto.Equal(cc, goldenDump()) {
+		t.Errorf("the output reads as\n%v\nwant\n%v", cc, goldenDump())
+	}
+}
+
+// TestFormatStatusJSON_NoOrigins checks that without origins (status
+// --csds) the JSON output is exactly the ClientConfig's protojson.
+func TestFormatStatusJSON_NoOrigins(t *testing.T) {
+	got, err := formatStatusStructured(outputJSON, goldenDump(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := protojson.Unmarshal(got, &v3statuspb.ClientConfig{}); err != nil {
+		t.Fatalf("the output is not a ClientConfig: %v\n%s", err, got)
+	}
 }
 
 // TestVersionFromDump checks that a version is attached to an event only

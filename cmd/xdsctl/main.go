@@ -7,9 +7,9 @@
 // Usage:
 //
 //	xdsctl demo     [--bootstrap-out FILE] [--admin ADDR] [--duration D] [--interval D] [--delta] [-o FORMAT]
-//	xdsctl watch    [CONNECTION] [--delta] [-o FORMAT] [--resource-timeout D] TYPE/NAME...
-//	xdsctl resolve  [CONNECTION] [--delta] [--once [--timeout D]] [-o FORMAT] [--authority A] [--resource-timeout D] LISTENER
-//	xdsctl status   [CONNECTION | --csds ADDR] [--delta] [--wait D] [-o FORMAT] [--resource-timeout D] TYPE/NAME...
+//	xdsctl watch    [CONNECTION] [--delta] [PERSIST] [-o FORMAT] [--resource-timeout D] TYPE/NAME...
+//	xdsctl resolve  [CONNECTION] [--delta] [PERSIST] [--once [--timeout D]] [-o FORMAT] [--authority A] [--resource-timeout D] LISTENER
+//	xdsctl status   [CONNECTION | --csds ADDR] [--delta] [PERSIST] [--wait D] [-o FORMAT] [--resource-timeout D] TYPE/NAME...
 //	xdsctl validate [-o FORMAT] FILE...
 //	xdsctl help     [COMMAND]
 //
@@ -25,8 +25,13 @@
 // polling, SotW) or --file PATH [--node ID] (a DiscoveryResponse file or a
 // directory of them, re-read when replaced; no server). watch,
 // resolve and status also take --max-recv-msg-size BYTES and --log-level
-// LEVEL (trace, debug, info, warn, error). FORMAT (-o or --output) is
-// text, json or yaml.
+// LEVEL (trace, debug, info, warn, error). PERSIST is --persist-dir DIR
+// [--persist-timeout D]: the values received are saved in DIR and, when no
+// management server answers within D (10s by default) of the start, the
+// saved ones are served, marked stale. watch events and the status table
+// (column SERVER, STATUS ACKED(stale)) say which management server sent
+// each value and whether it is stale. FORMAT (-o or --output) is text,
+// json or yaml.
 //
 // TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds);
 // TYPE/* names every resource of the type (a wildcard subscription).
@@ -38,7 +43,8 @@
 // 1 on a runtime failure (for validate: an invalid resource), 2 on a usage
 // error (for validate: an unreadable input); status exits 3 when a
 // resource is NACKED, 4 when one does not exist, 5 when one was not
-// received in time.
+// received in time, 6 when one is stale (served only from the copy in
+// --persist-dir).
 package main
 
 import (

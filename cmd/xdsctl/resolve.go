@@ -16,7 +16,7 @@ import (
 
 var resolveCommand = &command{
 	name:     "resolve",
-	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH] [--delta] [--per-type] [--once [--timeout D]] [-o text|json|yaml] [--authority A] [--resource-timeout D] LISTENER",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH] [--delta] [--per-type] [--persist-dir DIR [--persist-timeout D]] [--once [--timeout D]] [-o text|json|yaml] [--authority A] [--resource-timeout D] LISTENER",
 	summary:  "print the complete configuration a Listener leads to, as a gRPC channel sees it",
 	help: `Resolve follows a Listener and everything it leads to, as a gRPC channel does
 (gRFC A74): its RouteConfiguration, the virtual host selected for the

@@ -28,7 +28,8 @@ import (
 	"github.com/proxyless/xds/transport/rest"
 )
 
-// Exit codes of run. status adds its own (exitNACKed, …; see status.go).
+// Exit codes of run. status adds its own (exitNACKed, …, exitStale; see
+// status.go).
 const (
 	exitOK      = 0 // success, including an interrupted demo, watch or resolve
 	exitFailure = 1 // a runtime failure: bootstrap, connection, output
@@ -212,7 +213,7 @@ func printUsage(w io.Writer) {
 	b.WriteString("\n" + resourceArgHelp + "\n")
 	b.WriteString("Exit status: 0 on success (also when demo, watch or resolve is interrupted),\n")
 	b.WriteString("1 on a runtime failure, 2 on a usage error; status: 3 NACKED, 4 DOES_NOT_EXIST,\n")
-	b.WriteString("5 not received (see 'xdsctl help status').\n")
+	b.WriteString("5 not received, 6 stale: served from --persist-dir only (see 'xdsctl help status').\n")
 	io.WriteString(w, b.String())
 }
 
@@ -328,6 +329,8 @@ type clientFlags struct {
 	rest            string        // --rest URL: REST-JSON polling instead of gRPC
 	restInterval    time.Duration // --rest-interval, with --rest
 	file            string        // --file PATH: a filesystem subscription instead of a server
+	persistDir      string        // --persist-dir DIR: last-known-good persistence (client.WithPersistence)
+	persistTimeout  time.Duration // --persist-timeout, with --persist-dir (client.WithPersistenceTimeout)
 }
 
 // defaultServerNode is the node id --server sends without --node.
@@ -349,6 +352,8 @@ func (f *clientFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.perType, "per-type", false, "open one stream per resource type on the type's own service (StreamListeners, …; with --delta, DeltaListeners, …) instead of one ADS stream; a server's bootstrap entry can ask for it with the server feature \"xds_per_type\"")
 	fs.StringVar(&f.rest, "rest", "", "poll the management server's REST-JSON endpoints at this base `URL` (http://HOST:PORT) instead of opening gRPC streams; SotW only")
 	fs.DurationVar(&f.restInterval, "rest-interval", 0, "with --rest: how often to poll when nothing changes (default 30s, jittered ±20%)")
+	fs.StringVar(&f.persistDir, "persist-dir", "", "save the values received in this `directory` and, when no management server answers within --persist-timeout of the start, serve the saved ones, marked stale (gRFC A71 last-known-good; R-10.5)")
+	fs.DurationVar(&f.persistTimeout, "persist-timeout", 0, "with --persist-dir: how long to wait for a management server before serving the saved values (default 10s)")
 	fs.StringVar(&f.file, "file", "", "read the resources from this `path`, a file holding one DiscoveryResponse (.json, .yaml, .textpb or .pb) or a directory of such files, re-read when replaced; no server, no bootstrap")
 }
 
@@ -358,6 +363,19 @@ func (f *clientFlags) expiry() time.Duration {
 		return f.resourceTimeout
 	}
 	return defaultResourceTimeout
+}
+
+// persistSettle returns how long after the client's start the persisted
+// values of --persist-dir are served when no server answers, and false
+// without --persist-dir.
+func (f *clientFlags) persistSettle() (time.Duration, bool) {
+	if f.persistDir == "" {
+		return 0, false
+	}
+	if f.persistTimeout > 0 {
+		return f.persistTimeout, true
+	}
+	return client.DefaultPersistenceTimeout, true
 }
 
 // defaultResourceTimeout is the client's does-not-exist timer (R-8.1).
@@ -384,7 +402,16 @@ func (f *clientFlags) options(stderr io.Writer) ([]client.Option, error) {
 	if f.maxRecvMsgSize < 0 {
 		return nil, usageErrorf("--max-recv-msg-size must not be negative, got %d", f.maxRecvMsgSize)
 	}
+	if f.persistTimeout < 0 {
+		return nil, usageErrorf("--persist-timeout must not be negative, got %v", f.persistTimeout)
+	}
+	if f.persistTimeout > 0 && f.persistDir == "" {
+		return nil, usageErrorf("--persist-timeout needs --persist-dir")
+	}
 	var opts []client.Option
+	if f.persistDir != "" {
+		opts = append(opts, client.WithPersistence(f.persistDir), client.WithPersistenceTimeout(f.persistTimeout))
+	}
 	if f.resourceTimeout > 0 {
 		opts = append(opts, client.WithWatchExpiryTimeout(f.resourceTimeout))
 	}

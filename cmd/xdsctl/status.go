@@ -23,7 +23,12 @@ const (
 	exitNACKed       = 3 // a named resource is NACKED
 	exitDoesNotExist = 4 // a named resource is DOES_NOT_EXIST
 	exitNotReceived  = 5 // a named resource was not received within --wait
+	exitStale        = 6 // a named resource is served only from the --persist-dir copy
 )
+
+// persistSettleMargin is how long after the persistence timeout status
+// waits for the persisted values before settling on connection errors.
+const persistSettleMargin = 250 * time.Millisecond
 
 // statusWaitMargin is how much longer than the does-not-exist timer the
 // default --wait is, so that a missing resource is reported as
@@ -32,18 +37,35 @@ const statusWaitMargin = 5 * time.Second
 
 var statusCommand = &command{
 	name:     "status",
-	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH | --csds ADDR] [--delta] [--per-type] [--wait D] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH | --csds ADDR] [--delta] [--per-type] [--persist-dir DIR [--persist-timeout D]] [--wait D] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
 	summary:  "subscribe to resources, print the client's CSDS dump, and exit 0 only when all are ACKED",
 	help: `Status subscribes to the named resources, waits until each of them has been
 received, reported missing or invalid, or failed to connect, or until --wait
 has passed, whichever comes first, and prints the client's CSDS dump (gRFC
-A40): a table with the columns TYPE NAME STATUS VERSION LAST UPDATED ERROR,
-or with --output json the protojson of the envoy.service.status.v3.ClientConfig,
-indented by two spaces (--output yaml: the same as YAML). STATUS is
-REQUESTED (nothing received yet), ACKED, NACKED or DOES_NOT_EXIST. LAST
+A40): a table with the columns TYPE NAME STATUS VERSION SERVER LAST
+UPDATED ERROR, or with --output json the protojson of the
+envoy.service.status.v3.ClientConfig, indented by two spaces (--output
+yaml: the same as YAML). STATUS is REQUESTED (nothing received yet),
+ACKED, ACKED(stale), NACKED or DOES_NOT_EXIST. SERVER is the management
+server (server_uri) that sent the cached value, which with fallback
+(gRFC A71) may be a lower-priority one; "-" when nothing is cached. LAST
 UPDATED is when the client last received the resource (UTC, RFC 3339).
-ERROR is the rejection of a NACKed resource, or the connection error of a
-resource still REQUESTED.
+ERROR is the rejection of a NACKed resource, why a value is stale, or the
+connection error of a resource still REQUESTED.
+
+With --persist-dir DIR, the values received are saved in DIR; when no
+management server answers within --persist-timeout (10s by default), the
+saved values are served instead, shown as ACKED(stale) with the server
+that sent them, and status waits for them before settling on connection
+errors.
+
+CSDS has no field for the server of a resource, so the JSON and YAML
+output add one field after those of the ClientConfig:
+  "origins": [{"typeUrl":"…","name":"…","server":"…","stale":true}, …]
+one element per cached resource, in dump order, "stale" only when true;
+the field is left out when nothing is cached. Read the output as a
+ClientConfig with unknown fields ignored (protojson DiscardUnknown). With
+--csds the server is not known: SERVER is "-" and there is no "origins".
 
 TYPE/* subscribes to every resource of the type (a wildcard) and waits for
 the first one; each resource the server sends is a row.
@@ -63,8 +85,11 @@ Exit status, for CI:
   3  a resource is NACKED
   4  a resource is DOES_NOT_EXIST
   5  a resource was not received within --wait (still REQUESTED)
-When several apply, the lowest of 3, 4 and 5 is the exit status; stderr
-names the resources at fault.
+  6  a resource is ACKED(stale): served only from the --persist-dir copy,
+     no management server having answered
+When several apply, the lowest of 3, 4, 5 and 6 is the exit status;
+stderr names the resources at fault. A stale resource does not count as
+ACKED for exit status 0.
 
 ` + resourceArgHelp,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -100,7 +125,20 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 		wait = cf.expiry() + statusWaitMargin
 	}
 
-	t := newSettleTracker(refs)
+	persistWait, persisting := cf.persistSettle()
+	t := newSettleTracker(refs, persisting)
+	if persisting {
+		// The client serves the persisted values persistWait after New
+		// when no server has answered: until then, a connection error
+		// settles nothing.
+		release := time.AfterFunc(persistWait+persistSettleMargin, func() {
+			t.releaseConnErrors(func(k resourceKey) bool {
+				_, cached := c.ResourceOrigin(k.typeURL, k.name)
+				return cached
+			})
+		})
+		defer release.Stop()
+	}
 	for _, r := range refs {
 		key := r.key()
 		defer r.watch(c, e, func(ev event) { t.record(key, r.wildcard(), ev) })()
@@ -124,23 +162,23 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 		}
 	}
 	if out.structured() {
-		b, err := formatStatusStructured(out, cc)
+		b, err := formatStatusStructured(out, cc, c.ResourceOrigin)
 		if err != nil {
 			return err
 		}
 		if _, err := e.stdout.Write(b); err != nil {
 			return fmt.Errorf("writing output: %w", err)
 		}
-	} else if err := formatStatusTable(e.stdout, cc, notes); err != nil {
+	} else if err := formatStatusTable(e.stdout, cc, notes, c.ResourceOrigin); err != nil {
 		return err
 	}
-	return statusVerdict(refs, cc.GetGenericXdsConfigs(), wait)
+	return statusVerdict(refs, cc.GetGenericXdsConfigs(), c.ResourceOrigin, wait)
 }
 
 // statusVerdict returns nil when every resource of refs is ACKED in gs,
-// and otherwise an *exitError with the status's exit code, naming the
-// resources at fault.
-func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsConfig, wait time.Duration) error {
+// and not stale by origins, and otherwise an *exitError with the status's
+// exit code, naming the resources at fault.
+func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsConfig, origins originFunc, wait time.Duration) error {
 	code := exitOK
 	var faults []string
 	fault := func(c int, r resourceRef, name, what string) {
@@ -158,6 +196,9 @@ func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsC
 			found = true
 			switch st := g.GetClientStatus(); st {
 			case v3adminpb.ClientResourceStatus_ACKED:
+				if o, ok := origins(g.GetTypeUrl(), g.GetName()); ok && o.Stale {
+					fault(exitStale, r, g.GetName(), "is stale (served from the persisted copy only)")
+				}
 			case v3adminpb.ClientResourceStatus_NACKED:
 				fault(exitNACKed, r, g.GetName(), "is NACKED")
 			case v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
@@ -181,16 +222,21 @@ func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsC
 type settleTracker struct {
 	settled chan struct{} // closed when every resource has settled
 
-	mu      sync.Mutex
-	pending map[resourceKey]bool  // guarded by mu: resources not settled yet
-	errs    map[resourceKey]error // guarded by mu: the last ResourceError, nil after a change
+	mu        sync.Mutex
+	pending   map[resourceKey]bool  // guarded by mu: resources not settled yet
+	errs      map[resourceKey]error // guarded by mu: the last ResourceError, nil after a change
+	holdConns bool                  // guarded by mu: connection errors settle nothing (persistence)
 }
 
-func newSettleTracker(refs []resourceRef) *settleTracker {
+// newSettleTracker returns a tracker of refs. With holdConns, a
+// connection error does not settle a named resource until
+// releaseConnErrors: a persisted value may still come.
+func newSettleTracker(refs []resourceRef, holdConns bool) *settleTracker {
 	t := &settleTracker{
-		settled: make(chan struct{}),
-		pending: make(map[resourceKey]bool, len(refs)),
-		errs:    make(map[resourceKey]error, len(refs)),
+		settled:   make(chan struct{}),
+		pending:   make(map[resourceKey]bool, len(refs)),
+		errs:      make(map[resourceKey]error, len(refs)),
+		holdConns: holdConns,
 	}
 	for _, r := range refs {
 		t.pending[r.key()] = true
@@ -209,15 +255,36 @@ func (t *settleTracker) record(key resourceKey, wildcard bool, ev event) {
 		delete(t.errs, key)
 	case ev.Kind == eventResourceError && !wildcard:
 		t.errs[key] = ev.Err
+		if t.holdConns && errors.Is(ev.Err, client.ErrConnection) {
+			return
+		}
 	case wildcard && errors.Is(ev.Err, client.ErrConnection):
 		t.errs[key] = ev.Err
 	default:
 		return
 	}
+	t.settleLocked(key)
+}
+
+func (t *settleTracker) settleLocked(key resourceKey) {
 	if t.pending[key] {
 		delete(t.pending, key)
 		if len(t.pending) == 0 {
 			close(t.settled)
+		}
+	}
+}
+
+// releaseConnErrors ends the hold of newSettleTracker: the resources with
+// a connection error settle, except those cached says have a value, whose
+// change event is on its way.
+func (t *settleTracker) releaseConnErrors(cached func(resourceKey) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.holdConns = false
+	for key := range t.pending {
+		if errors.Is(t.errs[key], client.ErrConnection) && !cached(key) {
+			t.settleLocked(key)
 		}
 	}
 }

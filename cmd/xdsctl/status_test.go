@@ -3,7 +3,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,28 +19,49 @@ import (
 	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
 
-// tableRows parses the status table into rows of fields (the cells hold
-// no spaces in these tests), checking the header. The LAST UPDATED cell,
-// which varies, is checked to be "-" or a time in RFC 3339 and left out
-// of the rows.
-func tableRows(t *testing.T, out string) [][]string {
+// tableCells parses the status table into rows of fields (the cells hold
+// no spaces in these tests), checking the header and that the LAST
+// UPDATED cell (index 5) is "-" or a time in RFC 3339.
+func tableCells(t *testing.T, out string) [][]string {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "TYPE NAME STATUS VERSION LAST UPDATED ERROR" {
-		t.Fatalf("table header = %q, want TYPE NAME STATUS VERSION LAST UPDATED ERROR", lines[0])
+	const header = "TYPE NAME STATUS VERSION SERVER LAST UPDATED ERROR"
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != header {
+		t.Fatalf("table header = %q, want %s", lines[0], header)
 	}
 	var rows [][]string
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
-		if len(f) < 6 {
-			t.Fatalf("table row %q has fewer than 6 cells", l)
+		if len(f) < 7 {
+			t.Fatalf("table row %q has fewer than 7 cells", l)
 		}
-		if _, err := time.Parse(time.RFC3339, f[4]); f[4] != "-" && err != nil {
+		if _, err := time.Parse(time.RFC3339, f[5]); f[5] != "-" && err != nil {
 			t.Errorf("LAST UPDATED of row %q: %v", l, err)
 		}
-		rows = append(rows, append(f[:4:4], f[5:]...))
+		rows = append(rows, f)
 	}
 	return rows
+}
+
+// tableRows returns the rows of the status table without the cells that
+// vary, SERVER and LAST UPDATED: TYPE NAME STATUS VERSION ERROR....
+func tableRows(t *testing.T, out string) [][]string {
+	t.Helper()
+	var rows [][]string
+	for _, f := range tableCells(t, out) {
+		rows = append(rows, append(f[:4:4], f[6:]...))
+	}
+	return rows
+}
+
+// tableServers returns the SERVER column of the status table.
+func tableServers(t *testing.T, out string) []string {
+	t.Helper()
+	var servers []string
+	for _, f := range tableCells(t, out) {
+		servers = append(servers, f[4])
+	}
+	return servers
 }
 
 // TestStatus_Table checks the text output of status for a served chain:
@@ -47,7 +70,7 @@ func tableRows(t *testing.T, out string) [][]string {
 // resources.
 func TestStatus_Table(t *testing.T) {
 	ctx := testContext(t)
-	_, bootstrapFile := newChainServer(t)
+	ms, bootstrapFile := newChainServer(t)
 	t.Setenv("GRPC_XDS_BOOTSTRAP", bootstrapFile)
 
 	code, stdout, stderr := runSync(ctx, "status", "eds/eds-svc", "cds/cluster-svc", "rds/route-svc", "lds/svc", "--wait", "10s")
@@ -62,6 +85,10 @@ func TestStatus_Table(t *testing.T) {
 	}
 	if got := tableRows(t, stdout); !equalRows(got, want) {
 		t.Fatalf("status printed:\n%s\nwant rows %q", stdout, want)
+	}
+	addr := ms.Address()
+	if got, want := tableServers(t, stdout), []string{addr, addr, addr, addr}; !slices.Equal(got, want) {
+		t.Errorf("SERVER column = %q, want %q", got, want)
 	}
 }
 
@@ -79,10 +106,10 @@ func equalRows(a, b [][]string) bool {
 
 // TestStatus_JSON checks that status --output json prints the CSDS
 // ClientConfig as protojson: the node and every resource with its status,
-// version and content.
+// version and content, then the "origins" field with the server of each.
 func TestStatus_JSON(t *testing.T) {
 	ctx := testContext(t)
-	_, bootstrapFile := newChainServer(t)
+	ms, bootstrapFile := newChainServer(t)
 
 	code, stdout, stderr := runSync(ctx, "status", "--bootstrap", bootstrapFile, "--output", "json", "listener/svc", "cluster/cluster-svc")
 	if code != exitOK || stderr != "" {
@@ -92,7 +119,7 @@ func TestStatus_JSON(t *testing.T) {
 		t.Errorf("output starts %q, want an object indented by two spaces", stdout[:min(len(stdout), 40)])
 	}
 	cc := &v3statuspb.ClientConfig{}
-	if err := protojson.Unmarshal([]byte(stdout), cc); err != nil {
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(stdout), cc); err != nil {
 		t.Fatalf("output is not a ClientConfig: %v\n%s", err, stdout)
 	}
 	if cc.GetNode().GetId() != "xdsctl-test" {
@@ -109,6 +136,82 @@ func TestStatus_JSON(t *testing.T) {
 			t.Errorf("generic_xds_configs[%d] = %v, want %s %q ACKED version 1 with its resource", i, g, want.typeURL, want.name)
 		}
 	}
+	var origins struct {
+		Origins []jsonOrigin `json:"origins"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &origins); err != nil {
+		t.Fatal(err)
+	}
+	addr := ms.Address()
+	wantOrigins := []jsonOrigin{{resources.ListenerTypeURL, "svc", addr, false}, {resources.ClusterTypeURL, "cluster-svc", addr, false}}
+	if !slices.Equal(origins.Origins, wantOrigins) {
+		t.Errorf("origins = %+v, want %+v", origins.Origins, wantOrigins)
+	}
+}
+
+// TestStatus_PersistStale checks --persist-dir and the stale status:
+//  1. status with --persist-dir against a live server: ACKED from the
+//     server, exit 0; the values are saved.
+//  2. Stop the server. status with the same directory and server address
+//     and a short --persist-timeout: the saved values are ACKED(stale),
+//     with the server that sent them, exit 6, stderr names them.
+//  3. The same with --output json: "origins" says stale and the server.
+func TestStatus_PersistStale(t *testing.T) {
+	ctx := testContext(t)
+	ms, _ := newChainServer(t)
+	addr, dir := ms.Address(), t.TempDir()
+
+	code, stdout, stderr := runSync(ctx, "status", "--server", addr, "--persist-dir", dir, "--wait", "10s", "lds/svc", "cds/cluster-svc")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("status against the live server = %d, stderr %q; want 0 and no stderr", code, stderr)
+	}
+	if got, want := tableServers(t, stdout), []string{addr, addr}; !slices.Equal(got, want) {
+		t.Fatalf("SERVER column = %q, want %q", got, want)
+	}
+
+	ms.Stop()
+	code, stdout, stderr = runSync(ctx, "status", "--server", addr, "--persist-dir", dir, "--persist-timeout", "100ms", "--wait", "10s",
+		"lds/svc", "cds/cluster-svc")
+	if code != exitStale {
+		t.Fatalf("status against the stopped server = %d, stderr %q, stdout:\n%s\nwant %d", code, stderr, stdout, exitStale)
+	}
+	checkOneLineError(t, stderr, "status: listener/svc is stale (served from the persisted copy only); cluster/cluster-svc is stale")
+	cells := tableCells(t, stdout)
+	for i, want := range []struct{ typ, name string }{{"Listener", "svc"}, {"Cluster", "cluster-svc"}} {
+		f := cells[i]
+		if f[0] != want.typ || f[1] != want.name || f[2] != "ACKED(stale)" || f[3] != "1" || f[4] != addr || !strings.Contains(strings.Join(f[6:], " "), "stale") {
+			t.Errorf("row %q, want %s %s ACKED(stale) version 1 from %s, with an error saying it is stale", f, want.typ, want.name, addr)
+		}
+	}
+
+	code, stdout, _ = runSync(ctx, "status", "--server", addr, "--persist-dir", dir, "--persist-timeout", "100ms", "--wait", "10s",
+		"-o", "json", "lds/svc")
+	if code != exitStale {
+		t.Fatalf("status -o json = %d, want %d", code, exitStale)
+	}
+	var got struct {
+		Origins []jsonOrigin `json:"origins"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	want := []jsonOrigin{{TypeURL: resources.ListenerTypeURL, Name: "svc", Server: addr, Stale: true}}
+	if !slices.Equal(got.Origins, want) {
+		t.Errorf("origins = %+v, want %+v", got.Origins, want)
+	}
+}
+
+// TestStatus_PersistNothingSaved checks that with --persist-dir but
+// nothing saved, an unreachable server is still exit 1, after the
+// persistence timeout.
+func TestStatus_PersistNothingSaved(t *testing.T) {
+	ctx := testContext(t)
+	code, stdout, stderr := runSync(ctx, "status", "--server", "127.0.0.1:1", "--persist-dir", t.TempDir(), "--persist-timeout", "100ms",
+		"--wait", "10s", "lds/svc")
+	if code != exitFailure || stdout != "" {
+		t.Errorf("status = %d, stdout %q; want %d and nothing", code, stdout, exitFailure)
+	}
+	checkOneLineError(t, stderr, "cannot reach the management server")
 }
 
 // TestStatus_ResourceTimeout checks that --resource-timeout makes a
@@ -186,4 +289,26 @@ func TestStatus_NoServer(t *testing.T) {
 		t.Errorf("status = %d, stdout %q; want %d and nothing", code, stdout, exitFailure)
 	}
 	checkOneLineError(t, stderr, "cannot reach the management server")
+}
+
+// TestPersistFlags_Usage checks the usage errors of --persist-timeout on
+// every command that takes it.
+func TestPersistFlags_Usage(t *testing.T) {
+	ctx := testContext(t)
+	for _, cmd := range []string{"watch", "resolve", "status"} {
+		for _, u := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--persist-timeout", "1s"}, "--persist-timeout needs --persist-dir"},
+			{[]string{"--persist-dir", t.TempDir(), "--persist-timeout", "-1s"}, "--persist-timeout must not be negative"},
+		} {
+			args := append(append([]string{cmd, "--server", "127.0.0.1:1"}, u.args...), "listener/svc")
+			code, _, stderr := runSync(ctx, args...)
+			if code != exitUsage {
+				t.Errorf("xdsctl %q = %d, want %d", args, code, exitUsage)
+			}
+			checkOneLineError(t, stderr, u.want)
+		}
+	}
 }

@@ -19,21 +19,29 @@ import (
 
 var watchCommand = &command{
 	name:     "watch",
-	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH] [--delta] [--per-type] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
+	synopsis: "[--bootstrap FILE | --server HOST:PORT | --rest URL | --file PATH] [--delta] [--per-type] [--persist-dir DIR [--persist-timeout D]] [-o text|json|yaml] [--resource-timeout D] TYPE/NAME...",
 	summary:  "print every update of resources until interrupted",
 	help: `Watch subscribes to the named resources and prints every event the client
 delivers for them (changed, resource_error, ambient_error) until it is
 interrupted (Ctrl-C), then exits 0. TYPE/* watches every resource of the
 type that the management server sends (a wildcard subscription).
 
+A changed event names the management server (server_uri) that sent the
+value, "from HOST:PORT", which with fallback (gRFC A71) may be a
+lower-priority server, and says "stale" when the value is the copy saved
+in --persist-dir, served because no management server answered within
+--persist-timeout (10s by default) of the start; an ambient_error wrapping
+the client's ErrStale follows it.
+
 With --output json (-o json) it prints exactly one JSON object per line:
   {"event":"changed|resource_error|ambient_error","type_url":"…","name":"…",
-   "version":"…","resource":{…},"error":"…"}
+   "version":"…","server":"…","stale":true,"resource":{…},"error":"…"}
 Empty fields are left out: "resource" (the protojson of the resource as
-received, with its "@type") comes only with changed, "error" only with the
-two error events, and "version" only when known. The version is the
-version_info of the cached resource in the client's CSDS dump at the time of
-the event; it is left out when the dump has moved on to another value.
+received, with its "@type"), "server" and "stale" come only with changed
+("stale" only when true), "error" only with the two error events, and
+"version" only when known. The version is the version_info of the cached
+resource in the client's CSDS dump at the time of the event; it is left out
+when the dump has moved on to another value.
 With --output yaml it prints the same objects as YAML documents, each
 starting with "---".
 
@@ -149,6 +157,11 @@ func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *res
 			// Flow control holds the stream until this callback returns,
 			// so the dump still describes the response being delivered.
 			ev.Version = versionFromDump(c.Dump(), k.typeURL, ev.Name, raw)
+			if kind == eventChanged {
+				if o, ok := c.ResourceOrigin(k.typeURL, ev.Name); ok {
+					ev.Server, ev.Stale = o.ServerURI, o.Stale
+				}
+			}
 			emit(ev)
 		}
 		w := watcher.Funcs[T]{

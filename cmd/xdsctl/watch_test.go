@@ -15,16 +15,18 @@ import (
 
 // TestWatch_Text checks the text output of watch:
 //  1. Watch a Listener and a Cluster of a served chain.
-//  2. Wait for both blocks, with their versions and summaries.
+//  2. Wait for both blocks, with their versions, the server that sent
+//     them, and summaries.
 //  3. Interrupt: exit 0, nothing on stderr.
 func TestWatch_Text(t *testing.T) {
 	ctx := testContext(t)
-	_, bootstrapFile := newChainServer(t)
+	ms, bootstrapFile := newChainServer(t)
 
 	r := startRun(t, "watch", "--bootstrap", bootstrapFile, "listener/svc", "cds/cluster-svc")
+	from := " from " + ms.Address() + ": "
 	waitForOutput(ctx, t, &r.stdout, "the Listener and the Cluster", containsAll(
-		`] Listener svc (version 1): routes via RouteConfiguration "route-svc"`,
-		`] Cluster cluster-svc (version 1): EDS, EDS service name "eds-svc", ROUND_ROBIN`,
+		`] Listener svc (version 1)`+from+`routes via RouteConfiguration "route-svc"`,
+		`] Cluster cluster-svc (version 1)`+from+`EDS, EDS service name "eds-svc", ROUND_ROBIN`,
 	))
 	if code := r.stop(t); code != exitOK {
 		t.Fatalf("watch exited with %d after interruption, want 0; stderr: %s", code, r.stderr.String())
@@ -127,6 +129,56 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestWatch_PersistStale checks that watch says where a value came from
+// and whether it is stale:
+//  1. watch -o json with --persist-dir against a live server: the changed
+//     event has "server" and no "stale"; the value is saved.
+//  2. Stop the server; watch -o json with the same directory and server
+//     address and a short --persist-timeout: the changed event carries
+//     the saved value with "stale": true and the server that sent it.
+//  3. The same in text: "from ADDR, stale".
+func TestWatch_PersistStale(t *testing.T) {
+	ctx := testContext(t)
+	ms, _ := newChainServer(t)
+	addr, dir := ms.Address(), t.TempDir()
+
+	r := startRun(t, "watch", "--server", addr, "--persist-dir", dir, "-o", "json", "cluster/cluster-svc")
+	l := jsonLines(t, waitForOutput(ctx, t, &r.stdout, "the cluster", nLines(1)))[0]
+	if l["event"] != "changed" || l["server"] != addr || l["stale"] != nil {
+		t.Errorf("event from the live server = %v, want changed with server %q and no stale", l, addr)
+	}
+	if code := r.stop(t); code != exitOK {
+		t.Fatalf("watch exited with %d, want 0; stderr: %s", code, r.stderr.String())
+	}
+
+	ms.Stop()
+	r = startRun(t, "watch", "--server", addr, "--persist-dir", dir, "--persist-timeout", "100ms", "-o", "json", "cluster/cluster-svc")
+	var changed map[string]any
+	waitForOutput(ctx, t, &r.stdout, "the stale cluster", func(s string) bool {
+		for _, l := range jsonLines(t, s) {
+			if l["event"] == "changed" {
+				changed = l
+				return true
+			}
+		}
+		return false
+	})
+	if changed["server"] != addr || changed["stale"] != true || changed["version"] != "1" || changed["resource"] == nil {
+		t.Errorf("event from persistence = %v, want changed version 1 with server %q and stale true", changed, addr)
+	}
+	if code := r.stop(t); code != exitOK {
+		t.Fatalf("watch exited with %d, want 0; stderr: %s", code, r.stderr.String())
+	}
+
+	r = startRun(t, "watch", "--server", addr, "--persist-dir", dir, "--persist-timeout", "100ms", "cluster/cluster-svc")
+	waitForOutput(ctx, t, &r.stdout, "the stale cluster in text", containsAll(
+		`] Cluster cluster-svc (version 1) from `+addr+`, stale: EDS`,
+	))
+	if code := r.stop(t); code != exitOK {
+		t.Fatalf("watch exited with %d, want 0; stderr: %s", code, r.stderr.String())
+	}
 }
 
 // TestWatch_XDSTPName checks that TYPE/NAME is split at the first "/", so
