@@ -74,7 +74,7 @@ func TestStatus_ExitCodes(t *testing.T) {
 		},
 		{
 			name:       "DOES_NOT_EXIST",
-			args:       []string{"--bootstrap", bootstrapFile, "--resource-timeout", "100ms", "listener/svc", "listener/typo"},
+			args:       []string{"--bootstrap", bootstrapFile, "--resource-timeout", "1s", "listener/svc", "listener/typo"},
 			wantCode:   exitDoesNotExist,
 			wantRows:   [][]string{{"Listener", "svc", "ACKED", "1", "-"}, {"Listener", "typo", "DOES_NOT_EXIST", "-", "-"}},
 			wantStderr: "xdsctl: status: listener/typo does not exist",
@@ -94,7 +94,7 @@ func TestStatus_ExitCodes(t *testing.T) {
 		},
 		{
 			name:       "NACKED wins over DOES_NOT_EXIST",
-			args:       []string{"--bootstrap", bootstrapFile, "--resource-timeout", "100ms", "cluster/missing", "cluster/bad"},
+			args:       []string{"--bootstrap", bootstrapFile, "--resource-timeout", "1s", "cluster/missing", "cluster/bad"},
 			wantCode:   exitNACKed,
 			wantStderr: "cluster/missing does not exist; cluster/bad is NACKED",
 		},

@@ -221,7 +221,7 @@ func TestStatus_ResourceTimeout(t *testing.T) {
 	ctx := testContext(t)
 	_, bootstrapFile := newChainServer(t)
 
-	code, stdout, stderr := runSync(ctx, "status", "--bootstrap", bootstrapFile, "--wait", "1h", "--resource-timeout", "200ms",
+	code, stdout, stderr := runSync(ctx, "status", "--bootstrap", bootstrapFile, "--wait", "1h", "--resource-timeout", "1s",
 		"cluster/cluster-svc", "cluster/missing")
 	if code != exitDoesNotExist {
 		t.Fatalf("status = %d, stderr %q; want %d", code, stderr, exitDoesNotExist)
