@@ -434,6 +434,7 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 		return
 	}
 	name, v, err := typ.Decode(it.inner)
+	keepRaw(typ, it.inner)
 	switch {
 	case name == "" && err == nil:
 		err = fmt.Errorf("resource %q: resource has no name", it.name)
