@@ -5,6 +5,7 @@ package client
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -283,8 +284,10 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 		return nil
 	}
 	ch.logger.Log(c.ctx, xdslog.LevelTrace, "received DeltaDiscoveryResponse", "response", resp)
-	ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
-		"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
+	if ch.logger.Enabled(c.ctx, slog.LevelDebug) { // the arguments allocate: many small responses are common in delta
+		ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
+			"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
+	}
 
 	items, removed, topErrs := deltaItems(resp)
 

@@ -594,7 +594,9 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.Stream, ss *stream
 				ch.c.mu.Unlock()
 				return fmt.Errorf("sending %s of %d bytes: %w", req.msg.ProtoReflect().Descriptor().Name(), len(b), err)
 			}
-			ch.logger.Debug("sent request", append([]any{xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, req.typeURL}, req.attrs...)...)
+			if ch.logger.Enabled(ctx, slog.LevelDebug) { // the arguments allocate
+				ch.logger.Debug("sent request", append([]any{xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, req.typeURL}, req.attrs...)...)
+			}
 			ch.logger.Log(ctx, xdslog.LevelTrace, "sent request", "request", req.msg)
 			ch.c.mu.Lock()
 			ss.maxSent = max(ss.maxSent, len(b))
