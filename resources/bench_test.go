@@ -152,30 +152,25 @@ func (d typedDecoder[T]) DecodeAny(r *anypb.Any) error {
 // BenchmarkUnmarshal is the floor: proto.Unmarshal of each benchmark
 // resource into its top-level message.
 func BenchmarkUnmarshal(b *testing.B) {
-	for _, bt := range benchTypes {
-		b.Run(bt.name, func(b *testing.B) {
-			r := asReceived(b, bt.msg(b))
-			b.ReportAllocs()
-			b.SetBytes(int64(len(r.GetValue())))
-			for b.Loop() {
-				if err := proto.Unmarshal(r.GetValue(), bt.newMsg()); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchEachType(b, func(i int, r *anypb.Any) error { return proto.Unmarshal(r.GetValue(), benchTypes[i].newMsg()) })
 }
 
 // BenchmarkDecode decodes, validates and converts each benchmark resource
 // with its Type, as the client does for a new resource.
 func BenchmarkDecode(b *testing.B) {
-	for _, bt := range benchTypes {
+	benchEachType(b, func(i int, r *anypb.Any) error { return benchTypes[i].typ.DecodeAny(r) })
+}
+
+// benchEachType runs op on the resource of each of benchTypes (by index),
+// one sub-benchmark per type.
+func benchEachType(b *testing.B, op func(i int, r *anypb.Any) error) {
+	for i, bt := range benchTypes {
 		b.Run(bt.name, func(b *testing.B) {
 			r := asReceived(b, bt.msg(b))
 			b.ReportAllocs()
 			b.SetBytes(int64(len(r.GetValue())))
 			for b.Loop() {
-				if err := bt.typ.DecodeAny(r); err != nil {
+				if err := op(i, r); err != nil {
 					b.Fatal(err)
 				}
 			}
