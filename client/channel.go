@@ -199,6 +199,17 @@ type streamState struct {
 	responses, handled uint64
 }
 
+// changesPendingLocked reports whether a subscription change is waiting
+// to be sent.
+func (ch *channel) changesPendingLocked() bool {
+	for _, ts := range ch.types {
+		if ts.dirty {
+			return true
+		}
+	}
+	return false
+}
+
 // holdChangesLocked reports whether the send loop holds back the
 // subscription changes owed on ss: it does while each type with changes
 // to send got its first one during a response that is still being
@@ -557,8 +568,11 @@ func (ch *channel) recvLoop(ctx context.Context, st transport.Stream, ss *stream
 		}
 		ch.c.mu.Lock()
 		ss.handled++
+		held := ch.changesPendingLocked()
 		ch.c.mu.Unlock()
-		ch.kick() // the changes it held, if any
+		if held {
+			ch.kick() // the changes it held
+		}
 
 	}
 }
