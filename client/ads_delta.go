@@ -5,6 +5,7 @@ package client
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -292,8 +293,10 @@ func (p *deltaProtocol) handleResponse(ss *streamState, b []byte) *flowControl {
 		return nil
 	}
 	ch.logger.Log(c.ctx, xdslog.LevelTrace, "received DeltaDiscoveryResponse", "response", resp)
-	ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
-		"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
+	if ch.logger.Enabled(c.ctx, slog.LevelDebug) { // the arguments allocate: many small responses are common in delta
+		ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, resp.GetNonce(),
+			"system_version_info", resp.GetSystemVersionInfo(), "resources", len(resp.GetResources()), "removed", len(resp.GetRemovedResources()))
+	}
 
 	arrived := time.Now() // TTLs are timed from here
 	items, removed, topErrs := deltaItems(resp)
@@ -448,6 +451,7 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 		return
 	}
 	name, v, err := typ.Decode(it.inner)
+	keepRaw(typ, it.inner)
 	switch {
 	case name == "" && err == nil:
 		err = fmt.Errorf("resource %q: resource has no name", it.name)

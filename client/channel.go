@@ -133,6 +133,9 @@ type typeState struct {
 	nonce        string // nonce last received on the current stream (R-7.1)
 	sentOnStream bool   // a request of this type was sent on the current stream
 	dirty        bool   // the subscription changed since the last request
+	// changeAt is the current stream's streamState.responses when dirty
+	// was last set by a subscription change: see holdChangesLocked.
+	changeAt uint64
 	// legacyWildcard: the type's first request on the current stream
 	// subscribed to the wildcard in its legacy form, an empty name list
 	// (R-6.2, R-11.5; xDS protocol, "How the client specifies what
@@ -194,6 +197,45 @@ type streamState struct {
 	accepted    bool        // a response of a requested type was processed (ACKed or NACKed)
 	restart     bool        // ended on purpose, to be replaced at once (see typeState.legacyWildcard)
 	maxSent     int         // the size of the largest request written, in bytes
+
+	// For the coalescing of subscription changes (holdChangesLocked):
+	// responses counts the responses the stream started handling, handled
+	// those it finished handling (decoded, applied, and every watcher call
+	// they caused done).
+	responses, handled uint64
+}
+
+// changesPendingLocked reports whether a subscription change is waiting
+// to be sent.
+func (ch *channel) changesPendingLocked() bool {
+	for _, ts := range ch.types {
+		if ts.dirty {
+			return true
+		}
+	}
+	return false
+}
+
+// holdChangesLocked reports whether the send loop holds back the
+// subscription changes owed on ss: it does while each type with changes
+// to send got its first one during a response that is still being
+// handled, decoding and watcher calls included. A response that adds
+// many names (a CDS response naming 10,000 EDS services, each watched
+// from a callback; a RouteConfiguration naming 10,000 clusters) then
+// leads to one request per type instead of dozens, each with the whole
+// name list so far in SotW. ACKs and NACKs are never held (R-12.2); they
+// carry the changes of their own type. Changes made while no response is
+// handled go out at once, and changes made during one response are not
+// held by the next, so a busy stream cannot starve them. Holding delays
+// no resource: the stream reads nothing while a response is handled
+// (R-12.1), and does-not-exist timers start when a name is sent (R-9.2).
+func (ch *channel) holdChangesLocked(ss *streamState) bool {
+	for _, ts := range ch.types {
+		if ts.dirty && ts.changeAt <= ss.handled {
+			return false
+		}
+	}
+	return true
 }
 
 // ackIntent is the answer owed to one response (R-7.2, R-7.3).
@@ -270,7 +312,12 @@ func (ch *channel) unsubscribeLocked(rs *resourceState) {
 // starting it when it is not running. When nothing is subscribed any more,
 // the channel is retired (R-10.2).
 func (ch *channel) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
-	ts.dirty = true
+	if !ts.dirty {
+		ts.dirty, ts.changeAt = true, 0
+		if ch.stream != nil {
+			ts.changeAt = ch.stream.responses
+		}
+	}
 	ts.names = nil
 	ch.proto.subscriptionChangedLocked(ts, name, subscribed)
 	if subscribed && !ch.running && !ch.c.closed {
@@ -473,7 +520,7 @@ func (ch *channel) startStreamLocked(cancel context.CancelFunc) *streamState {
 		ts.nonce = ""
 		ts.sentOnStream = false
 		ts.legacyWildcard = false
-		ts.dirty = ts.hasSubscriptionLocked()
+		ts.dirty, ts.changeAt = ts.hasSubscriptionLocked(), 0
 		ch.proto.streamStartedLocked(ts)
 	}
 	ch.kick()
@@ -528,20 +575,30 @@ func (ch *channel) dropUnsubscribedLocked(ts *typeState, drop []*resourceState) 
 }
 
 // recvLoop reads responses until the stream fails. After each one it waits
-// until every watcher called done (R-12.1).
+// until every watcher called done (R-12.1). It counts the responses it
+// handles, for the coalescing of subscription changes (holdChangesLocked).
 func (ch *channel) recvLoop(ctx context.Context, st transport.Stream, ss *streamState) error {
 	for {
 		b, err := st.Recv()
 		if err != nil {
 			return err
 		}
-		fc := ch.proto.handleResponse(ss, b)
-		if fc == nil {
-			continue
+		ch.c.mu.Lock()
+		ss.responses++
+		ch.c.mu.Unlock()
+		if fc := ch.proto.handleResponse(ss, b); fc != nil {
+			if err := fc.wait(ctx); err != nil {
+				return err
+			}
 		}
-		if err := fc.wait(ctx); err != nil {
-			return err
+		ch.c.mu.Lock()
+		ss.handled++
+		held := ch.changesPendingLocked()
+		ch.c.mu.Unlock()
+		if held {
+			ch.kick() // the changes it held
 		}
+
 	}
 }
 
@@ -559,7 +616,7 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.Stream, ss *stream
 		for {
 			ch.c.mu.Lock()
 			var req *outgoing
-			if ch.stream == ss {
+			if ch.stream == ss && (len(ss.acks) > 0 || !ch.holdChangesLocked(ss)) {
 				req = ch.proto.nextRequestLocked(ss)
 			}
 			ch.c.mu.Unlock()
@@ -576,7 +633,9 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.Stream, ss *stream
 				ch.c.mu.Unlock()
 				return fmt.Errorf("sending %s of %d bytes: %w", req.msg.ProtoReflect().Descriptor().Name(), len(b), err)
 			}
-			ch.logger.Debug("sent request", append([]any{xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, req.typeURL}, req.attrs...)...)
+			if ch.logger.Enabled(ctx, slog.LevelDebug) { // the arguments allocate
+				ch.logger.Debug("sent request", append([]any{xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, req.typeURL}, req.attrs...)...)
+			}
 			ch.logger.Log(ctx, xdslog.LevelTrace, "sent request", "request", req.msg)
 			ch.c.mu.Lock()
 			ss.maxSent = max(ss.maxSent, len(b))

@@ -153,6 +153,7 @@ func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
 		return decoded{name: p.name, value: p.cachedValue, raw: p.inner, ttl: p.ttl}, nil
 	}
 	name, v, err := typ.Decode(p.inner)
+	keepRaw(typ, p.inner)
 	if name == "" {
 		if err == nil {
 			err = errors.New("resource has no name")
@@ -160,6 +161,17 @@ func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
 		return decoded{}, fmt.Errorf("resource %d: %w", p.index, err)
 	}
 	return decoded{name: name, value: v, raw: p.inner, err: err, ttl: p.ttl}, nil
+}
+
+// keepRaw prepares inner, which the cache may keep as a resource's raw
+// bytes, to be kept: its type URL, which proto.Unmarshal allocated, is
+// replaced by the type's own equal string, saving a copy per cached
+// resource (80 bytes for a ClusterLoadAssignment). It runs while inner
+// is still the decoding goroutine's own.
+func keepRaw(typ resources.ResourceType, inner *anypb.Any) {
+	if inner.GetTypeUrl() == typ.TypeURL() {
+		inner.TypeUrl = typ.TypeURL()
+	}
 }
 
 // entryForLocked returns the cache entry of ts that a received resource

@@ -6,15 +6,19 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 
-	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -82,74 +86,235 @@ func (l *latest) wait(ctx context.Context, ok func(*depmgr.XDSConfig) bool) (*de
 	}
 }
 
-// BenchmarkDepMgr_Scale measures the scale load (1,000 and 10,000
-// clusters) served by the testutil management server over gRPC on
-// loopback, with a new client and Manager per iteration, as the interop
-// module's BenchmarkGRPCGo_XDSResolver does for grpc-go:
-//   - first-ns: from New to the first complete snapshot (the ns/op,
-//     B/op and allocs/op of the benchmark cover this part only);
-//   - live-MB: the live heap then, above what was live before (the
-//     server's resources), client cache included;
-//   - update-ns: from the server's Update of a snapshot in which one
-//     ClusterLoadAssignment changed to the snapshot that has it (the
-//     server resends every type, and the client compares all 2n+2
-//     resources to find the change).
+// BenchmarkMesh1000 and BenchmarkMesh10000 measure the scale load of
+// 1,000 and 10,000 clusters served by the testutil management server over
+// gRPC on loopback, with a new client per iteration, SotW and delta:
+//   - acked: a raw client whose watches are added from watcher callbacks,
+//     as a resolver adds them (the Listener's callback watches its
+//     RouteConfiguration, that one's every route's cluster, a Cluster's
+//     its ClusterLoadAssignment), until every ClusterLoadAssignment
+//     watcher has its value;
+//   - snapshot: depmgr.New to the first complete snapshot.
 //
-// BenchmarkDepMgr_10k_CLAChange and BenchmarkDepMgr_10k_EndpointsCallback
-// measure an update without the server's full resend.
-func BenchmarkDepMgr_Scale(b *testing.B) {
-	for _, n := range []int{1000, scaleN} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { benchmarkScale(b, n) })
+// Besides ns/op, B/op and allocs/op (of that part only), it reports:
+//   - x-unmarshal: ns/op ÷ the time proto.Unmarshal takes for the same
+//     resources (measured in the same iteration, so that the load of a
+//     shared machine weighs on both alike): the physical floor;
+//   - heap-MiB: the live heap then, above what was live before (the
+//     server's resources), client cache (and Manager) included;
+//   - lds-reqs, rds-reqs, cds-reqs, eds-reqs: requests per iteration
+//     that change the subscribed names of the type (the first one
+//     included; ACKs that change nothing are not counted): one per type
+//     when subscription changes are coalesced.
+func BenchmarkMesh10000(b *testing.B) { benchmarkMesh(b, scaleN) }
+
+// BenchmarkMesh1000 is BenchmarkMesh10000 with 1,000 clusters.
+func BenchmarkMesh1000(b *testing.B) { benchmarkMesh(b, 1000) }
+
+func benchmarkMesh(b *testing.B, n int) {
+	for _, delta := range []bool{false, true} {
+		b.Run(map[bool]string{false: "sotw", true: "delta"}[delta], func(b *testing.B) {
+			ms := testutil.NewManagementServer(b, testutil.ServerOptions{})
+			res := scaleResources(n)
+			ms.Update("", res)
+			wire := marshalResources(b, res)
+			b.Run("acked", func(b *testing.B) { benchmarkMeshRun(b, ms, wire, n, delta, runAcked) })
+			b.Run("snapshot", func(b *testing.B) { benchmarkMeshRun(b, ms, wire, n, delta, runSnapshot) })
+		})
 	}
 }
 
-func benchmarkScale(b *testing.B, n int) {
-	ms := testutil.NewManagementServer(b, testutil.ServerOptions{})
-	res := scaleResources(n)
-	ms.Update("", res)
+// A meshRun starts watching the mesh of n clusters on c and returns when
+// it is complete, with what to release once measured.
+type meshRun func(ctx context.Context, c *client.Client, n int) (release func(), err error)
 
-	var first, update time.Duration
+func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, wire []wireResource, n int, delta bool, run meshRun) {
+	var opts []client.Option
+	if delta {
+		opts = append(opts, client.WithDelta())
+	}
+	var elapsed, floor time.Duration
 	var live uint64
+	reqs := map[string]int{}
 	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
+	for b.Loop() {
+		b.StopTimer()
 		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 		base := liveHeap()
-		c := newClient(b, ms)
-		w := &latest{updates: make(chan *depmgr.XDSConfig, 1)}
+		before := len(ms.Requests())
+		b.StartTimer()
 		start := time.Now()
-		m := depmgr.New(c, "svc", w)
-		cfg, err := w.wait(ctx, func(*depmgr.XDSConfig) bool { return true })
+		c := newClient(b, ms, opts...)
+		release, err := run(ctx, c, n)
+		elapsed += time.Since(start)
+		b.StopTimer()
 		if err != nil {
 			b.Fatal(err)
 		}
-		first += time.Since(start)
-		b.StopTimer()
-		if cfg.NumClusters() != n {
-			b.Fatalf("snapshot has %d clusters, want %d", cfg.NumClusters(), n)
-		}
 		live += liveHeap() - base
-
-		// One ClusterLoadAssignment changes: a new port for cluster 7.
-		port := 9090 + uint32(i%1000)
-		changed := res
-		changed.Endpoints = append([]*v3endpointpb.ClusterLoadAssignment(nil), res.Endpoints...)
-		changed.Endpoints[7] = testutil.Endpoints(scaleEDSName(7), scaleHost(7), port)
-		start = time.Now()
-		ms.Update("", changed)
-		if _, err := w.wait(ctx, hasPort(7, port)); err != nil {
-			b.Fatal(err)
+		for typeURL, k := range nameChangingRequests(ms.Requests()[before:]) {
+			reqs[typeURL] += k
 		}
-		update += time.Since(start)
-
-		m.Close()
+		release()
 		c.Close()
-		ms.Update("", res) // back to the base load for the next iteration
 		cancel()
+		floor += unmarshalFloor(b, wire)
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(first.Nanoseconds())/float64(b.N), "first-ns")
-	b.ReportMetric(float64(update.Nanoseconds())/float64(b.N), "update-ns")
-	b.ReportMetric(float64(live)/float64(b.N)/(1<<20), "live-MB")
+	b.ReportMetric(float64(elapsed)/float64(floor), "x-unmarshal")
+	b.ReportMetric(float64(live)/float64(b.N)/(1<<20), "heap-MiB")
+	for _, t := range []struct{ typeURL, unit string }{
+		{resources.ListenerTypeURL, "lds-reqs/op"},
+		{resources.RouteConfigTypeURL, "rds-reqs/op"},
+		{resources.ClusterTypeURL, "cds-reqs/op"},
+		{resources.EndpointsTypeURL, "eds-reqs/op"},
+	} {
+		b.ReportMetric(float64(reqs[t.typeURL])/float64(b.N), t.unit)
+	}
+}
+
+// runSnapshot is the depmgr run: New to the first complete snapshot.
+func runSnapshot(ctx context.Context, c *client.Client, n int) (func(), error) {
+	w := &latest{updates: make(chan *depmgr.XDSConfig, 1)}
+	m := depmgr.New(c, "svc", w)
+	cfg, err := w.wait(ctx, func(*depmgr.XDSConfig) bool { return true })
+	if err == nil && cfg.NumClusters() != n {
+		err = fmt.Errorf("snapshot has %d clusters, want %d", cfg.NumClusters(), n)
+	}
+	return m.Close, err
+}
+
+// runAcked is the raw client run: watches added from callbacks down the
+// tree, until every ClusterLoadAssignment watcher has its value.
+func runAcked(ctx context.Context, c *client.Client, n int) (func(), error) {
+	var (
+		mu      sync.Mutex
+		cancels []func()
+		seen    = map[string]bool{}
+		left    = n
+		all     = make(chan struct{})
+	)
+	watch := func(cancel func()) {
+		mu.Lock()
+		cancels = append(cancels, cancel)
+		mu.Unlock()
+	}
+	onEndpoints := func(e *resources.Endpoints) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[e.ClusterName] {
+			seen[e.ClusterName] = true
+			if left--; left == 0 {
+				close(all)
+			}
+		}
+	}
+	onCluster := func(cl *resources.Cluster) {
+		watch(client.Watch(c, resources.EndpointsType, cl.EDSServiceName, watcher.Funcs[*resources.Endpoints]{OnChanged: onEndpoints}))
+	}
+	onRouteConfig := func(rc *resources.RouteConfig) {
+		wanted := map[string]bool{}
+		for _, vh := range rc.VirtualHosts {
+			for _, r := range vh.Routes {
+				if name := r.Action.Cluster; name != "" {
+					wanted[name] = true
+				}
+			}
+		}
+		for name := range wanted {
+			watch(client.Watch(c, resources.ClusterType, name, watcher.Funcs[*resources.Cluster]{OnChanged: onCluster}))
+		}
+	}
+	onListener := func(l *resources.Listener) {
+		watch(client.Watch(c, resources.RouteConfigType, l.RouteConfigName, watcher.Funcs[*resources.RouteConfig]{OnChanged: onRouteConfig}))
+	}
+	watch(client.Watch(c, resources.ListenerType, "svc", watcher.Funcs[*resources.Listener]{OnChanged: onListener}))
+	release := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}
+	select {
+	case <-all:
+		return release, nil
+	case <-ctx.Done():
+		return release, ctx.Err()
+	}
+}
+
+// nameChangingRequests counts, per type URL, the requests of reqs that
+// change the names the stream subscribes to: in SotW, a request whose
+// names differ from the previous request of the type on the stream (the
+// first one included); in delta, one that subscribes or unsubscribes a
+// name.
+func nameChangingRequests(reqs []*testutil.Request) map[string]int {
+	type key struct {
+		stream  int64
+		typeURL string
+	}
+	last := map[key][]string{}
+	out := map[string]int{}
+	for _, r := range reqs {
+		if d := r.Delta; d != nil {
+			if len(d.GetResourceNamesSubscribe())+len(d.GetResourceNamesUnsubscribe()) > 0 {
+				out[d.GetTypeUrl()]++
+			}
+			continue
+		}
+		k := key{r.StreamID, r.Req.GetTypeUrl()}
+		prev, ok := last[k]
+		if names := r.Req.GetResourceNames(); !ok || !slices.Equal(prev, names) {
+			out[k.typeURL]++
+			last[k] = names
+		}
+	}
+	return out
+}
+
+// wireResource is one serialized resource of the load, with a func that
+// returns an empty message of its type.
+type wireResource struct {
+	b      []byte
+	newMsg func() proto.Message
+}
+
+// marshalResources returns the serialized resources of res, every type.
+func marshalResources(b *testing.B, res testutil.Resources) []wireResource {
+	var out []wireResource
+	add := func(m proto.Message) {
+		w, err := proto.Marshal(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, wireResource{b: w, newMsg: func() proto.Message { return m.ProtoReflect().Type().New().Interface() }})
+	}
+	for _, m := range res.Listeners {
+		add(m)
+	}
+	for _, m := range res.Routes {
+		add(m)
+	}
+	for _, m := range res.Clusters {
+		add(m)
+	}
+	for _, m := range res.Endpoints {
+		add(m)
+	}
+	return out
+}
+
+// unmarshalFloor returns how long proto.Unmarshal of every resource of
+// wire takes.
+func unmarshalFloor(b *testing.B, wire []wireResource) time.Duration {
+	start := time.Now()
+	for _, w := range wire {
+		if err := proto.Unmarshal(w.b, w.newMsg()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
 }
 
 // hasPort returns a condition on snapshots: cluster i's only endpoint is on

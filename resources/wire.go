@@ -100,8 +100,25 @@ type wireIter struct {
 }
 
 func (it *wireIter) next() bool {
-	if len(it.b) == 0 {
+	b := it.b
+	if len(b) == 0 {
 		return false
+	}
+	// Inlined: a one-byte tag (field numbers 1 to 15) with a one-byte
+	// length or varint, the common case and most of the fast paths' time.
+	if len(b) >= 2 && b[0] < 0x80 && b[0] >= 1<<3 && b[1] < 0x80 {
+		switch num, typ := protowire.Number(b[0]>>3), protowire.Type(b[0]&7); typ {
+		case protowire.BytesType:
+			if m := 2 + int(b[1]); m <= len(b) {
+				it.num, it.typ, it.val, it.u = num, typ, b[2:m:m], 0
+				it.b = b[m:]
+				return true
+			}
+		case protowire.VarintType:
+			it.num, it.typ, it.val, it.u = num, typ, nil, uint64(b[1])
+			it.b = b[2:]
+			return true
+		}
 	}
 	num, typ, n := protowire.ConsumeTag(it.b)
 	if n < 0 {

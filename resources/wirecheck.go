@@ -155,8 +155,14 @@ func (p *wirePlan) check(b []byte, depth int) error {
 		return errWireUnsupported
 	}
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num > protowire.MaxValidNumber {
+		var (
+			num protowire.Number
+			typ protowire.Type
+			n   int
+		)
+		if b[0] < 0x80 && b[0] >= 1<<3 { // inlined: a one-byte tag
+			num, typ, n = protowire.Number(b[0]>>3), protowire.Type(b[0]&7), 1
+		} else if num, typ, n = protowire.ConsumeTag(b); n < 0 || num > protowire.MaxValidNumber {
 			return errWireInvalid
 		}
 		b = b[n:]
@@ -208,8 +214,12 @@ func (fp *wireFieldPlan) check(b []byte, typ protowire.Type, depth int) (int, er
 		}
 		return n, nil
 	}
-	v, n := protowire.ConsumeBytes(b)
-	if n < 0 {
+	var v []byte
+	n := -1
+	if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) { // inlined: a one-byte length
+		n = 1 + int(b[0])
+		v = b[1:n:n]
+	} else if v, n = protowire.ConsumeBytes(b); n < 0 {
 		return 0, errWireInvalid
 	}
 	switch {
