@@ -136,8 +136,12 @@
 // transport credentials apply), custom LB policies, ORCA load reports in
 // LRS, and weighted-cluster filter overrides. The resolver logs a warning
 // once per channel when a configuration uses retries or RLS, and, without
-// DialOptions, fault injection or max_stream_duration. With
-// grpc.WithDisableServiceConfig the router is not used and RPCs fail.
+// DialOptions, fault injection or max_stream_duration.
+//
+// Service config is required: the resolver names the router in the
+// service config it gives the channel, as gRPC Go's own xDS resolver
+// does. On a channel made with grpc.WithDisableServiceConfig, Build fails
+// with ErrServiceConfigDisabled, whose message the channel's RPCs carry.
 //
 // # Errors
 //

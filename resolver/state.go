@@ -29,6 +29,12 @@ var (
 	// decoded (a TypedStruct); their RPCs fail. See the package doc,
 	// "What is honoured".
 	ErrUnsupported = errors.New("not supported by the xds resolver")
+
+	// ErrServiceConfigDisabled is wrapped by the error of Build on a
+	// channel made with grpc.WithDisableServiceConfig: the resolver hands
+	// the channel its LB policy (the router) in the service config, so
+	// it needs service configs; the channel's RPCs fail with this error.
+	ErrServiceConfigDisabled = errors.New("the xds resolver needs service configs: the router LB policy is set by the service config it produces; remove grpc.WithDisableServiceConfig")
 )
 
 // snapshot is what buildConfig reads of a depmgr.XDSConfig. It exists so that
