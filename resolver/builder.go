@@ -20,7 +20,6 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/lrs"
-	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // NewBuilder returns a grpc resolver.Builder for the targets
@@ -46,9 +45,8 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 		opt(&o)
 	}
 	if o.lrsBuilder == nil {
-		// Shared by the Builder's resolvers: one connection per
-		// management server for their load reports.
-		o.lrsBuilder = grpctransport.NewBuilder()
+		// The client's: load reports go on its ADS connection.
+		o.lrsBuilder = c.TransportBuilder()
 	}
 	return &builder{
 		client:   c,

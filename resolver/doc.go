@@ -113,7 +113,9 @@
 // in progress, and the drops by category, in a Store shared by the
 // channels of the Builder; one lrs.Client per management server reports
 // them to the server the cluster came from (the first server of its
-// authority): see package lrs and WithLoadReportTransport.
+// authority), by default on the client's ADS connection to it (R-22.1,
+// through client.Client.TransportBuilder): see package lrs and
+// WithLoadReportTransport.
 //
 // Timeouts and faults, with DialOptions only. The route's
 // max_stream_duration (grpc_timeout_header_max when set, else
