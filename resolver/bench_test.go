@@ -36,7 +36,7 @@ func benchPicker(value func(i, j int) string) *picker {
 		cfg.routes = append(cfg.routes, route{match: compileMatch(&m, names), action: resources.RouteActionCluster, targets: []weightedTarget{{cluster: "c", cum: 1}}, total: 1})
 	}
 	orderMatchers(cfg.routes)
-	pp := &prioPicker{cfg: prio, counter: new(atomic.Int64), ready: []weightedPicker{{cum: 1, p: fixedPicker{}}}, total: 1}
+	pp := &prioPicker{cfg: prio, counter: new(atomic.Int64), ref: &clusterRef{}, ready: []weightedPicker{{cum: 1, p: fixedPicker{}}}, total: 1}
 	return &picker{cfg: cfg, clusters: map[string]*clusterPicker{"c": {prio: pp}}}
 }
 

@@ -129,8 +129,13 @@
 // Updates. A new configuration replaces the picker at once: routes and
 // weights take effect on the next RPC; children of clusters and
 // localities that stay keep their connections and get the new endpoints;
-// children no longer referred to are closed, and RPCs in flight on their
-// connections complete.
+// the children of a cluster that the new configuration no longer has stay
+// while an RPC picked for that cluster is in flight (from its pick to its
+// end), serve the cluster again if a configuration brings it back, and
+// are closed when the last of those RPCs ends, as gRPC's cluster manager
+// keeps a child its config selector still refers to (gRFC A28, A31);
+// other children no longer referred to are closed at once, and RPCs in
+// flight on their connections complete.
 //
 // Not supported: retry policies (gRFC A44; RPCs are not retried),
 // cluster_specifier_plugin (RLS; the route's RPCs fail), outlier

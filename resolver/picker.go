@@ -48,6 +48,7 @@ type clusterPicker struct {
 type prioPicker struct {
 	cfg     *priorityConfig
 	counter *atomic.Int64 // in-flight RPCs of the leaf cluster (gRFC A32)
+	ref     *clusterRef   // in-flight RPCs of the route cluster, which keep its children
 	errs    prioErrors
 	ready   []weightedPicker // READY localities, cumulative weights
 	total   uint64
@@ -185,7 +186,8 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcH
 		pp.counter.Add(-1)
 		return res, err
 	}
-	counter, done := pp.counter, res.Done
+	counter, done, ref := pp.counter, res.Done, pp.ref
+	ref.n.Add(1)
 	if pp.ringLoad != nil && pp.ring != nil {
 		if id, ok := pp.ring.scLocality.Load(res.SubConn); ok {
 			load = pp.ringLoad.Locality(id.(resources.LocalityID))
@@ -202,6 +204,7 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcH
 		if done != nil {
 			done(di)
 		}
+		ref.release()
 	}
 	return res, nil
 }

@@ -60,6 +60,28 @@ func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) b
 		children:  make(map[string]*child),
 		prios:     make(map[string][]*prioState),
 		counters:  make(map[string]*atomic.Int64),
+		refs:      make(map[string]*clusterRef),
+		retained:  make(map[string]*clusterConfig),
+	}
+}
+
+// clusterRef counts the RPCs in flight that were picked for a route
+// cluster, from the pick to their end (balancer.PickResult.Done). A
+// cluster that a new configuration no longer has keeps its children while
+// it has RPCs in flight (retired), as gRPC's cluster manager keeps the
+// child of a cluster its config selector still refers to (gRFC A28, A31);
+// the last of them to end has the children closed.
+type clusterRef struct {
+	n       atomic.Int64
+	retired atomic.Bool // set, under r.mu, while the cluster is in r.retained
+	r       *router
+	name    string
+}
+
+// release notes the end of an RPC of the cluster.
+func (c *clusterRef) release() {
+	if c.n.Add(-1) == 0 && c.retired.Load() {
+		go c.r.withChildren(c.r.dropRetained)
 	}
 }
 
@@ -90,12 +112,14 @@ type router struct {
 
 	mu         sync.Mutex
 	cfg        *routerConfig
-	children   map[string]*child        // by childKey
-	prios      map[string][]*prioState  // by route cluster, one per priority
-	counters   map[string]*atomic.Int64 // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
-	pending    []pendingUpdate          // calls into children to make; see withChildren
-	inChildren bool                     // a withChildren is running: it makes the pending calls and the picker
-	dirty      bool                     // the picker is to be rebuilt at the end of withChildren
+	children   map[string]*child         // by childKey
+	prios      map[string][]*prioState   // by route cluster, one per priority
+	counters   map[string]*atomic.Int64  // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
+	refs       map[string]*clusterRef    // RPCs in flight by route cluster: of cfg, and retained
+	retained   map[string]*clusterConfig // clusters no longer in cfg whose RPCs are in flight: their children stay
+	pending    []pendingUpdate           // calls into children to make; see withChildren
+	inChildren bool                      // a withChildren is running: it makes the pending calls and the picker
+	dirty      bool                      // the picker is to be rebuilt at the end of withChildren
 	closed     bool
 }
 
@@ -255,9 +279,17 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 			r.mu.Unlock()
 			return
 		}
+		old := r.cfg
 		r.cfg = cfg
 		want := make(map[string]bool)
 		for name, cc := range cfg.clusters {
+			ref := r.refs[name]
+			if ref == nil {
+				ref = &clusterRef{r: r, name: name}
+				r.refs[name] = ref
+			}
+			ref.retired.Store(false)
+			delete(r.retained, name)
 			ps := r.prios[name]
 			for len(ps) < len(cc.priorities) {
 				ps = append(ps, &prioState{})
@@ -286,26 +318,90 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 				for _, p := range ps {
 					p.stopTimer()
 				}
-				delete(r.prios, name)
+				if ref := r.refs[name]; ref == nil || ref.n.Load() == 0 {
+					delete(r.prios, name)
+				} // else retained (see pruneLocked): its children stay started
 			}
 		}
-		var removed []*child
-		for key, c := range r.children {
-			if !want[key] {
-				c.removed = true
-				delete(r.children, key)
-				removed = append(removed, c)
+		if old != nil {
+			for name, cc := range old.clusters {
+				if _, ok := cfg.clusters[name]; !ok {
+					r.retained[name] = cc
+				}
 			}
 		}
+		removed := r.pruneLocked(want)
 		r.dirty = true
 		r.mu.Unlock()
-		for _, c := range removed {
-			if c.b != nil {
-				c.b.Close()
-			}
-		}
+		closeChildren(removed)
 	})
 	return nil
+}
+
+// pruneLocked forgets the retained clusters that no longer have an RPC in
+// flight, adds the children of the others to want, and removes the
+// children not in want, which the caller closes (closeChildren) after
+// releasing mu, under childMu.
+func (r *router) pruneLocked(want map[string]bool) []*child {
+	for name, cc := range r.retained {
+		ref := r.refs[name]
+		if ref == nil || ref.n.Load() == 0 {
+			if ref != nil {
+				ref.retired.Store(false)
+			}
+			delete(r.retained, name)
+			delete(r.refs, name)
+			delete(r.prios, name)
+			continue
+		}
+		ref.retired.Store(true)
+		for _, p := range cc.priorities {
+			for _, l := range p.localities {
+				want[l.key] = true
+			}
+		}
+	}
+	var removed []*child
+	for key, c := range r.children {
+		if !want[key] {
+			c.removed = true
+			delete(r.children, key)
+			removed = append(removed, c)
+		}
+	}
+	return removed
+}
+
+// dropRetained closes the children of the retained clusters whose
+// last RPC ended; it runs in withChildren, which holds childMu.
+func (r *router) dropRetained() {
+	r.mu.Lock()
+	if r.closed || r.cfg == nil {
+		r.mu.Unlock()
+		return
+	}
+	want := make(map[string]bool)
+	for name, cc := range r.cfg.clusters {
+		ps := r.prios[name]
+		for i, p := range cc.priorities {
+			if i < len(ps) && ps[i].started {
+				for _, l := range p.localities {
+					want[l.key] = true
+				}
+			}
+		}
+	}
+	removed := r.pruneLocked(want)
+	r.mu.Unlock()
+	closeChildren(removed)
+}
+
+func closeChildren(cs []*child) {
+	for _, c := range cs {
+		if c.b != nil {
+			c.b.Close()
+		}
+	}
 }
 
 // startPriorityLocked queues the creation (or the update) of the children
@@ -415,7 +511,7 @@ func (r *router) updateStateLocked() {
 		i, st := r.selectPriorityLocked(name, cc)
 		agg = better(agg, st)
 		prio := cc.priorities[i]
-		pp := &prioPicker{cfg: prio, counter: r.counters[counterKey(prio)]}
+		pp := &prioPicker{cfg: prio, counter: r.counters[counterKey(prio)], ref: r.refs[name]}
 		var load *lrs.ClusterLoad
 		if prio.lrs && r.cfg.load != nil {
 			load = r.cfg.load.Cluster(prio.leaf, prio.lrsService)
