@@ -71,9 +71,11 @@
 // it becomes READY again, and RPCs go back to a higher priority as soon
 // as it is READY. A priority's balancers are created the first time the
 // router needs it, so lower priorities are not connected to while higher
-// ones serve; once created they stay, ready for the next failover, until
-// a configuration no longer has them (gRPC closes them after 15 minutes
-// unused). Within a priority, an RPC
+// ones serve; once created they stay, ready for the next failover, for
+// 15 minutes after a higher priority is used again (the child retention
+// of gRFC A56), or until a configuration no longer has them; then they
+// are closed, and created again if a failover reaches them. Within a
+// priority, an RPC
 // picks a READY locality at random by locality weight (weighted target),
 // then the locality's endpoint policy picks the endpoint.
 //

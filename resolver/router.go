@@ -31,6 +31,12 @@ const routerServiceConfig = `{"loadBalancingConfig":[{"` + routerName + `":{}}]}
 // next one is used (gRFC A56).
 const failoverTimeout = 10 * time.Second
 
+// childRetention is how long the children of a started priority stay
+// once a higher priority is used instead, ready for the next failover,
+// before they are closed (gRFC A56, the priority policy's child
+// retention).
+const childRetention = 15 * time.Minute
+
 var registerOnce sync.Once
 
 // registerRouter registers the router LB policy with grpc, once per
@@ -81,7 +87,7 @@ type clusterRef struct {
 // release notes the end of an RPC of the cluster.
 func (c *clusterRef) release() {
 	if c.n.Add(-1) == 0 && c.retired.Load() {
-		go c.r.withChildren(c.r.dropRetained)
+		go c.r.withChildren(c.r.pruneChildren)
 	}
 }
 
@@ -135,6 +141,8 @@ type prioState struct {
 	failedOver bool        // the failover timer fired; treated as failed until READY
 	stop       func() bool // stops the running failover timer; nil when none
 	gen        uint64      // counts the timers started, so that a stale one does nothing
+	retire     func() bool // stops the running child retention timer; nil when none
+	retireGen  uint64      // counts the retention timers started
 }
 
 // child is one endpoint-policy balancer: a locality of a priority of a
@@ -295,7 +303,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 				ps = append(ps, &prioState{})
 			}
 			for _, p := range ps[len(cc.priorities):] {
-				p.stopTimer()
+				p.stopTimers()
 			}
 			ps = ps[:len(cc.priorities)]
 			r.prios[name] = ps
@@ -316,7 +324,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 		for name, ps := range r.prios {
 			if _, ok := cfg.clusters[name]; !ok {
 				for _, p := range ps {
-					p.stopTimer()
+					p.stopTimers()
 				}
 				if ref := r.refs[name]; ref == nil || ref.n.Load() == 0 {
 					delete(r.prios, name)
@@ -372,9 +380,10 @@ func (r *router) pruneLocked(want map[string]bool) []*child {
 	return removed
 }
 
-// dropRetained closes the children of the retained clusters whose
-// last RPC ended; it runs in withChildren, which holds childMu.
-func (r *router) dropRetained() {
+// pruneChildren closes the children that are no longer wanted: those of
+// the retained clusters whose last RPC ended, and those of priorities no
+// longer started. It runs in withChildren, which holds childMu.
+func (r *router) pruneChildren() {
 	r.mu.Lock()
 	if r.closed || r.cfg == nil {
 		r.mu.Unlock()
@@ -434,6 +443,15 @@ func (p *prioState) stopTimer() {
 	}
 }
 
+// stopTimers stops the failover and the child retention timers.
+func (p *prioState) stopTimers() {
+	p.stopTimer()
+	if p.retire != nil {
+		p.retire()
+		p.retire = nil
+	}
+}
+
 // ResolverError passes err to the children, which fail their RPCs with it
 // if they have no endpoint.
 func (r *router) ResolverError(err error) {
@@ -464,7 +482,7 @@ func (r *router) Close() {
 	r.closed = true
 	for _, ps := range r.prios {
 		for _, p := range ps {
-			p.stopTimer()
+			p.stopTimers()
 		}
 	}
 	children := r.children
@@ -556,8 +574,61 @@ func (r *router) updateStateLocked() {
 // in TRANSIENT_FAILURE, or whose timer fired, are skipped. When every
 // priority fails, the last one. A priority is started (its children
 // created) the first time the selection reaches it, so lower priorities
-// connect only when the higher ones fail; once started, it stays so.
+// connect only when the higher ones fail; once started, it stays so
+// while in use, and for childRetention after a higher priority is used
+// instead (see retainLowerLocked).
 func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, connectivity.State) {
+	i, st := r.choosePriorityLocked(name, cc)
+	r.retainLowerLocked(r.prios[name], i)
+	return i, st
+}
+
+// retainLowerLocked stops the child retention timers of the priorities
+// up to i, the one in use, and starts them for the started priorities
+// below it (gRFC A56): when such a timer fires, the priority's children
+// are closed, to be created again if the selection reaches it.
+func (r *router) retainLowerLocked(ps []*prioState, i int) {
+	for j, s := range ps {
+		if j <= i || !s.started {
+			if s.retire != nil {
+				s.retire()
+				s.retire = nil
+			}
+			continue
+		}
+		if s.retire != nil {
+			continue
+		}
+		s.retireGen++
+		gen := s.retireGen
+		s.retire = r.newTimerLocked()(childRetention, func() {
+			r.withChildren(func() {
+				r.mu.Lock()
+				if r.closed || s.retire == nil || s.retireGen != gen {
+					r.mu.Unlock()
+					return
+				}
+				s.retire = nil
+				s.stopTimer()
+				s.started, s.failedOver = false, false
+				r.dirty = true
+				r.mu.Unlock()
+				r.pruneChildren()
+			})
+		})
+	}
+}
+
+func (r *router) newTimerLocked() timerFunc {
+	if r.cfg.timer != nil {
+		return r.cfg.timer
+	}
+	return realTimer
+}
+
+// choosePriorityLocked is selectPriorityLocked without the child
+// retention.
+func (r *router) choosePriorityLocked(name string, cc *clusterConfig) (int, connectivity.State) {
 	ps := r.prios[name]
 	last := connectivity.TransientFailure
 	for i, p := range cc.priorities {
@@ -580,13 +651,9 @@ func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, conn
 				continue
 			}
 			if s.stop == nil {
-				newTimer := r.cfg.timer
-				if newTimer == nil {
-					newTimer = realTimer
-				}
 				s.gen++
 				gen := s.gen
-				s.stop = newTimer(failoverTimeout, func() {
+				s.stop = r.newTimerLocked()(failoverTimeout, func() {
 					r.withChildren(func() {
 						r.mu.Lock()
 						defer r.mu.Unlock()
