@@ -123,10 +123,14 @@
 // max_stream_duration (grpc_timeout_header_max when set, else
 // max_stream_duration; else the Listener's) caps each RPC's deadline
 // (gRFC A31). The fault injection filters of the Listener (HTTPFault),
-// with the virtual host's and route's overrides, delay and abort RPCs
-// with their percentages, header matchers, x-envoy-fault-* headers and
-// max_active_faults (gRFC A33). Overrides on weighted clusters are not
-// applied.
+// with the virtual host's, route's and weighted cluster's overrides
+// (typed_per_filter_config, the most specific first, gRFC A39), delay
+// and abort RPCs with their percentages, header matchers,
+// x-envoy-fault-* headers and max_active_faults (gRFC A33). The
+// interceptors choose the cluster of a weighted_clusters route, so that
+// its overrides apply; the router sends the RPC there. A fault config or
+// override inside a TypedStruct is rejected with its resource (package
+// resources, as gRPC does): it never reaches the channel.
 //
 // Updates. A new configuration replaces the picker at once: routes and
 // weights take effect on the next RPC; children of clusters and
@@ -142,8 +146,8 @@
 // Not supported: retry policies (gRFC A44; RPCs are not retried),
 // cluster_specifier_plugin (RLS; the route's RPCs fail), outlier
 // detection (gRFC A50), the cluster's TLS settings (the channel's
-// transport credentials apply), custom LB policies, ORCA load reports in
-// LRS, and weighted-cluster filter overrides. The resolver logs a warning
+// transport credentials apply), custom LB policies, and ORCA load
+// reports in LRS. The resolver logs a warning
 // once per channel when a configuration uses retries or RLS, and, without
 // DialOptions, fault injection or max_stream_duration.
 //

@@ -99,19 +99,22 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	h := rpcHeaders{ctx: info.Ctx}
 	if p.cfg.intercepted {
 		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok && rc.cfg == p.cfg {
-			return p.pickRoute(rc.route, info, &h)
+			return p.pickRoute(rc.route, rc.target, info, &h)
 		}
 	}
 	for i := range p.cfg.routes {
 		rt := &p.cfg.routes[i]
 		if rt.match.matches(info.FullMethodName, &h) {
-			return p.pickRoute(rt, info, &h)
+			return p.pickRoute(rt, nil, info, &h)
 		}
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
 }
 
-func (p *picker) pickRoute(rt *route, info balancer.PickInfo, h *rpcHeaders) (balancer.PickResult, error) {
+// pickRoute picks for an RPC that matched rt, sending it to target (one of
+// rt's clusters, chosen by the interceptor), or, when nil, to a cluster
+// of rt chosen by weight.
+func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.PickInfo, h *rpcHeaders) (balancer.PickResult, error) {
 	switch rt.action {
 	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
 	case resources.RouteActionNonForwarding:
@@ -121,16 +124,10 @@ func (p *picker) pickRoute(rt *route, info balancer.PickInfo, h *rpcHeaders) (ba
 	default:
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is not supported", info.FullMethodName, rt.desc)
 	}
-	t := rt.targets[0].cluster
-	if len(rt.targets) > 1 {
-		x := rand.Uint64N(rt.total)
-		for _, wt := range rt.targets {
-			if x < wt.cum {
-				t = wt.cluster
-				break
-			}
-		}
+	if target == nil {
+		target = rt.pickTarget()
 	}
+	t := target.cluster
 	cp := p.clusters[t]
 	if cp == nil { // cannot happen: every route cluster has one
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "cluster %q has no picker", t)

@@ -25,8 +25,8 @@ var (
 
 	// ErrUnsupported is wrapped by the error of a cluster whose load
 	// balancing policy cannot be run (unknown, or its grpc balancer not
-	// registered), and of a route whose fault injection config cannot be
-	// decoded (a TypedStruct); their RPCs fail. See the package doc,
+	// registered), and of a route whose fault filter has an override of
+	// another filter's type; their RPCs fail. See the package doc,
 	// "What is honoured".
 	ErrUnsupported = errors.New("not supported by the xds resolver")
 
