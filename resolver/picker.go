@@ -47,8 +47,9 @@ type clusterPicker struct {
 // prioPicker picks in the selected priority of a cluster.
 type prioPicker struct {
 	cfg     *priorityConfig
-	counter *atomic.Int64 // in-flight RPCs of the leaf cluster (gRFC A32)
-	ref     *clusterRef   // in-flight RPCs of the route cluster, which keep its children
+	counter *atomic.Int64           // in-flight RPCs of the leaf cluster (gRFC A32)
+	ref     *clusterRef             // in-flight RPCs of the route cluster, which keep its children
+	done    func(balancer.DoneInfo) // releases counter and ref; see newPrioPicker
 	errs    prioErrors
 	ready   []weightedPicker // READY localities, cumulative weights
 	total   uint64
@@ -90,6 +91,15 @@ func dropErrors(p *priorityConfig, load *lrs.ClusterLoad) prioErrors {
 	}
 	e.breaker = status.Errorf(codes.Unavailable, "RPC refused by cluster %q: max_requests (%d) concurrent RPCs reached (circuit breaking)", p.leaf, p.maxRequests)
 	return e
+}
+
+// newPrioPicker returns a prioPicker for priority cfg, counting its RPCs
+// in counter (circuit breaking) and ref (the route cluster's).
+func newPrioPicker(cfg *priorityConfig, counter *atomic.Int64, ref *clusterRef) *prioPicker {
+	return &prioPicker{cfg: cfg, counter: counter, ref: ref, done: func(balancer.DoneInfo) {
+		counter.Add(-1)
+		ref.release()
+	}}
 }
 
 func unavailable(msg string) error { return status.Error(codes.Unavailable, msg) }
@@ -189,6 +199,12 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcH
 		if id, ok := pp.ring.scLocality.Load(res.SubConn); ok {
 			load = pp.ringLoad.Locality(id.(resources.LocalityID))
 		}
+	}
+	if load == nil && done == nil {
+		// The common case (no load report, a child without Done): a
+		// function made once per picker, not once per RPC.
+		res.Done = pp.done
+		return res, nil
 	}
 	if load != nil {
 		load.Start()

@@ -529,7 +529,7 @@ func (r *router) updateStateLocked() {
 		i, st := r.selectPriorityLocked(name, cc)
 		agg = better(agg, st)
 		prio := cc.priorities[i]
-		pp := &prioPicker{cfg: prio, counter: r.counters[counterKey(prio)], ref: r.refs[name]}
+		pp := newPrioPicker(prio, r.counters[counterKey(prio)], r.refs[name])
 		var load *lrs.ClusterLoad
 		if prio.lrs && r.cfg.load != nil {
 			load = r.cfg.load.Cluster(prio.leaf, prio.lrsService)
