@@ -22,8 +22,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/proxyless/xds/bootstrap"
-	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
 
@@ -139,21 +137,11 @@ func TestResolver_E2E_LoadReportOnADSConnection(t *testing.T) {
 	ls := testutil.NewLRSServer(t, testutil.LRSServerOptions{Clusters: []string{"cluster-a"}})
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{LoadReporting: ls})
 	proxy := startCountingProxy(t, ms.Address())
-	raw := editJSON(t, ms.Bootstrap(testutil.BootstrapOptions{}), func(m map[string]any) {
+	e := newEnvOn(t, ms, testutil.BootstrapOptions{}, func(m map[string]any) {
 		for _, s := range m["xds_servers"].([]any) {
 			s.(map[string]any)["server_uri"] = proxy.addr
 		}
 	})
-	cfg, err := bootstrap.Parse(raw)
-	if err != nil {
-		t.Fatalf("bootstrap.Parse: %v", err)
-	}
-	xc, err := client.New(cfg, client.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatalf("client.New: %v", err)
-	}
-	t.Cleanup(xc.Close)
-	e := &env{ms: ms, client: xc}
 	ms.Update("", testutil.Canary(testutil.CanaryOptions{PortA: a.port, PortB: b.port, PortC: c.port, LRSOnA: true}))
 	tc, _ := e.dial(t, "xds:///svc")
 	if err := waitForServer(ctx, tc, "A"); err != nil {

@@ -147,7 +147,12 @@ type env struct {
 // ends, after the ClientConns made by dial.
 func newEnv(t *testing.T, bopts testutil.BootstrapOptions, editBootstrap func(map[string]any)) *env {
 	t.Helper()
-	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	return newEnvOn(t, testutil.NewManagementServer(t, testutil.ServerOptions{}), bopts, editBootstrap)
+}
+
+// newEnvOn is newEnv on the management server ms.
+func newEnvOn(t *testing.T, ms *testutil.ManagementServer, bopts testutil.BootstrapOptions, editBootstrap func(map[string]any)) *env {
+	t.Helper()
 	raw := ms.Bootstrap(bopts)
 	if editBootstrap != nil {
 		raw = editJSON(t, raw, editBootstrap)
