@@ -36,7 +36,8 @@ func benchPicker(value func(i, j int) string) *picker {
 		cfg.routes = append(cfg.routes, route{match: compileMatch(&m, names), action: resources.RouteActionCluster, targets: []weightedTarget{{cluster: "c", cum: 1}}, total: 1})
 	}
 	orderMatchers(cfg.routes)
-	pp := &prioPicker{cfg: prio, counter: new(atomic.Int64), ready: []weightedPicker{{cum: 1, p: fixedPicker{}}}, total: 1}
+	pp := newPrioPicker(prio, new(atomic.Int64), &clusterRef{})
+	pp.ready, pp.total = []weightedPicker{{cum: 1, p: fixedPicker{}}}, 1
 	return &picker{cfg: cfg, clusters: map[string]*clusterPicker{"c": {prio: pp}}}
 }
 
@@ -48,6 +49,12 @@ func benchPicker(value func(i, j int) string) *picker {
 //   - shared-prefix: every route wants "v" in x-h0..x-h8 and "w<i>" in
 //     x-h9: the router evaluates x-h9 first (the rarest matcher) and
 //     equal matchers once per RPC, so each other route fails at once.
+//
+// A pick allocates once per header it reads that the RPC has (10 here):
+// metadata.ValueFromOutgoingContext copies the values, and gRPC Go has
+// no public accessor to the outgoing metadata that does not copy
+// (FromOutgoingContext copies every header). The rest of a pick does not
+// allocate unless load is reported (BenchmarkPickPaths: 0).
 func BenchmarkPick(b *testing.B) {
 	for _, bc := range []struct {
 		name  string

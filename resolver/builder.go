@@ -20,7 +20,6 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/lrs"
-	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // NewBuilder returns a grpc resolver.Builder for the targets
@@ -46,9 +45,8 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 		opt(&o)
 	}
 	if o.lrsBuilder == nil {
-		// Shared by the Builder's resolvers: one connection per
-		// management server for their load reports.
-		o.lrsBuilder = grpctransport.NewBuilder()
+		// The client's: load reports go on its ADS connection.
+		o.lrsBuilder = c.TransportBuilder()
 	}
 	return &builder{
 		client:   c,
@@ -75,9 +73,15 @@ func (b *builder) Scheme() string { return b.opts.scheme }
 // without waiting for any resource. It fails if the target names no
 // service, if its authority is not in the bootstrap's authorities (the
 // error wraps bootstrap.ErrUnknownAuthority), or if the ring hash header
-// option is invalid.
-func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, _ grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+// option is invalid. It fails with ErrServiceConfigDisabled when the
+// channel ignores service configs (grpc.WithDisableServiceConfig): the
+// router, which does the per-RPC routing, is named by the service config
+// the resolver produces, as with gRPC Go's own xDS resolver.
+func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, bopts grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
 	t := target.String()
+	if bopts.DisableServiceConfig {
+		return nil, fmt.Errorf("resolver: target %q: %w", t, ErrServiceConfigDisabled)
+	}
 	endpoint := target.Endpoint()
 	if endpoint == "" {
 		return nil, fmt.Errorf("resolver: target %q names no service: want %s:///name or %s://authority/name", t, b.opts.scheme, b.opts.scheme)

@@ -5,6 +5,7 @@ package resolver
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -73,6 +74,26 @@ type route struct {
 type weightedTarget struct {
 	cluster string // canonical
 	cum     uint64
+	// faults and faultErr replace the route's when the weighted cluster
+	// overrides a fault filter (typed_per_filter_config, gRFC A39);
+	// ownFaults says so.
+	faults    []*faultConfig
+	faultErr  error
+	ownFaults bool
+}
+
+// pickTarget picks a cluster of rt at random by weight.
+func (rt *route) pickTarget() *weightedTarget {
+	if len(rt.targets) == 1 {
+		return &rt.targets[0]
+	}
+	x := rand.Uint64N(rt.total)
+	for i := range rt.targets {
+		if x < rt.targets[i].cum {
+			return &rt.targets[i]
+		}
+	}
+	return &rt.targets[len(rt.targets)-1] // cannot happen: x < total
 }
 
 // clusterConfig is what a route cluster leads to: its priorities, highest
@@ -142,7 +163,7 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 		r := &vh.Routes[i]
 		rt := route{desc: describeRoute(i, r), match: compileMatch(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
 		if s.listener != nil {
-			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r)
+			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r, nil)
 		}
 		if len(rt.hash) == 0 && ringHashHeader != "" {
 			rt.hash = []resources.HashPolicy{{Kind: resources.HashPolicyHeader, HeaderName: ringHashHeader}}
@@ -157,7 +178,12 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 		for _, m := range members {
 			name := resources.CanonicalName(m.Name)
 			rt.total += uint64(m.Weight)
-			rt.targets = append(rt.targets, weightedTarget{cluster: name, cum: rt.total})
+			wt := weightedTarget{cluster: name, cum: rt.total}
+			if s.listener != nil && overridesFault(s.listener.HTTPFilters, m.FilterOverrides) {
+				wt.faults, wt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r, m.FilterOverrides)
+				wt.ownFaults = true
+			}
+			rt.targets = append(rt.targets, wt)
 			if _, done := cfg.clusters[name]; !done {
 				cfg.clusters[name] = buildCluster(name, s.cluster(name))
 			}

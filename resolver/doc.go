@@ -71,9 +71,11 @@
 // it becomes READY again, and RPCs go back to a higher priority as soon
 // as it is READY. A priority's balancers are created the first time the
 // router needs it, so lower priorities are not connected to while higher
-// ones serve; once created they stay, ready for the next failover, until
-// a configuration no longer has them (gRPC closes them after 15 minutes
-// unused). Within a priority, an RPC
+// ones serve; once created they stay, ready for the next failover, for
+// 15 minutes after a higher priority is used again (the child retention
+// of gRFC A56), or until a configuration no longer has them; then they
+// are closed, and created again if a failover reaches them. Within a
+// priority, an RPC
 // picks a READY locality at random by locality weight (weighted target),
 // then the locality's endpoint policy picks the endpoint.
 //
@@ -113,31 +115,46 @@
 // in progress, and the drops by category, in a Store shared by the
 // channels of the Builder; one lrs.Client per management server reports
 // them to the server the cluster came from (the first server of its
-// authority): see package lrs and WithLoadReportTransport.
+// authority), by default on the client's ADS connection to it (R-22.1,
+// through client.Client.TransportBuilder): see package lrs and
+// WithLoadReportTransport.
 //
 // Timeouts and faults, with DialOptions only. The route's
 // max_stream_duration (grpc_timeout_header_max when set, else
 // max_stream_duration; else the Listener's) caps each RPC's deadline
 // (gRFC A31). The fault injection filters of the Listener (HTTPFault),
-// with the virtual host's and route's overrides, delay and abort RPCs
-// with their percentages, header matchers, x-envoy-fault-* headers and
-// max_active_faults (gRFC A33). Overrides on weighted clusters are not
-// applied.
+// with the virtual host's, route's and weighted cluster's overrides
+// (typed_per_filter_config, the most specific first, gRFC A39), delay
+// and abort RPCs with their percentages, header matchers,
+// x-envoy-fault-* headers and max_active_faults (gRFC A33). The
+// interceptors choose the cluster of a weighted_clusters route, so that
+// its overrides apply; the router sends the RPC there. A fault config or
+// override inside a TypedStruct is rejected with its resource (package
+// resources, as gRPC does): it never reaches the channel.
 //
 // Updates. A new configuration replaces the picker at once: routes and
 // weights take effect on the next RPC; children of clusters and
 // localities that stay keep their connections and get the new endpoints;
-// children no longer referred to are closed, and RPCs in flight on their
-// connections complete.
+// the children of a cluster that the new configuration no longer has stay
+// while an RPC picked for that cluster is in flight (from its pick to its
+// end), serve the cluster again if a configuration brings it back, and
+// are closed when the last of those RPCs ends, as gRPC's cluster manager
+// keeps a child its config selector still refers to (gRFC A28, A31);
+// other children no longer referred to are closed at once, and RPCs in
+// flight on their connections complete.
 //
 // Not supported: retry policies (gRFC A44; RPCs are not retried),
 // cluster_specifier_plugin (RLS; the route's RPCs fail), outlier
 // detection (gRFC A50), the cluster's TLS settings (the channel's
-// transport credentials apply), custom LB policies, ORCA load reports in
-// LRS, and weighted-cluster filter overrides. The resolver logs a warning
+// transport credentials apply), custom LB policies, and ORCA load
+// reports in LRS. The resolver logs a warning
 // once per channel when a configuration uses retries or RLS, and, without
-// DialOptions, fault injection or max_stream_duration. With
-// grpc.WithDisableServiceConfig the router is not used and RPCs fail.
+// DialOptions, fault injection or max_stream_duration.
+//
+// Service config is required: the resolver names the router in the
+// service config it gives the channel, as gRPC Go's own xDS resolver
+// does. On a channel made with grpc.WithDisableServiceConfig, Build fails
+// with ErrServiceConfigDisabled, whose message the channel's RPCs carry.
 //
 // # Errors
 //

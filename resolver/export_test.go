@@ -4,7 +4,8 @@ package resolver
 
 import "time"
 
-// FakeTimer is a failover timer started by a router under test.
+// FakeTimer is a timer started by a router under test: a failover timer
+// (D 10 s) or a child retention timer (D 15 min).
 type FakeTimer struct {
 	D       time.Duration
 	f       func()
@@ -20,8 +21,8 @@ func (t *FakeTimer) Fire() {
 	}
 }
 
-// WithFakeTimers makes the routers of the Builder send each failover
-// timer they start to timers instead of starting it.
+// WithFakeTimers makes the routers of the Builder send each failover and
+// child retention timer they start to timers instead of starting it.
 func WithFakeTimers(timers chan<- *FakeTimer) Option {
 	return func(o *options) {
 		o.timer = func(d time.Duration, f func()) func() bool {

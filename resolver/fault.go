@@ -57,7 +57,7 @@ type faultConfig struct {
 }
 
 // decodeFault decodes an HTTPFault config (cfg's type must be
-// faultTypeURL; TypedStruct configs are not supported).
+// faultTypeURL; package resources rejects TypedStruct ones).
 func decodeFault(name string, cfg *anypb.Any) (*faultConfig, error) {
 	m := &v3faultpb.HTTPFault{}
 	if err := cfg.UnmarshalTo(m); err != nil {
@@ -136,24 +136,29 @@ func httpToGRPC(h uint32) codes.Code {
 }
 
 // routeFaults returns the fault configs that apply to the RPCs of route
-// r of virtual host vh, one per fault filter of the Listener's chain, in
-// order: the route's override, else the virtual host's, else the
-// filter's own config (gRFC A39). Overrides of weighted clusters are not
-// applied: the cluster is chosen at pick time, after the interceptor.
-func routeFaults(filters []resources.HTTPFilter, vh *resources.VirtualHost, r *resources.Route) ([]*faultConfig, error) {
+// r of virtual host vh sent to a weighted cluster whose overrides are
+// wc (nil for none), one per fault filter of the Listener's chain, in
+// order: the weighted cluster's override, else the route's, else the
+// virtual host's, else the filter's own config (gRFC A39).
+func routeFaults(filters []resources.HTTPFilter, vh *resources.VirtualHost, r *resources.Route, wc map[string]resources.FilterOverride) ([]*faultConfig, error) {
 	var out []*faultConfig
 	for _, f := range filters {
 		if f.TypeURL != faultTypeURL {
 			continue
 		}
 		cfg := f.Config
-		if o, ok := r.FilterOverrides[f.Name]; ok {
+		if o, ok := wc[f.Name]; ok {
+			cfg = o.Config
+		} else if o, ok := r.FilterOverrides[f.Name]; ok {
 			cfg = o.Config
 		} else if o, ok := vh.FilterOverrides[f.Name]; ok {
 			cfg = o.Config
 		}
 		if cfg.GetTypeUrl() != faultTypeURL {
-			return nil, fmt.Errorf("fault filter %q: config of type %q (a TypedStruct?): %w", f.Name, cfg.GetTypeUrl(), ErrUnsupported)
+			// Package resources accepts a fault filter's config or
+			// override only as an HTTPFault (a TypedStruct is rejected,
+			// as by gRPC): this is an override of another filter type.
+			return nil, fmt.Errorf("fault filter %q: override of type %q, not %s: %w", f.Name, cfg.GetTypeUrl(), faultTypeURL, ErrUnsupported)
 		}
 		fc, err := decodeFault(f.Name, cfg)
 		if err != nil {
@@ -162,6 +167,17 @@ func routeFaults(filters []resources.HTTPFilter, vh *resources.VirtualHost, r *r
 		out = append(out, fc)
 	}
 	return out, nil
+}
+
+// overridesFault reports whether overrides has an entry for a fault
+// filter of filters.
+func overridesFault(filters []resources.HTTPFilter, overrides map[string]resources.FilterOverride) bool {
+	for _, f := range filters {
+		if _, ok := overrides[f.Name]; ok && f.TypeURL == faultTypeURL {
+			return true
+		}
+	}
+	return false
 }
 
 // apply runs the fault of f for one RPC with headers h (gRFC A33): when

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,6 +49,42 @@ type backend struct {
 	release chan struct{}
 	// served counts the UnaryCalls answered.
 	served atomic.Int64
+	// accepted and closed count the connections the backend accepted and
+	// those of them that were closed.
+	accepted, closed atomic.Int64
+	connClosed       chan struct{} // cap 1: notified when closed changes
+}
+
+// countingListener counts the connections of b.
+type countingListener struct {
+	net.Listener
+	b *backend
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.b.accepted.Add(1)
+	return &countedConn{Conn: c, b: l.b}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	b    *backend
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.b.closed.Add(1)
+		select {
+		case c.b.connClosed <- struct{}{}:
+		default:
+		}
+	})
+	return c.Conn.Close()
 }
 
 func (b *backend) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
@@ -83,6 +120,8 @@ func startBackendWith(t *testing.T, b *backend) *backend {
 		t.Fatalf("listening: %v", err)
 	}
 	b.addr, b.port = lis.Addr().String(), uint32(lis.Addr().(*net.TCPAddr).Port)
+	b.connClosed = make(chan struct{}, 1)
+	lis = countingListener{Listener: lis, b: b}
 	s := grpc.NewServer()
 	testgrpc.RegisterTestServiceServer(s, b)
 	done := make(chan struct{})
@@ -108,7 +147,12 @@ type env struct {
 // ends, after the ClientConns made by dial.
 func newEnv(t *testing.T, bopts testutil.BootstrapOptions, editBootstrap func(map[string]any)) *env {
 	t.Helper()
-	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	return newEnvOn(t, testutil.NewManagementServer(t, testutil.ServerOptions{}), bopts, editBootstrap)
+}
+
+// newEnvOn is newEnv on the management server ms.
+func newEnvOn(t *testing.T, ms *testutil.ManagementServer, bopts testutil.BootstrapOptions, editBootstrap func(map[string]any)) *env {
+	t.Helper()
 	raw := ms.Bootstrap(bopts)
 	if editBootstrap != nil {
 		raw = editJSON(t, raw, editBootstrap)

@@ -33,10 +33,11 @@ import (
 // The interceptors match the RPC against the routes of the channel's
 // current configuration, and the router uses the route they matched, so
 // that a route with a runtime_fraction is chosen once per RPC. Before the
-// first configuration, RPCs pass unchanged. Overrides of the filters on
-// weighted clusters are not applied (the cluster is chosen after the
-// interceptors run); retry policies and cluster_specifier_plugin (RLS) are
-// not supported (see the package doc).
+// first configuration, RPCs pass unchanged. The interceptors also choose
+// the cluster of a weighted_clusters route, so that the filter overrides
+// of the weighted cluster (typed_per_filter_config) apply, taking
+// precedence over the route's (gRFC A39). Retry policies and
+// cluster_specifier_plugin (RLS) are not supported (see the package doc).
 func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	holder := new(atomic.Pointer[routerConfig])
 	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })
@@ -54,8 +55,9 @@ type routeChoiceKey struct{}
 // routeChoice is the route an interceptor matched for an RPC, in the
 // configuration cfg; the picker uses it when its configuration is cfg.
 type routeChoice struct {
-	cfg   *routerConfig
-	route *route
+	cfg    *routerConfig
+	route  *route
+	target *weightedTarget // the route's cluster for the RPC
 }
 
 type interceptor struct {
@@ -81,7 +83,17 @@ func (ic *interceptor) before(ctx context.Context, method string) (context.Conte
 	if rt == nil {
 		return ctx, func() {}, nil // the picker fails it
 	}
-	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt})
+	// The cluster is chosen here, not at pick time, so that the fault
+	// filter overrides of a weighted cluster apply (gRFC A39).
+	var target *weightedTarget // nil for a route that forwards to no cluster
+	if len(rt.targets) > 0 {
+		target = rt.pickTarget()
+	}
+	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt, target: target})
+	faults, faultErr := rt.faults, rt.faultErr
+	if target != nil && target.ownFaults {
+		faults, faultErr = target.faults, target.faultErr
+	}
 	done := func() {}
 	if d := cfg.maxStreamDuration(rt); d > 0 {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
@@ -90,11 +102,11 @@ func (ic *interceptor) before(ctx context.Context, method string) (context.Conte
 			done = cancel
 		}
 	}
-	if rt.faultErr != nil {
+	if faultErr != nil {
 		done()
-		return ctx, func() {}, unavailable(rt.desc + ": " + rt.faultErr.Error())
+		return ctx, func() {}, unavailable(rt.desc + ": " + faultErr.Error())
 	}
-	for _, f := range rt.faults {
+	for _, f := range faults {
 		release, err := f.apply(ctx, &h)
 		prev := done
 		done = func() { release(); prev() }

@@ -89,11 +89,11 @@ func WithRingHashRequestHashHeader(name string) Option {
 // WithLoadReportTransport sets how the resolvers reach the management
 // server to report load (LRS, R-22) for clusters whose lrs_server is
 // "self": b builds a transport to the bootstrap's server of the cluster.
-// The default is one grpctransport.NewBuilder() per Builder, which opens a
-// connection of its own to each management server, shared by the
-// Builder's channels; give the transport.Builder given to the client
-// (client.WithTransportBuilder) to report on the client's ADS connection,
-// as says. The channels of the Builder report their load together,
+// The default is the client's own (client.Client.TransportBuilder), so
+// that load is reported on the client's ADS connection to that server,
+// as says (with the default grpctransport builder, or any builder
+// that shares connections); give another to report on a connection of
+// its own. The channels of the Builder report their load together,
 // on one LRS stream per management server, opened when a configuration
 // first has such a cluster and closed, after a final report, when the
 // last of them is closed. See package lrs.

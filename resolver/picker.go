@@ -47,7 +47,9 @@ type clusterPicker struct {
 // prioPicker picks in the selected priority of a cluster.
 type prioPicker struct {
 	cfg     *priorityConfig
-	counter *atomic.Int64 // in-flight RPCs of the leaf cluster (gRFC A32)
+	counter *atomic.Int64           // in-flight RPCs of the leaf cluster (gRFC A32)
+	ref     *clusterRef             // in-flight RPCs of the route cluster, which keep its children
+	done    func(balancer.DoneInfo) // releases counter and ref; see newPrioPicker
 	errs    prioErrors
 	ready   []weightedPicker // READY localities, cumulative weights
 	total   uint64
@@ -91,6 +93,15 @@ func dropErrors(p *priorityConfig, load *lrs.ClusterLoad) prioErrors {
 	return e
 }
 
+// newPrioPicker returns a prioPicker for priority cfg, counting its RPCs
+// in counter (circuit breaking) and ref (the route cluster's).
+func newPrioPicker(cfg *priorityConfig, counter *atomic.Int64, ref *clusterRef) *prioPicker {
+	return &prioPicker{cfg: cfg, counter: counter, ref: ref, done: func(balancer.DoneInfo) {
+		counter.Add(-1)
+		ref.release()
+	}}
+}
+
 func unavailable(msg string) error { return status.Error(codes.Unavailable, msg) }
 
 // Pick routes and picks one RPC.
@@ -98,19 +109,22 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	h := rpcHeaders{ctx: info.Ctx}
 	if p.cfg.intercepted {
 		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok && rc.cfg == p.cfg {
-			return p.pickRoute(rc.route, info, &h)
+			return p.pickRoute(rc.route, rc.target, info, &h)
 		}
 	}
 	for i := range p.cfg.routes {
 		rt := &p.cfg.routes[i]
 		if rt.match.matches(info.FullMethodName, &h) {
-			return p.pickRoute(rt, info, &h)
+			return p.pickRoute(rt, nil, info, &h)
 		}
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
 }
 
-func (p *picker) pickRoute(rt *route, info balancer.PickInfo, h *rpcHeaders) (balancer.PickResult, error) {
+// pickRoute picks for an RPC that matched rt, sending it to target (one of
+// rt's clusters, chosen by the interceptor), or, when nil, to a cluster
+// of rt chosen by weight.
+func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.PickInfo, h *rpcHeaders) (balancer.PickResult, error) {
 	switch rt.action {
 	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
 	case resources.RouteActionNonForwarding:
@@ -120,16 +134,10 @@ func (p *picker) pickRoute(rt *route, info balancer.PickInfo, h *rpcHeaders) (ba
 	default:
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is not supported", info.FullMethodName, rt.desc)
 	}
-	t := rt.targets[0].cluster
-	if len(rt.targets) > 1 {
-		x := rand.Uint64N(rt.total)
-		for _, wt := range rt.targets {
-			if x < wt.cum {
-				t = wt.cluster
-				break
-			}
-		}
+	if target == nil {
+		target = rt.pickTarget()
 	}
+	t := target.cluster
 	cp := p.clusters[t]
 	if cp == nil { // cannot happen: every route cluster has one
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "cluster %q has no picker", t)
@@ -185,11 +193,18 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcH
 		pp.counter.Add(-1)
 		return res, err
 	}
-	counter, done := pp.counter, res.Done
+	counter, done, ref := pp.counter, res.Done, pp.ref
+	ref.n.Add(1)
 	if pp.ringLoad != nil && pp.ring != nil {
 		if id, ok := pp.ring.scLocality.Load(res.SubConn); ok {
 			load = pp.ringLoad.Locality(id.(resources.LocalityID))
 		}
+	}
+	if load == nil && done == nil {
+		// The common case (no load report, a child without Done): a
+		// function made once per picker, not once per RPC.
+		res.Done = pp.done
+		return res, nil
 	}
 	if load != nil {
 		load.Start()
@@ -202,6 +217,7 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcH
 		if done != nil {
 			done(di)
 		}
+		ref.release()
 	}
 	return res, nil
 }

@@ -31,6 +31,12 @@ const routerServiceConfig = `{"loadBalancingConfig":[{"` + routerName + `":{}}]}
 // next one is used (gRFC A56).
 const failoverTimeout = 10 * time.Second
 
+// childRetention is how long the children of a started priority stay
+// once a higher priority is used instead, ready for the next failover,
+// before they are closed (gRFC A56, the priority policy's child
+// retention).
+const childRetention = 15 * time.Minute
+
 var registerOnce sync.Once
 
 // registerRouter registers the router LB policy with grpc, once per
@@ -60,6 +66,28 @@ func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) b
 		children:  make(map[string]*child),
 		prios:     make(map[string][]*prioState),
 		counters:  make(map[string]*atomic.Int64),
+		refs:      make(map[string]*clusterRef),
+		retained:  make(map[string]*clusterConfig),
+	}
+}
+
+// clusterRef counts the RPCs in flight that were picked for a route
+// cluster, from the pick to their end (balancer.PickResult.Done). A
+// cluster that a new configuration no longer has keeps its children while
+// it has RPCs in flight (retired), as gRPC's cluster manager keeps the
+// child of a cluster its config selector still refers to (gRFC A28, A31);
+// the last of them to end has the children closed.
+type clusterRef struct {
+	n       atomic.Int64
+	retired atomic.Bool // set, under r.mu, while the cluster is in r.retained
+	r       *router
+	name    string
+}
+
+// release notes the end of an RPC of the cluster.
+func (c *clusterRef) release() {
+	if c.n.Add(-1) == 0 && c.retired.Load() {
+		go c.r.withChildren(c.r.pruneChildren)
 	}
 }
 
@@ -90,12 +118,14 @@ type router struct {
 
 	mu         sync.Mutex
 	cfg        *routerConfig
-	children   map[string]*child        // by childKey
-	prios      map[string][]*prioState  // by route cluster, one per priority
-	counters   map[string]*atomic.Int64 // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
-	pending    []pendingUpdate          // calls into children to make; see withChildren
-	inChildren bool                     // a withChildren is running: it makes the pending calls and the picker
-	dirty      bool                     // the picker is to be rebuilt at the end of withChildren
+	children   map[string]*child         // by childKey
+	prios      map[string][]*prioState   // by route cluster, one per priority
+	counters   map[string]*atomic.Int64  // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
+	refs       map[string]*clusterRef    // RPCs in flight by route cluster: of cfg, and retained
+	retained   map[string]*clusterConfig // clusters no longer in cfg whose RPCs are in flight: their children stay
+	pending    []pendingUpdate           // calls into children to make; see withChildren
+	inChildren bool                      // a withChildren is running: it makes the pending calls and the picker
+	dirty      bool                      // the picker is to be rebuilt at the end of withChildren
 	closed     bool
 }
 
@@ -111,6 +141,8 @@ type prioState struct {
 	failedOver bool        // the failover timer fired; treated as failed until READY
 	stop       func() bool // stops the running failover timer; nil when none
 	gen        uint64      // counts the timers started, so that a stale one does nothing
+	retire     func() bool // stops the running child retention timer; nil when none
+	retireGen  uint64      // counts the retention timers started
 }
 
 // child is one endpoint-policy balancer: a locality of a priority of a
@@ -255,15 +287,23 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 			r.mu.Unlock()
 			return
 		}
+		old := r.cfg
 		r.cfg = cfg
 		want := make(map[string]bool)
 		for name, cc := range cfg.clusters {
+			ref := r.refs[name]
+			if ref == nil {
+				ref = &clusterRef{r: r, name: name}
+				r.refs[name] = ref
+			}
+			ref.retired.Store(false)
+			delete(r.retained, name)
 			ps := r.prios[name]
 			for len(ps) < len(cc.priorities) {
 				ps = append(ps, &prioState{})
 			}
 			for _, p := range ps[len(cc.priorities):] {
-				p.stopTimer()
+				p.stopTimers()
 			}
 			ps = ps[:len(cc.priorities)]
 			r.prios[name] = ps
@@ -284,28 +324,93 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 		for name, ps := range r.prios {
 			if _, ok := cfg.clusters[name]; !ok {
 				for _, p := range ps {
-					p.stopTimer()
+					p.stopTimers()
 				}
-				delete(r.prios, name)
+				if ref := r.refs[name]; ref == nil || ref.n.Load() == 0 {
+					delete(r.prios, name)
+				} // else retained (see pruneLocked): its children stay started
 			}
 		}
-		var removed []*child
-		for key, c := range r.children {
-			if !want[key] {
-				c.removed = true
-				delete(r.children, key)
-				removed = append(removed, c)
+		if old != nil {
+			for name, cc := range old.clusters {
+				if _, ok := cfg.clusters[name]; !ok {
+					r.retained[name] = cc
+				}
 			}
 		}
+		removed := r.pruneLocked(want)
 		r.dirty = true
 		r.mu.Unlock()
-		for _, c := range removed {
-			if c.b != nil {
-				c.b.Close()
-			}
-		}
+		closeChildren(removed)
 	})
 	return nil
+}
+
+// pruneLocked forgets the retained clusters that no longer have an RPC in
+// flight, adds the children of the others to want, and removes the
+// children not in want, which the caller closes (closeChildren) after
+// releasing mu, under childMu.
+func (r *router) pruneLocked(want map[string]bool) []*child {
+	for name, cc := range r.retained {
+		ref := r.refs[name]
+		if ref == nil || ref.n.Load() == 0 {
+			if ref != nil {
+				ref.retired.Store(false)
+			}
+			delete(r.retained, name)
+			delete(r.refs, name)
+			delete(r.prios, name)
+			continue
+		}
+		ref.retired.Store(true)
+		for _, p := range cc.priorities {
+			for _, l := range p.localities {
+				want[l.key] = true
+			}
+		}
+	}
+	var removed []*child
+	for key, c := range r.children {
+		if !want[key] {
+			c.removed = true
+			delete(r.children, key)
+			removed = append(removed, c)
+		}
+	}
+	return removed
+}
+
+// pruneChildren closes the children that are no longer wanted: those of
+// the retained clusters whose last RPC ended, and those of priorities no
+// longer started. It runs in withChildren, which holds childMu.
+func (r *router) pruneChildren() {
+	r.mu.Lock()
+	if r.closed || r.cfg == nil {
+		r.mu.Unlock()
+		return
+	}
+	want := make(map[string]bool)
+	for name, cc := range r.cfg.clusters {
+		ps := r.prios[name]
+		for i, p := range cc.priorities {
+			if i < len(ps) && ps[i].started {
+				for _, l := range p.localities {
+					want[l.key] = true
+				}
+			}
+		}
+	}
+	removed := r.pruneLocked(want)
+	r.mu.Unlock()
+	closeChildren(removed)
+}
+
+func closeChildren(cs []*child) {
+	for _, c := range cs {
+		if c.b != nil {
+			c.b.Close()
+		}
+	}
 }
 
 // startPriorityLocked queues the creation (or the update) of the children
@@ -335,6 +440,15 @@ func (p *prioState) stopTimer() {
 	if p.stop != nil {
 		p.stop()
 		p.stop = nil
+	}
+}
+
+// stopTimers stops the failover and the child retention timers.
+func (p *prioState) stopTimers() {
+	p.stopTimer()
+	if p.retire != nil {
+		p.retire()
+		p.retire = nil
 	}
 }
 
@@ -368,7 +482,7 @@ func (r *router) Close() {
 	r.closed = true
 	for _, ps := range r.prios {
 		for _, p := range ps {
-			p.stopTimer()
+			p.stopTimers()
 		}
 	}
 	children := r.children
@@ -415,7 +529,7 @@ func (r *router) updateStateLocked() {
 		i, st := r.selectPriorityLocked(name, cc)
 		agg = better(agg, st)
 		prio := cc.priorities[i]
-		pp := &prioPicker{cfg: prio, counter: r.counters[counterKey(prio)]}
+		pp := newPrioPicker(prio, r.counters[counterKey(prio)], r.refs[name])
 		var load *lrs.ClusterLoad
 		if prio.lrs && r.cfg.load != nil {
 			load = r.cfg.load.Cluster(prio.leaf, prio.lrsService)
@@ -460,8 +574,61 @@ func (r *router) updateStateLocked() {
 // in TRANSIENT_FAILURE, or whose timer fired, are skipped. When every
 // priority fails, the last one. A priority is started (its children
 // created) the first time the selection reaches it, so lower priorities
-// connect only when the higher ones fail; once started, it stays so.
+// connect only when the higher ones fail; once started, it stays so
+// while in use, and for childRetention after a higher priority is used
+// instead (see retainLowerLocked).
 func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, connectivity.State) {
+	i, st := r.choosePriorityLocked(name, cc)
+	r.retainLowerLocked(r.prios[name], i)
+	return i, st
+}
+
+// retainLowerLocked stops the child retention timers of the priorities
+// up to i, the one in use, and starts them for the started priorities
+// below it (gRFC A56): when such a timer fires, the priority's children
+// are closed, to be created again if the selection reaches it.
+func (r *router) retainLowerLocked(ps []*prioState, i int) {
+	for j, s := range ps {
+		if j <= i || !s.started {
+			if s.retire != nil {
+				s.retire()
+				s.retire = nil
+			}
+			continue
+		}
+		if s.retire != nil {
+			continue
+		}
+		s.retireGen++
+		gen := s.retireGen
+		s.retire = r.newTimerLocked()(childRetention, func() {
+			r.withChildren(func() {
+				r.mu.Lock()
+				if r.closed || s.retire == nil || s.retireGen != gen {
+					r.mu.Unlock()
+					return
+				}
+				s.retire = nil
+				s.stopTimer()
+				s.started, s.failedOver = false, false
+				r.dirty = true
+				r.mu.Unlock()
+				r.pruneChildren()
+			})
+		})
+	}
+}
+
+func (r *router) newTimerLocked() timerFunc {
+	if r.cfg.timer != nil {
+		return r.cfg.timer
+	}
+	return realTimer
+}
+
+// choosePriorityLocked is selectPriorityLocked without the child
+// retention.
+func (r *router) choosePriorityLocked(name string, cc *clusterConfig) (int, connectivity.State) {
 	ps := r.prios[name]
 	last := connectivity.TransientFailure
 	for i, p := range cc.priorities {
@@ -484,13 +651,9 @@ func (r *router) selectPriorityLocked(name string, cc *clusterConfig) (int, conn
 				continue
 			}
 			if s.stop == nil {
-				newTimer := r.cfg.timer
-				if newTimer == nil {
-					newTimer = realTimer
-				}
 				s.gen++
 				gen := s.gen
-				s.stop = newTimer(failoverTimeout, func() {
+				s.stop = r.newTimerLocked()(failoverTimeout, func() {
 					r.withChildren(func() {
 						r.mu.Lock()
 						defer r.mu.Unlock()

@@ -25,10 +25,16 @@ var (
 
 	// ErrUnsupported is wrapped by the error of a cluster whose load
 	// balancing policy cannot be run (unknown, or its grpc balancer not
-	// registered), and of a route whose fault injection config cannot be
-	// decoded (a TypedStruct); their RPCs fail. See the package doc,
+	// registered), and of a route whose fault filter has an override of
+	// another filter's type; their RPCs fail. See the package doc,
 	// "What is honoured".
 	ErrUnsupported = errors.New("not supported by the xds resolver")
+
+	// ErrServiceConfigDisabled is wrapped by the error of Build on a
+	// channel made with grpc.WithDisableServiceConfig: the resolver hands
+	// the channel its LB policy (the router) in the service config, so
+	// it needs service configs; the channel's RPCs fail with this error.
+	ErrServiceConfigDisabled = errors.New("the xds resolver needs service configs: the router LB policy is set by the service config it produces; remove grpc.WithDisableServiceConfig")
 )
 
 // snapshot is what buildConfig reads of a depmgr.XDSConfig. It exists so that

@@ -19,6 +19,7 @@ import (
 	"github.com/proxyless/xds/transport/grpctransport"
 
 	v3adsgrpc "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	v3lrspb "github.com/envoyproxy/go-control-plane/envoy/service/load_stats/v3"
 )
 
 // InMemoryAddress is what Address returns for a server started with
@@ -44,6 +45,11 @@ type ServerOptions struct {
 	// version being the snapshot's version_info. Scripted responses
 	// (SendResponse) are sent as given.
 	WrapResources bool
+
+	// LoadReporting, when not nil, is also served on the server's gRPC
+	// listener (not InMemory), so that load reports can share the ADS
+	// connection; for example a *LRSServer.
+	LoadReporting v3lrspb.LoadReportingServiceServer
 }
 
 // ManagementServer is an in-process xDS management server serving the
@@ -131,6 +137,9 @@ func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
 	ads := &adsService{ms: ms}
 	v3adsgrpc.RegisterAggregatedDiscoveryServiceServer(ms.grpcServer, ads)
 	registerPerTypeServices(ms.grpcServer, ads)
+	if opts.LoadReporting != nil {
+		v3lrspb.RegisterLoadReportingServiceServer(ms.grpcServer, opts.LoadReporting)
+	}
 	ms.enter() // cannot fail: nothing can have stopped ms yet
 	go func() {
 		defer ms.wg.Done()

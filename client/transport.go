@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client
+
+import "github.com/proxyless/xds/transport"
+
+// TransportBuilder returns the transport.Builder the client reaches its
+// management servers with: the one given to WithTransportBuilder, else
+// the client's own grpctransport.Builder (one per client, made by New).
+// The default builder shares one gRPC connection per server
+// (bootstrap.ServerConfig.Key) between the transports it builds, so a
+// transport built from it for a server the client is connected to uses
+// the client's ADS connection: package resolver reports load (LRS) this
+// way by default, on the same connection as ADS. The client
+// keeps using the builder; the caller must not close what it does not
+// build. Safe for concurrent use; the result is the same for the
+// client's lifetime.
+func (c *Client) TransportBuilder() transport.Builder { return c.builder }
