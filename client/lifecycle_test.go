@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -515,4 +516,92 @@ func TestLifecycle_RewatchWhileRequestNamingItIsWritten(t *testing.T) {
 			w3.wantNone(t, time.Minute) // no does-not-exist
 		})
 	})
+}
+
+// TestLifecycle_SotW_AnswerToUnsubscriptionIsNoDeletion pins down the
+// other race of SotW: "a" is watched again after the request that
+// unsubscribes it ([b]) was built, so that request is written and the
+// next one ([a b]) names "a" again. The server's answer to [b] leaves "a"
+// out; whether it arrives before or after [a b] is written, it is no
+// deletion (the server did not know "a" was wanted again). The answer to
+// [a b] carries "a", and a later response that leaves "a" out is a
+// deletion again. Every request is written only when the test says; the
+// server is scripted.
+func TestLifecycle_SotW_AnswerToUnsubscriptionIsNoDeletion(t *testing.T) {
+	for _, answerFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("answer-before-resubscription-written=%v", answerFirst), func(t *testing.T) {
+			synctestTest(t, func(t *testing.T) {
+				ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+				sb := newSteppedBuilder(ms.TransportBuilder())
+				c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(sb))
+				respond := func(version string, names ...string) {
+					t.Helper()
+					resp := discoveryResponse(cds, version)
+					for _, n := range names {
+						resp.Resources = append(resp.Resources, testutil.MarshalAny(testutil.Cluster(n, "eds")))
+					}
+					if _, err := ms.SendResponse(t.Context(), resp); err != nil {
+						t.Fatal(err)
+					}
+					synctest.Wait()
+				}
+				wantRequest := func(names ...string) {
+					t.Helper()
+					r, err := ms.NextRequest(t.Context())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := r.Req.GetResourceNames(); r.Req.GetTypeUrl() != cds || !slices.Equal(got, names) {
+						t.Fatalf("request %v, want CDS %q", r.Req, names)
+					}
+				}
+
+				defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+				w1 := newRecorder[*resources.Cluster]()
+				cancel1 := client.Watch(c, resources.ClusterType, "a", w1)
+				synctest.Wait()
+				respond("1", "a", "b")
+				wantValueWithin(t, w1, "first watch")
+				synctest.Wait()
+				done, cancel := context.WithCancel(t.Context())
+				cancel()
+				for { // skip the requests so far
+					if _, err := ms.NextRequest(done); err != nil {
+						break
+					}
+				}
+
+				sb.gated.Store(true)
+				cancel1()
+				sb.waiting(t) // [b], built
+				w2 := newRecorder[*resources.Cluster]()
+				defer client.Watch(c, resources.ClusterType, "a", w2)()
+				wantValueWithin(t, w2, "re-watch") // from the cache
+				sb.step()
+				wantRequest("b")
+				sb.waiting(t) // [a b], built
+				if answerFirst {
+					respond("2", "b") // the answer to [b]
+					sb.step()
+				} else {
+					sb.step()
+					respond("2", "b")
+				}
+				wantRequest("a", "b")
+				sb.waiting(t) // the ACK of 2
+				sb.gated.Store(false)
+				sb.step()
+				wantRequest("a", "b")
+				w2.wantNone(t, time.Minute)
+				if g := dumpEntry(c, cds, "a"); g.GetXdsConfig() == nil {
+					t.Fatalf("CSDS entry of a = %v, want its value", g)
+				}
+
+				respond("3", "a", "b") // the answer to [a b]
+				w2.wantNone(t, time.Minute)
+				respond("4", "b") // a deletion
+				w2.wantKind(t.Context(), t, resourceError, client.ErrResourceNotFound)
+			})
+		})
+	}
 }
