@@ -119,10 +119,11 @@ type typeState struct {
 	// unsubscribed are the entries that lost their last watcher (or, for
 	// wildcard-only entries, the wildcard) since the last request of the
 	// type was built. The request built next, which no longer names them,
-	// takes them (outgoing.drop), and they are dropped once it is written,
-	// unless watched again meanwhile: until then a new watch of the name
-	// gets the cached value, since the server, which never heard of the
-	// unsubscription, will not send it again.
+	// takes those still unwatched (outgoing.drop, takeUnsubscribedLocked),
+	// and they are dropped once it is written, unless watched again
+	// meanwhile: until then a new watch of the name gets the cached value,
+	// since the server, which never heard of the unsubscription, will not
+	// send it again.
 	unsubscribed []*resourceState
 
 	// names caches subscribedNamesLocked; nil when the subscription
@@ -178,12 +179,26 @@ func (ts *typeState) hasSubscriptionLocked() bool {
 	return len(ts.wildcard) > 0 || ts.subs > 0 || len(ts.globs) > 0
 }
 
-// takeUnsubscribedLocked returns the entries the next request unsubscribes
-// from, for outgoing.drop.
+// takeUnsubscribedLocked returns the entries the request being built
+// unsubscribes from, for outgoing.drop, and empties ts.unsubscribed. An
+// entry that lost its last watcher and was watched again before the build
+// is left out (so is one a collection watch wants again, cached): the
+// request names it, so writing it unsubscribes nothing. Were it kept, an
+// entry that loses its watcher again after the build, whose
+// unsubscription belongs to the next request, would be dropped when this
+// one is written, while the server still has the name subscribed and will
+// not send it again: a re-watch would then wait for nothing.
+// An entry unsubscribed twice since the last build may be returned twice;
+// dropUnsubscribedLocked handles it once.
 func (ts *typeState) takeUnsubscribedLocked() []*resourceState {
-	d := ts.unsubscribed
+	drop := ts.unsubscribed[:0]
+	for _, rs := range ts.unsubscribed {
+		if ts.entries[rs.name] == rs && len(rs.watchers) == 0 && (rs.value == nil || !ts.wantsLocked(rs.name)) {
+			drop = append(drop, rs)
+		}
+	}
 	ts.unsubscribed = nil
-	return d
+	return drop
 }
 
 // streamState is the state of one ADS stream. Guarded by c.mu.

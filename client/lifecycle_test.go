@@ -6,14 +6,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/transport"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -339,4 +345,263 @@ func TestLifecycle_VersionTravelsWithValue(t *testing.T) {
 			}
 		}
 	})
+}
+
+// steppedBuilder wraps a transport builder so that, while gated, every
+// request waits at Send until the test lets it through with step: the
+// test then decides exactly what the client builds before each write.
+type steppedBuilder struct {
+	inner   transport.Builder
+	gated   atomic.Bool
+	sending chan struct{} // a Send waits at the gate
+	proceed chan struct{} // lets one waiting Send through
+}
+
+func newSteppedBuilder(inner transport.Builder) *steppedBuilder {
+	return &steppedBuilder{inner: inner, sending: make(chan struct{}), proceed: make(chan struct{})}
+}
+
+func (b *steppedBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+	tr, err := b.inner.Build(sc)
+	if err != nil {
+		return nil, err
+	}
+	return steppedTransport{Transport: tr, b: b}, nil
+}
+
+// waiting waits for a request to be built and held at the gate.
+func (b *steppedBuilder) waiting(t *testing.T) {
+	t.Helper()
+	select {
+	case <-b.sending:
+	case <-time.After(time.Minute):
+		t.Fatal("no request waits to be written")
+	}
+}
+
+// step writes the request held at the gate and waits until the client
+// has handled its write and is idle again.
+func (b *steppedBuilder) step() {
+	b.proceed <- struct{}{}
+	synctest.Wait()
+}
+
+type steppedTransport struct {
+	transport.Transport
+	b *steppedBuilder
+}
+
+func (tr steppedTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
+	s, err := tr.Transport.NewStream(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	return steppedStream{Stream: s, b: tr.b, ctx: ctx}, nil
+}
+
+type steppedStream struct {
+	transport.Stream
+	b   *steppedBuilder
+	ctx context.Context
+}
+
+func (s steppedStream) Send(msg []byte) error {
+	if s.b.gated.Load() {
+		select {
+		case s.b.sending <- struct{}{}:
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+		select {
+		case <-s.b.proceed:
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+	}
+	return s.Stream.Send(msg)
+}
+
+// TestLifecycle_RewatchWhileRequestNamingItIsWritten pins down a race of
+// found by TestLifecycle_RewatchCycles: the last watch of "a" is
+// cancelled and "a" watched again before the next request of the type is
+// built, so that request (here a CDS ACK) names "a"; the new watch is
+// cancelled while that request is being written, and "a" watched a third
+// time. The request written unsubscribed nothing, and the unsubscription
+// of the second cancel is not written yet: the entry must stay, and the
+// third watch must get the cached value at once. On the old code the
+// entry was dropped when the ACK was written (the first cancel's
+// unsubscription was still listed with it), the third watch made a fresh
+// entry, and the next request named "a" as the server already had it: the
+// server never sent "a" again, and the watch got nothing, then a false
+// does-not-exist 15 s later. Every request is written only when the test
+// says (steppedBuilder); the server is scripted. SotW and delta.
+func TestLifecycle_RewatchWhileRequestNamingItIsWritten(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		synctestTest(t, func(t *testing.T) {
+			ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+			sb := newSteppedBuilder(ms.TransportBuilder())
+			c := newClient(t, ms, testutil.BootstrapOptions{}, append(opts, client.WithTransportBuilder(sb))...)
+			send := func(typeURL, version string, m proto.Message, name string) {
+				t.Helper()
+				var err error
+				if delta {
+					_, err = ms.SendDeltaResponse(t.Context(), deltaResponse(typeURL, nil, deltaResource{name: name, version: version, msg: m}))
+				} else {
+					_, err = ms.SendResponse(t.Context(), discoveryResponse(typeURL, version, m))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+			}
+			gotValue := func(w *recorder[*resources.Cluster], what string) {
+				t.Helper()
+				select {
+				case e := <-w.events:
+					if e.kind != changed {
+						t.Fatalf("%s: event %v, want the cached value", what, e)
+					}
+				default:
+					t.Fatalf("%s: no value at once, want the cached one (R-10.3)", what)
+				}
+			}
+
+			keep := newRecorder[*resources.Listener]()
+			keep.holdDone = true
+			defer client.Watch(c, resources.ListenerType, "keep", keep)()
+			w1 := newRecorder[*resources.Cluster]()
+			cancel1 := client.Watch(c, resources.ClusterType, "a", w1)
+			synctest.Wait()
+			send(cds, "1", testutil.Cluster("a", "eds"), "a")
+			gotValue(w1, "first watch")
+
+			// An LDS ACK waits at the gate; meanwhile a CDS response
+			// arrives (unchanged: no watcher call) and its ACK is queued.
+			sb.gated.Store(true)
+			send(lds, "1", testutil.Listener("keep", "r"), "keep")
+			sb.waiting(t)
+			keepEvent := <-keep.events
+			keepEvent.done()
+			send(cds, "2", testutil.Cluster("a", "eds"), "a")
+
+			// Cancel and watch again: the CDS ACK, built next, names "a".
+			cancel1()
+			w2 := newRecorder[*resources.Cluster]()
+			cancel2 := client.Watch(c, resources.ClusterType, "a", w2)
+			synctest.Wait()
+			gotValue(w2, "second watch")
+			sb.step() // the LDS ACK
+			sb.waiting(t)
+
+			// While the CDS ACK is written, an LDS response is handled
+			// (its done held): the next cancel is held, not sent.
+			send(lds, "2", testutil.Listener("keep", "r2"), "keep")
+			keepEvent = <-keep.events
+			cancel2()
+			sb.step() // the CDS ACK, naming "a"
+			sb.waiting(t)
+
+			w3 := newRecorder[*resources.Cluster]()
+			defer client.Watch(c, resources.ClusterType, "a", w3)()
+			synctest.Wait()
+			gotValue(w3, "third watch")
+
+			sb.gated.Store(false)
+			sb.step() // the LDS ACK
+			keepEvent.done()
+			synctest.Wait()
+			if g := dumpEntry(c, cds, "a"); g.GetXdsConfig() == nil {
+				t.Fatalf("CSDS entry of a = %v, want its value", g)
+			}
+			w3.wantNone(t, time.Minute) // no does-not-exist
+		})
+	})
+}
+
+// TestLifecycle_SotW_AnswerToUnsubscriptionIsNoDeletion pins down the
+// other race of SotW: "a" is watched again after the request that
+// unsubscribes it ([b]) was built, so that request is written and the
+// next one ([a b]) names "a" again. The server's answer to [b] leaves "a"
+// out; whether it arrives before or after [a b] is written, it is no
+// deletion (the server did not know "a" was wanted again). The answer to
+// [a b] carries "a", and a later response that leaves "a" out is a
+// deletion again. Every request is written only when the test says; the
+// server is scripted.
+func TestLifecycle_SotW_AnswerToUnsubscriptionIsNoDeletion(t *testing.T) {
+	for _, answerFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("answer-before-resubscription-written=%v", answerFirst), func(t *testing.T) {
+			synctestTest(t, func(t *testing.T) {
+				ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+				sb := newSteppedBuilder(ms.TransportBuilder())
+				c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(sb))
+				respond := func(version string, names ...string) {
+					t.Helper()
+					resp := discoveryResponse(cds, version)
+					for _, n := range names {
+						resp.Resources = append(resp.Resources, testutil.MarshalAny(testutil.Cluster(n, "eds")))
+					}
+					if _, err := ms.SendResponse(t.Context(), resp); err != nil {
+						t.Fatal(err)
+					}
+					synctest.Wait()
+				}
+				wantRequest := func(names ...string) {
+					t.Helper()
+					r, err := ms.NextRequest(t.Context())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := r.Req.GetResourceNames(); r.Req.GetTypeUrl() != cds || !slices.Equal(got, names) {
+						t.Fatalf("request %v, want CDS %q", r.Req, names)
+					}
+				}
+
+				defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+				w1 := newRecorder[*resources.Cluster]()
+				cancel1 := client.Watch(c, resources.ClusterType, "a", w1)
+				synctest.Wait()
+				respond("1", "a", "b")
+				wantValueWithin(t, w1, "first watch")
+				synctest.Wait()
+				done, cancel := context.WithCancel(t.Context())
+				cancel()
+				for { // skip the requests so far
+					if _, err := ms.NextRequest(done); err != nil {
+						break
+					}
+				}
+
+				sb.gated.Store(true)
+				cancel1()
+				sb.waiting(t) // [b], built
+				w2 := newRecorder[*resources.Cluster]()
+				defer client.Watch(c, resources.ClusterType, "a", w2)()
+				wantValueWithin(t, w2, "re-watch") // from the cache
+				sb.step()
+				wantRequest("b")
+				sb.waiting(t) // [a b], built
+				if answerFirst {
+					respond("2", "b") // the answer to [b]
+					sb.step()
+				} else {
+					sb.step()
+					respond("2", "b")
+				}
+				wantRequest("a", "b")
+				sb.waiting(t) // the ACK of 2
+				sb.gated.Store(false)
+				sb.step()
+				wantRequest("a", "b")
+				w2.wantNone(t, time.Minute)
+				if g := dumpEntry(c, cds, "a"); g.GetXdsConfig() == nil {
+					t.Fatalf("CSDS entry of a = %v, want its value", g)
+				}
+
+				respond("3", "a", "b") // the answer to [a b]
+				w2.wantNone(t, time.Minute)
+				respond("4", "b") // a deletion
+				w2.wantKind(t.Context(), t, resourceError, client.ErrResourceNotFound)
+			})
+		})
+	}
 }
