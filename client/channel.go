@@ -306,7 +306,10 @@ func (ch *channel) subscribeLocked(rs *resourceState) {
 	ts := ch.typeStateLocked(rs.typ)
 	ts.entries[rs.name] = rs
 	ts.subs++
-	if rs.ch == ch {
+	if rs.ch == ch && rs.value != nil {
+		// Only a cached value can be deleted by a response that leaves
+		// the name out; one that was never received is not, and
+		// its first value proves the server was asked for it.
 		rs.notRequested = true
 	}
 	ch.subscriptionChangedLocked(ts, rs.name, true)

@@ -32,7 +32,6 @@ func TestCoalesce_WatchesFromCallbacksOneRequest(t *testing.T) {
 					res.Clusters = append(res.Clusters, testutil.Cluster(fmt.Sprint("c", i), fmt.Sprint("e", i)))
 					res.Endpoints = append(res.Endpoints, testutil.Endpoints(fmt.Sprint("e", i), "10.0.0.1", 8080))
 				}
-				ms.Update("", res)
 				var opts []client.Option
 				if delta {
 					opts = append(opts, client.WithDelta())
@@ -54,16 +53,21 @@ func TestCoalesce_WatchesFromCallbacksOneRequest(t *testing.T) {
 				for i := range n {
 					defer client.Watch(c, resources.ClusterType, fmt.Sprint("c", i), onCluster)()
 				}
+				// Every Cluster is asked for before the server has any, so
+				// that one CDS response carries them all.
+				synctest.Wait()
+				ms.Update("", res)
 				for range n {
 					<-got
 				}
 				synctest.Wait()
+				reqs := ms.Requests() // before the cancels below change the subscription
 				for _, cancel := range cancels {
 					cancel()
 				}
 
 				var changes [][]string // the EDS names each request changed
-				for _, r := range ms.Requests() {
+				for _, r := range reqs {
 					switch {
 					case r.Delta.GetTypeUrl() == resources.EndpointsTypeURL && len(r.Delta.GetResourceNamesSubscribe()) > 0:
 						changes = append(changes, r.Delta.GetResourceNamesSubscribe())

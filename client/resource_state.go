@@ -67,9 +67,13 @@ type resourceState struct {
 	deltaName    string
 	deltaAliases []string
 
-	// notRequested: the name joined the subscription and no request naming
-	// it was written since. A SotW response that leaves it out answers an
-	// earlier request, so it is no deletion.
+	// notRequested: the name joined the subscription with a cached value
+	// (watched again, R-10.3) and no request naming it was written since.
+	// A SotW response that leaves it out answers an earlier request, so it
+	// is no deletion. A name without a cached value is never
+	// deleted by omission, and once a value comes the server was
+	// asked for it, so the flag is not set for it: the server's answer
+	// can arrive before the send loop records the write.
 	notRequested bool
 	// unsubWritten: a request that unsubscribed the name was written while
 	// it was watched again (the unsubscription was already built). The
