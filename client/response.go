@@ -319,16 +319,25 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	rs.stopTimerLocked()
 	rs.stopTTLLocked()
 	rs.timerState = timerReceived
-	rs.value, rs.raw, rs.version = nil, nil, ""
+	c.dropValueLocked(rs)
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
 	rs.serverErr = nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
 	rs.dneReason = reason
-	c.persistLocked(rs)
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
 	}
+}
+
+// dropValueLocked forgets the cached value of rs and deletes its
+// persisted copy. A value served from persistence (stale) goes
+// too, from the store as well: the server's word replaces it, so a later
+// start must not serve it again.
+func (c *Client) dropValueLocked(rs *resourceState) {
+	rs.value, rs.raw, rs.version = nil, nil, ""
+	rs.stale = false
+	c.persistLocked(rs)
 }
 
 // nackMessage is the error_detail message of a NACK: top-level errors in

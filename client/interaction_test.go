@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package client_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/testutil"
+
+	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+)
+
+// The tests of this file cover features of the engine where they meet:
+// fallback (R-15), channel retirement and the R-10.3 entry lifetime,
+// persistence (R-10.5), TTLs (R-18), server-reported errors (R-19) and
+// metrics (R-21). They run in fake time against in-memory servers.
+
+// interactionPair is fallbackPair with client options: two in-memory
+// servers "primary" and "fallback" (snapshot mode) in that order in
+// xds_servers, each with serverFeatures (a JSON list body, may be empty).
+func interactionPair(t *testing.T, primaryDown bool, serverFeatures string, opts ...client.Option) (primary, fallback *testutil.ManagementServer, c *client.Client) {
+	t.Helper()
+	primary = testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+	fallback = testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+	if primaryDown {
+		primary.RejectStreams(errors.New("primary down"))
+	}
+	cfg, err := bootstrap.Parse([]byte(fmt.Sprintf(`{
+		"xds_servers": [
+			{"server_uri": "primary", "channel_creds": [{"type": "insecure"}], "server_features": [%[1]s]},
+			{"server_uri": "fallback", "channel_creds": [{"type": "insecure"}], "server_features": [%[1]s]}
+		],
+		"node": {"id": "test-node"}
+	}`, serverFeatures)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]client.Option{client.WithTransportBuilder(uriBuilder{
+		"primary":  primary.TransportBuilder(),
+		"fallback": fallback.TransportBuilder(),
+	})}, opts...)
+	c, err = client.New(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return primary, fallback, c
+}
+
+// persisted is a stored Cluster a whose EDS service name is eds.
+func persisted(server, name, eds string) client.PersistedResource {
+	return client.PersistedResource{ServerURI: server, TypeURL: resources.ClusterTypeURL, Name: name, Version: "old",
+		Resource: testutil.MarshalAny(testutil.Cluster(name, eds)), Updated: time.Now()}
+}
+
+// TestInteraction_StaleValueDeletedByServer checks R-10.5 with R-14.1: a
+// value served from persistence that the server then deletes (a CDS
+// response that leaves it out) is deleted from the store too, so that a
+// later start does not serve it again, and Dump shows DOES_NOT_EXIST
+// without the stale error_state (ResourceOrigin: nothing cached).
+func TestInteraction_StaleValueDeletedByServer(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		store := newMemStore()
+		store.Save(persisted(testutil.InMemoryAddress, "a", "persisted"))
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		ms.RejectStreams(errors.New("down"))
+		ms.Update("", clusters("server", "b"))
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithStore(store), client.WithPersistenceTimeout(time.Second))
+		wa, wb := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", wa)()
+		defer client.Watch(c, resources.ClusterType, "b", wb)()
+		e := skipConnectionErrors(t, wa)
+		if e.kind != changed || e.value.EDSServiceName != "persisted" {
+			t.Fatalf("event = %v, want the persisted cluster", e)
+		}
+		wa.wantKind(ctx, t, ambientError, client.ErrStale)
+
+		ms.RejectStreams(nil)
+		if e := skipConnectionErrors(t, wa); e.kind != resourceError || !errors.Is(e.err, client.ErrResourceNotFound) {
+			t.Fatalf("event = %v, want a deletion", e)
+		}
+		store.waitFor(t, func(m map[string]client.PersistedResource) bool {
+			_, ok := m[memKey(testutil.InMemoryAddress, resources.ClusterTypeURL, "a")]
+			return !ok
+		})
+		g := dumpEntry(c, resources.ClusterTypeURL, "a")
+		if g.GetClientStatus() != v3adminpb.ClientResourceStatus_DOES_NOT_EXIST || g.GetErrorState() != nil || g.GetXdsConfig() != nil {
+			t.Fatalf("Dump entry = %v, want DOES_NOT_EXIST without value or error_state", g)
+		}
+		if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); ok {
+			t.Fatalf("ResourceOrigin = %+v, want nothing cached", o)
+		}
+	})
+}
