@@ -27,7 +27,8 @@ import (
 //
 // Fallback: when the active server's stream fails before any response
 // while a watched resource of the list was never received (no
-// value and not known not to exist, R-15.2), and the list has a next
+// value and not known not to exist, R-15.2; a value served from
+// persistence does not count), and the list has a next
 // server, that server becomes active: its channel subscribes to every
 // watched resource of the list, and the watchers hear nothing of the
 // failure. Cached values stay in use until the new
@@ -171,6 +172,14 @@ func (rs *resourceState) neverReceived() bool {
 	return len(rs.watchers) > 0 && rs.value == nil && rs.status == v3adminpb.ClientResourceStatus_REQUESTED
 }
 
+// unanswered reports whether rs is watched and no server of its list has
+// sent it: never received, or only served from persistence
+// . A stale value does not stop fallback: it is what the client
+// serves while no server of the list answers, not an answer.
+func (rs *resourceState) unanswered() bool {
+	return rs.neverReceived() || (len(rs.watchers) > 0 && rs.stale)
+}
+
 // fallbackLocked is called when ch's stream failed before any response.
 // For each list whose active server is ch and which has a watched resource
 // never received and a next server, it makes the next server active and
@@ -181,7 +190,7 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 	need := make(map[*serverList]bool)
 	for _, ts := range ch.types {
 		for _, rs := range ts.entries {
-			if l := rs.list; l != nil && rs.ch == ch && l.active+1 < len(l.servers) && rs.neverReceived() {
+			if l := rs.list; l != nil && rs.ch == ch && l.active+1 < len(l.servers) && rs.unanswered() {
 				need[l] = true
 			}
 		}

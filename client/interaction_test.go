@@ -59,6 +59,34 @@ func persisted(server, name, eds string) client.PersistedResource {
 		Resource: testutil.MarshalAny(testutil.Cluster(name, eds)), Updated: time.Now()}
 }
 
+// TestInteraction_PersistedValueDoesNotBlockFallback checks with
+// a value served from persistence is not a value received from a
+// server, so it does not stop fallback. The persistence timeout passes
+// with nothing watched; a watch of a persisted resource then gets the
+// stale value at once, and when the primary turns out to be down, the
+// client falls back and the fallback server's value replaces the stale
+// one; the watcher hears of no connection error.
+func TestInteraction_PersistedValueDoesNotBlockFallback(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		store := newMemStore()
+		store.Save(persisted("primary", "a", "persisted"))
+		_, fallback, c := interactionPair(t, true, "", client.WithStore(store), client.WithPersistenceTimeout(time.Second))
+		fallback.Update("", clusters("fallback", "a"))
+		time.Sleep(2 * time.Second) // the persistence timeout passes
+
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		wantFrom(t, w, "persisted")
+		w.wantKind(ctx, t, ambientError, client.ErrStale)
+		wantFrom(t, w, "fallback")
+		if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || o.Stale || o.ServerURI != "fallback" {
+			t.Fatalf("ResourceOrigin = %+v, %v; want fresh, from fallback", o, ok)
+		}
+		wantNoneNow(t, w)
+	})
+}
+
 // TestInteraction_StaleValueDeletedByServer checks with: a
 // value served from persistence that the server then deletes (a CDS
 // response that leaves it out) is deleted from the store too, so that a
