@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
@@ -125,5 +128,48 @@ func TestInteraction_StaleValueDeletedByServer(t *testing.T) {
 		if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); ok {
 			t.Fatalf("ResourceOrigin = %+v, want nothing cached", o)
 		}
+	})
+}
+
+// TestInteraction_TTLValueNotPersisted checks R-18 with: a value
+// sent with a TTL is not persisted, since its server wants it gone once
+// the server cannot be reached, which is when a persisted value would be
+// served; a heartbeat that removes the TTL makes it persisted, and the
+// same bytes resent with a TTL delete the stored copy again.
+func TestInteraction_TTLValueNotPersisted(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		store := newMemStore()
+		ms, c := inMemory(t, client.WithStore(store))
+		wa, wb := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", wa)()
+		defer client.Watch(c, resources.ClusterType, "b", wb)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+		send := func(version string, rs ...*anypb.Any) {
+			t.Helper()
+			if _, err := ms.SendResponse(ctx, sotwResponse(resources.ClusterTypeURL, version, rs...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stored := func(name string) bool {
+			synctest.Wait()
+			return store.get(testutil.InMemoryAddress, resources.ClusterTypeURL, name) != nil
+		}
+		a, b := testutil.Cluster("a", "eds-a"), testutil.Cluster("b", "eds-b")
+		send("1", wrapped("a", a, time.Minute), wrapped("b", b, 0))
+		wa.wantKind(ctx, t, changed, nil)
+		wb.wantKind(ctx, t, changed, nil)
+		if !stored("b") || stored("a") {
+			t.Fatalf("stored a, b = %v, %v; want only b (a has a TTL)", stored("a"), stored("b"))
+		}
+		send("2", wrapped("a", nil, 0), wrapped("b", b, 0)) // a heartbeat without TTL
+		if !stored("a") {
+			t.Fatal("a not stored after a heartbeat removed its TTL")
+		}
+		send("3", wrapped("a", a, time.Minute), wrapped("b", b, 0)) // same bytes, with a TTL
+		if stored("a") {
+			t.Fatal("a still stored after it was resent with a TTL")
+		}
+		wantNoneNow(t, wa)
 	})
 }

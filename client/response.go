@@ -230,6 +230,7 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 // deletion. The resource's TTL is set from d.
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
+	hadTTL := rs.ttl > 0
 	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
@@ -251,7 +252,12 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	rs.serverErr = nil
 	rs.stale = false
 	if !changed {
-		return // the stored copy has the same bytes; its version may lag
+		// The stored copy has the same bytes; its version may lag. A TTL
+		// added or removed changes whether it is stored (persistLocked).
+		if hadTTL != (rs.ttl > 0) {
+			c.persistLocked(rs)
+		}
+		return
 	}
 	rs.value, rs.raw = d.value, d.raw
 	c.persistLocked(rs)

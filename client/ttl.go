@@ -70,8 +70,19 @@ func unwrapSotW(r *anypb.Any) (inner *anypb.Any, ttl time.Duration, hb *heartbea
 func (c *Client) applyHeartbeatsLocked(ts *typeState, beats []heartbeat, now time.Time) {
 	for _, hb := range beats {
 		if rs := ts.entries[hb.name]; rs != nil && rs.value != nil {
-			c.setTTLLocked(rs, hb.ttl, now)
+			c.heartbeatLocked(rs, hb.ttl, now)
 		}
+	}
+}
+
+// heartbeatLocked re-arms the TTL of the cached value of rs with ttl
+// . A heartbeat that adds or removes the TTL changes what is
+// persisted: a value with a TTL is not (see persistLocked).
+func (c *Client) heartbeatLocked(rs *resourceState, ttl time.Duration, now time.Time) {
+	had := rs.ttl > 0
+	c.setTTLLocked(rs, ttl, now)
+	if had != (rs.ttl > 0) {
+		c.persistLocked(rs)
 	}
 }
 
