@@ -366,7 +366,8 @@ func (ch *channel) hasSubscriptionsLocked() bool {
 // retireLocked ends the channel, whose last subscription just went: its
 // stream is closed, which unsubscribes from everything at once,
 // and its cache entries, none of which has a watcher, are dropped. The
-// next watch of the server makes a new channel.
+// next watch of the server makes a new channel. A server list left with
+// no entry starts over from its primary.
 func (ch *channel) retireLocked() {
 	c := ch.c
 	ch.retired = true
@@ -384,6 +385,7 @@ func (ch *channel) retireLocked() {
 	ch.stream = nil // nothing more is sent on it
 	ch.cancel()
 	ch.logger.Info("nothing is watched on this management server any more: closing the ADS stream")
+	c.resetIdleListsLocked()
 }
 
 // restartStreamLocked ends the current stream on purpose; run opens the

@@ -222,6 +222,35 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 	return fell
 }
 
+// resetIdleListsLocked makes the primary active again in every list that
+// no entry belongs to any more: its last watch went and its channels were
+// retired. The next watch of the list then starts from the
+// primary, as the first one did, and falls back again at once if the
+// primary is still down (its failure is not counted again, R-21.3);
+// otherwise a re-watch would go to the lower-priority server and to the
+// primary both, and a primary back meanwhile would see its value
+// replaced by the other server's first, then revert. grpc-go's authority
+// likewise closes its channels and starts over from its first server.
+func (c *Client) resetIdleListsLocked() {
+	for _, l := range c.lists {
+		if l.active > 0 && !c.listInUseLocked(l) {
+			l.active = 0
+		}
+	}
+}
+
+// listInUseLocked reports whether an entry of the cache belongs to l.
+func (c *Client) listInUseLocked(l *serverList) bool {
+	for _, byName := range c.resources {
+		for _, rs := range byName {
+			if rs.list == l {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // revertLocked is called when ch's stream accepted a response. Every list
 // in which ch ranks above the active server reverts to ch: its resources
 // are served by ch, which subscribes them already, and the lower-priority

@@ -173,3 +173,86 @@ func TestInteraction_TTLValueNotPersisted(t *testing.T) {
 		wantNoneNow(t, wa)
 	})
 }
+
+// connectedOf returns the connected gauge of each server with a stream.
+func connectedOf(c *client.Client) map[string]bool {
+	out := make(map[string]bool)
+	for _, sc := range c.Gauges().Connected {
+		out[sc.Server] = sc.Connected
+	}
+	return out
+}
+
+// TestInteraction_FallbackRetireRewatch checks R-15 with:
+// with the primary down, a watch is served by the fallback server; when
+// its last watch is cancelled both channels are retired (no stream left,
+// no connected gauge); a watch made again starts over from the primary,
+// as a first watch does (grpc-go's authority likewise closes its channels
+// and starts again from its first server): with the primary still down
+// it falls back at once, silently, without counting another
+// server_failure; with the primary back, the primary serves it and the
+// fallback server is not asked at all (no config flapping between
+// servers).
+func TestInteraction_FallbackRetireRewatch(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		m := newFakeMetrics()
+		primary, fallback, c := interactionPair(t, true, "", client.WithMetrics(m))
+		primary.Update("", clusters("primary", "a"))
+		fallback.Update("", clusters("fallback", "a"))
+		cycle := func() (cancel func(), w *recorder[*resources.Cluster]) {
+			w = newRecorder[*resources.Cluster]()
+			return client.Watch(c, resources.ClusterType, "a", w), w
+		}
+		retired := func() {
+			t.Helper()
+			for _, ms := range []*testutil.ManagementServer{primary, fallback} {
+				if err := ms.WaitForOpenStreams(ctx, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			synctest.Wait()
+			if g := connectedOf(c); len(g) != 0 {
+				t.Fatalf("connected gauges = %v with nothing watched, want none", g)
+			}
+		}
+
+		cancel, w := cycle()
+		wantFrom(t, w, "fallback")
+		if g := connectedOf(c); g["primary"] || !g["fallback"] {
+			t.Fatalf("connected gauges = %v during fallback, want primary 0, fallback 1", g)
+		}
+		cancel()
+		retired()
+
+		// Again with the primary down: fallback again, no new failure.
+		cancel, w = cycle()
+		wantFrom(t, w, "fallback")
+		wantOrigin(t, c, "a", "fallback")
+		wantNoneNow(t, w)
+		if n := m.failuresOf(client.DefaultTarget, "primary"); n != 1 {
+			t.Fatalf("server_failure{primary} = %d, want 1 (the server stayed down)", n)
+		}
+		cancel()
+		retired()
+
+		// The primary is back: it serves the new watch, alone.
+		primary.RejectStreams(nil)
+		asked := len(fallback.Requests())
+		cancel, w = cycle()
+		defer cancel()
+		wantFrom(t, w, "primary")
+		wantOrigin(t, c, "a", "primary")
+		synctest.Wait()
+		if n := len(fallback.Requests()); n != asked || fallback.OpenStreams() != 0 {
+			t.Fatalf("fallback server got %d more requests and has %d streams after the primary came back, want none", n-asked, fallback.OpenStreams())
+		}
+		if g := connectedOf(c); !g["primary"] || len(g) != 1 {
+			t.Fatalf("connected gauges = %v, want primary 1 only", g)
+		}
+		if n := m.failuresOf(client.DefaultTarget, "fallback"); n != 0 {
+			t.Fatalf("server_failure{fallback} = %d, want 0", n)
+		}
+		wantNoneNow(t, w)
+	})
+}
