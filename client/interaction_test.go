@@ -256,3 +256,71 @@ func TestInteraction_FallbackRetireRewatch(t *testing.T) {
 		wantNoneNow(t, w)
 	})
 }
+
+// nowEvent returns the event w has now, once every goroutine of the bubble
+// is blocked, without advancing fake time; it fails the test if there is
+// none.
+func nowEvent[T any](t *testing.T, w *recorder[T]) event[T] {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case e := <-w.events:
+		return e
+	default:
+		t.Fatal("no watcher event now, want one at once")
+	}
+	panic("unreachable")
+}
+
+// TestInteraction_TTLExpiresWhileUnsubscribing checks R-18 with:
+// a resource whose last watch was cancelled keeps its entry until the
+// unsubscription is written, also when its TTL expires meanwhile; a watch
+// made again before the unsubscription is written learns at once that it
+// does not exist, where a new entry would wait for the server
+// (which never heard of the unsubscription and will not resend it) and for
+// the does-not-exist timer. A new value later is timed with its own TTL
+// only: no timer of the old value fires.
+func TestInteraction_TTLExpiresWhileUnsubscribing(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		rb := newRecordingBuilder(ms.TransportBuilder())
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(rb))
+		defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+		w := newRecorder[*resources.Cluster]()
+		cancel := client.Watch(c, resources.ClusterType, "a", w)
+		waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+		if _, err := ms.SendResponse(ctx, sotwResponse(resources.ClusterTypeURL, "1",
+			wrapped("a", testutil.Cluster("a", ""), 30*time.Second), wrapped("b", testutil.Cluster("b", ""), 0))); err != nil {
+			t.Fatal(err)
+		}
+		w.wantKind(ctx, t, changed, nil)
+		synctest.Wait() // the ACK is written
+
+		rb.hold()
+		cancel()
+		<-rb.sending // the unsubscription waits at the gate
+		time.Sleep(31 * time.Second)
+		w = newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		if e := nowEvent(t, w); e.kind != resourceError || !errors.Is(e.err, client.ErrResourceNotFound) {
+			t.Fatalf("re-watch got %v, want at once a ResourceError wrapping ErrResourceNotFound", e)
+		}
+		rb.release()
+		if g := dumpEntry(c, resources.ClusterTypeURL, "a"); g.GetClientStatus() != v3adminpb.ClientResourceStatus_DOES_NOT_EXIST {
+			t.Fatalf("Dump entry of a = %v, want DOES_NOT_EXIST", g)
+		}
+
+		waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+		if _, err := ms.SendResponse(ctx, sotwResponse(resources.ClusterTypeURL, "2",
+			wrapped("a", testutil.Cluster("a", ""), 2*time.Minute), wrapped("b", testutil.Cluster("b", ""), 0))); err != nil {
+			t.Fatal(err)
+		}
+		w.wantKind(ctx, t, changed, nil)
+		start := time.Now()
+		w.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if d := time.Since(start); d != 2*time.Minute {
+			t.Fatalf("new value expired after %v, want its own TTL of 2m", d)
+		}
+	})
+}

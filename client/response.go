@@ -298,7 +298,7 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 // or a delta removed_resources entry): ignored when the server has
 // ignore_resource_deletion and rs has a value; otherwise the
 // resource is deleted and an entry without watchers of its own is
-// forgotten.
+// forgotten (forgetDeletedLocked).
 func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 	if rs.value != nil && ch.sc.IgnoreResourceDeletion() {
 		if !rs.deletionIgnored {
@@ -308,9 +308,24 @@ func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 		return
 	}
 	ch.c.resourceDeletedLocked(rs, "removed by the management server", fc)
-	if len(rs.watchers) == 0 {
-		ch.c.dropEntryLocked(rs)
+	ch.c.forgetDeletedLocked(rs)
+}
+
+// forgetDeletedLocked forgets rs, just deleted by its server or by its TTL
+// when nothing else keeps its entry: one without watchers
+// that the wildcard or a glob collection holds goes at once. One whose
+// unsubscription is not written yet stays until it is, as a
+// cached one does, so that a watch made again meanwhile learns at once
+// that the resource does not exist: the server, which never
+// heard of the unsubscription, will not say so again.
+func (c *Client) forgetDeletedLocked(rs *resourceState) {
+	if len(rs.watchers) > 0 {
+		return
 	}
+	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs && !ts.wantsLocked(rs.name) {
+		return // unsubscribed: dropped once that is written (dropUnsubscribedLocked)
+	}
+	c.dropEntryLocked(rs)
 }
 
 // resourceDeletedLocked deletes a resource the management server removed

@@ -122,7 +122,5 @@ func (c *Client) ttlExpired(rs *resourceState, gen uint64) {
 	rs.ch.logger.Warn("resource expired: its TTL ran out without an update or heartbeat", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, "ttl", ttl)
 	c.resourceDeletedLocked(rs, fmt.Sprintf("TTL of %v expired without an update or heartbeat", ttl), nil)
-	if len(rs.watchers) == 0 {
-		c.dropEntryLocked(rs) // received through the wildcard only
-	}
+	c.forgetDeletedLocked(rs)
 }
