@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/proxyless/xds/bootstrap"
@@ -17,6 +18,7 @@ import (
 	"github.com/proxyless/xds/testutil"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
 // The tests of this file cover features of the engine where they meet:
@@ -29,8 +31,14 @@ import (
 // xds_servers, each with serverFeatures (a JSON list body, may be empty).
 func interactionPair(t *testing.T, primaryDown bool, serverFeatures string, opts ...client.Option) (primary, fallback *testutil.ManagementServer, c *client.Client) {
 	t.Helper()
-	primary = testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
-	fallback = testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+	return interactionPairWith(t, testutil.ServerOptions{InMemory: true}, primaryDown, serverFeatures, opts...)
+}
+
+// interactionPairWith is interactionPair with servers made with sopts.
+func interactionPairWith(t *testing.T, sopts testutil.ServerOptions, primaryDown bool, serverFeatures string, opts ...client.Option) (primary, fallback *testutil.ManagementServer, c *client.Client) {
+	t.Helper()
+	primary = testutil.NewManagementServer(t, sopts)
+	fallback = testutil.NewManagementServer(t, sopts)
 	if primaryDown {
 		primary.RejectStreams(errors.New("primary down"))
 	}
@@ -323,4 +331,134 @@ func TestInteraction_TTLExpiresWhileUnsubscribing(t *testing.T) {
 			t.Fatalf("new value expired after %v, want its own TTL of 2m", d)
 		}
 	})
+}
+
+// gatedStore is a memStore whose Save waits for gate while gate is open.
+type gatedStore struct {
+	*memStore
+	gate   chan struct{} // closed to let Saves through
+	saving chan struct{} // receives a value when a Save starts waiting
+}
+
+func (s *gatedStore) Save(r client.PersistedResource) error {
+	s.saving <- struct{}{}
+	<-s.gate
+	return s.memStore.Save(r)
+}
+
+// TestInteraction_CloseDuringFallbackPersistAndTTL checks Close where the
+// features meet: during fallback (the primary's stream being retried),
+// with a TTL timer pending and a persistence write in progress. Close
+// waits for the write (R-10.5: it writes what is pending), returns, and
+// leaves nothing behind: no watcher call afterwards, even when the TTL
+// would have expired, and the bubble ends with no goroutine left.
+func TestInteraction_CloseDuringFallbackPersistAndTTL(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		store := &gatedStore{memStore: newMemStore(), gate: make(chan struct{}), saving: make(chan struct{}, 10)}
+		_, fallback, c := interactionPairWith(t, testutil.ServerOptions{InMemory: true, Manual: true}, true, "", client.WithStore(store))
+		wa, wt := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", wa)()
+		defer client.Watch(c, resources.ClusterType, "t", wt)()
+		waitForNames(t, fallback, resources.ClusterTypeURL, "a", "t")
+		if _, err := fallback.SendResponse(ctx, sotwResponse(resources.ClusterTypeURL, "1",
+			wrapped("a", testutil.Cluster("a", "fallback"), 0), wrapped("t", testutil.Cluster("t", "fallback"), time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+		wantFrom(t, wa, "fallback")
+		wantFrom(t, wt, "fallback")
+		<-store.saving // the writer waits in Save of a
+
+		closed := make(chan struct{})
+		go func() {
+			c.Close()
+			close(closed)
+		}()
+		synctest.Wait()
+		select {
+		case <-closed:
+			t.Fatal("Close returned while a persistence write was in progress")
+		default:
+		}
+		close(store.gate)
+		<-closed
+		if r := store.get("fallback", resources.ClusterTypeURL, "a"); r == nil {
+			t.Fatal("the pending write was not done by Close")
+		}
+		time.Sleep(time.Hour) // past the TTL of t and many retries of the primary
+		wantNoneNow(t, wa)
+		wantNoneNow(t, wt)
+		w := newRecorder[*resources.Cluster]()
+		client.WatchAll(c, resources.ClusterType, w)
+		w.wantKind(ctx, t, resourceError, client.ErrClosed)
+	})
+}
+
+// TestInteraction_ServerErrorWhileUnsubscribing checks R-19 with
+// and: the server reports an error for a resource whose last watch
+// was cancelled, the unsubscription not written yet (the server still
+// thinks it is wanted); a watch made again before the unsubscription is
+// written learns it at once: the cached value and the error as an
+// AmbientError, or, with fail_on_data_errors and NOT_FOUND, a
+// ResourceError wrapping ErrResourceNotFound and no value, as Dump says.
+func TestInteraction_ServerErrorWhileUnsubscribing(t *testing.T) {
+	for _, failOnDataErrors := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail_on_data_errors=%v", failOnDataErrors), func(t *testing.T) {
+			synctestTest(t, func(t *testing.T) {
+				ctx := testContext(t)
+				ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+				rb := newRecordingBuilder(ms.TransportBuilder())
+				var bopts testutil.BootstrapOptions
+				if failOnDataErrors {
+					bopts.ServerFeatures = []string{"fail_on_data_errors"}
+				}
+				c := newClient(t, ms, bopts, client.WithTransportBuilder(rb))
+				defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+				w := newRecorder[*resources.Cluster]()
+				cancel := client.Watch(c, resources.ClusterType, "a", w)
+				waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+				a, b := testutil.MarshalAny(testutil.Cluster("a", "")), testutil.MarshalAny(testutil.Cluster("b", ""))
+				if _, err := ms.SendResponse(ctx, sotwResponse(resources.ClusterTypeURL, "1", a, b)); err != nil {
+					t.Fatal(err)
+				}
+				w.wantKind(ctx, t, changed, nil)
+				synctest.Wait()
+
+				rb.hold()
+				cancel()
+				<-rb.sending // the unsubscription waits at the gate
+				resp := sotwResponse(resources.ClusterTypeURL, "2", b)
+				resp.ResourceErrors = []*v3discoverypb.ResourceError{resourceErr("a", codes.NotFound, "gone for now")}
+				if _, err := ms.SendResponse(ctx, resp); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				w = newRecorder[*resources.Cluster]()
+				defer client.Watch(c, resources.ClusterType, "a", w)()
+				g := dumpEntry(c, resources.ClusterTypeURL, "a")
+				if failOnDataErrors {
+					if e := nowEvent(t, w); e.kind != resourceError || !errors.Is(e.err, client.ErrResourceNotFound) {
+						t.Fatalf("re-watch got %v, want a ResourceError wrapping ErrResourceNotFound", e)
+					}
+					if g.GetClientStatus() != v3adminpb.ClientResourceStatus_DOES_NOT_EXIST || g.GetXdsConfig() != nil {
+						t.Fatalf("Dump entry of a = %v, want DOES_NOT_EXIST without a value", g)
+					}
+				} else {
+					if e := nowEvent(t, w); e.kind != changed {
+						t.Fatalf("re-watch got %v, want the cached value", e)
+					}
+					e := nowEvent(t, w)
+					if e.kind != ambientError {
+						t.Fatalf("re-watch got %v, want the server's error as an AmbientError", e)
+					}
+					wantServerError(t, e.err, codes.NotFound)
+					if g.GetClientStatus() != v3adminpb.ClientResourceStatus_RECEIVED_ERROR || g.GetXdsConfig() == nil {
+						t.Fatalf("Dump entry of a = %v, want RECEIVED_ERROR with the value", g)
+					}
+				}
+				rb.release()
+				wantNoneNow(t, w)
+			})
+		})
+	}
 }
