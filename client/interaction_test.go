@@ -462,3 +462,91 @@ func TestInteraction_ServerErrorWhileUnsubscribing(t *testing.T) {
 		})
 	}
 }
+
+// TestInteraction_PersistenceWithFallback checks with R-15: with
+// both servers of the list down, the persisted value is served, stale,
+// once the persistence timeout passed (and only then); the fallback
+// server, once up, replaces it; the primary, once up, takes over (revert).
+// ResourceOrigin and Dump follow what the watcher was given at each step.
+func TestInteraction_PersistenceWithFallback(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		store := newMemStore()
+		store.Save(persisted("primary", "a", "persisted"))
+		primary, fallback, c := interactionPair(t, true, "", client.WithStore(store), client.WithPersistenceTimeout(3*time.Second))
+		fallback.RejectStreams(errors.New("fallback down"))
+		primary.Update("", clusters("primary", "a"))
+		fallback.Update("", clusters("fallback", "a"))
+		start := time.Now()
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		e := skipConnectionErrors(t, w)
+		if e.kind != changed || e.value.EDSServiceName != "persisted" || time.Since(start) != 3*time.Second {
+			t.Fatalf("event = %v after %v, want the persisted cluster after 3s", e, time.Since(start))
+		}
+		w.wantKind(ctx, t, ambientError, client.ErrStale)
+		if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || !o.Stale || o.ServerURI != "primary" {
+			t.Fatalf("ResourceOrigin = %+v, %v; want stale, from primary", o, ok)
+		}
+
+		fallback.RejectStreams(nil)
+		if e := skipConnectionErrors(t, w); e.kind != changed || e.value.EDSServiceName != "fallback" {
+			t.Fatalf("event = %v, want the fallback server's cluster", e)
+		}
+		if o, _ := c.ResourceOrigin(resources.ClusterTypeURL, "a"); o.Stale || o.ServerURI != "fallback" {
+			t.Fatalf("ResourceOrigin = %+v, want fresh, from fallback", o)
+		}
+		if g := dumpEntry(c, resources.ClusterTypeURL, "a"); g.GetErrorState() != nil || g.GetClientStatus() != v3adminpb.ClientResourceStatus_ACKED {
+			t.Fatalf("Dump entry = %v, want ACKED without error_state", g)
+		}
+
+		primary.RejectStreams(nil)
+		if e := skipConnectionErrors(t, w); e.kind != changed || e.value.EDSServiceName != "primary" {
+			t.Fatalf("event = %v, want the primary's cluster", e)
+		}
+		wantOrigin(t, c, "a", "primary")
+		if err := fallback.WaitForOpenStreams(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		wantNoneNow(t, w)
+	})
+}
+
+// TestInteraction_WatchAllDuringFallbackThenRevert checks WatchAll with
+// the wildcard is subscribed on the server active when it is first
+// watched, the fallback, and stays there after the revert; a
+// resource also watched by name shares its cache entry with the wildcard
+// and moves to the primary with the revert, and its WatchAll
+// watchers keep hearing of it from there: the primary's value, then its
+// deletion, as its Watch watcher does.
+func TestInteraction_WatchAllDuringFallbackThenRevert(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		primary, fallback, c := interactionPair(t, true, "")
+		primary.Update("", clusters("primary", "a"))
+		fallback.Update("", clusters("fallback", "a", "b"))
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		wantFrom(t, w, "fallback")
+		wall := newRecorder[*resources.Cluster]()
+		defer client.WatchAll(c, resources.ClusterType, wall)()
+		got := map[string]string{}
+		for range 2 {
+			e := wall.wantKind(ctx, t, changed, nil)
+			got[e.value.Name] = e.value.EDSServiceName
+		}
+		if got["a"] != "fallback" || got["b"] != "fallback" {
+			t.Fatalf("WatchAll got %v, want a and b from the fallback server", got)
+		}
+
+		primary.RejectStreams(nil)
+		wantFrom(t, w, "primary")
+		wantFrom(t, wall, "primary")
+		wantOrigin(t, c, "a", "primary")
+
+		primary.Update("", clusters("primary", "other"))
+		w.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		wall.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		wantNoneNow(t, wall)
+	})
+}

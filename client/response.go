@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,13 +215,32 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 }
 
 // watchersLocked returns the watchers of rs: its own, in registration
-// order, then the WatchAll watchers of its type on its channel.
+// order, then the WatchAll and glob collection watchers of its type that
+// hold its name: on its channel, and on the other channels of its server
+// list. A wildcard stays on the server that was active when it was first
+// watched, while a resource also watched by name follows its
+// list's fallback and revert: its collection watchers keep hearing
+// of it from the server that serves it.
 func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
-	ts := rs.ch.types[rs.typ.TypeURL()]
-	if ts == nil || (len(ts.wildcard) == 0 && len(ts.globs) == 0) || ts.entries[rs.name] != rs {
+	var coll []*watchEntry
+	add := func(ch *channel) {
+		if ts := ch.types[rs.typ.TypeURL()]; ts != nil && (len(ts.wildcard) > 0 || len(ts.globs) > 0) {
+			coll = append(coll, ts.collectionWatchersLocked(rs.name)...)
+		}
+	}
+	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs {
+		add(rs.ch)
+	}
+	if rs.list != nil {
+		for i, key := range rs.list.keys {
+			if ch := c.channels[key]; ch != nil && ch != rs.ch && !slices.Contains(rs.list.keys[:i], key) {
+				add(ch)
+			}
+		}
+	}
+	if len(coll) == 0 {
 		return rs.watchers
 	}
-	coll := ts.collectionWatchersLocked(rs.name)
 	all := make([]*watchEntry, 0, len(rs.watchers)+len(coll))
 	return append(append(all, rs.watchers...), coll...)
 }
