@@ -173,11 +173,13 @@ func (rs *resourceState) neverReceived() bool {
 }
 
 // unanswered reports whether rs is watched and no server of its list has
-// sent it: never received, or only served from persistence
-// . A stale value does not stop fallback: it is what the client
-// serves while no server of the list answers, not an answer.
+// sent it: never received, only served from persistence,
+// or expired. A stale value does not stop fallback: it is what the
+// client serves while no server of the list answers, not an answer; nor
+// does a value whose TTL ran out while its server was unreachable: it is
+// no longer cached (gRFC A71 falls back for resources not cached).
 func (rs *resourceState) unanswered() bool {
-	return rs.neverReceived() || (len(rs.watchers) > 0 && rs.stale)
+	return rs.neverReceived() || (len(rs.watchers) > 0 && (rs.stale || rs.ttlExpired))
 }
 
 // fallbackLocked is called when ch's stream failed before any response.

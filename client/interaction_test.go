@@ -5,6 +5,7 @@ package client_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -548,5 +549,41 @@ func TestInteraction_WatchAllDuringFallbackThenRevert(t *testing.T) {
 		w.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
 		wall.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
 		wantNoneNow(t, wall)
+	})
+}
+
+// TestInteraction_TTLExpiryDuringOutageFallsBack checks R-18 with:
+// a resource the primary sent with a TTL stays in use while the primary
+// is down (cached: no fallback, gRFC A71), until its TTL runs out; it is
+// then no longer cached, as the TTL's server wanted, and the next failure
+// of the primary falls back to the next server, which serves it.
+func TestInteraction_TTLExpiryDuringOutageFallsBack(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		primary, fallback, c := interactionPairWith(t, testutil.ServerOptions{InMemory: true, Manual: true}, false, "")
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		waitForNames(t, primary, resources.ClusterTypeURL, "a")
+		if _, err := primary.SendResponse(ctx, sotwResponse(resources.ClusterTypeURL, "1", wrapped("a", testutil.Cluster("a", "primary"), time.Minute))); err != nil {
+			t.Fatal(err)
+		}
+		wantFrom(t, w, "primary")
+		primary.RejectStreams(errors.New("primary down"))
+		primary.BreakStreams()
+		e := skipConnectionErrors(t, w)
+		if e.kind != resourceError || !errors.Is(e.err, client.ErrResourceNotFound) || !strings.Contains(e.err.Error(), "TTL") {
+			t.Fatalf("event = %v, want the TTL expiry", e)
+		}
+		if n := len(fallback.Requests()); n != 0 {
+			t.Fatalf("fallback server got %d requests while a was cached, want none", n)
+		}
+		waitForNames(t, fallback, resources.ClusterTypeURL, "a")
+		if _, err := fallback.SendResponse(ctx, sotwResponse(resources.ClusterTypeURL, "1", testutil.MarshalAny(testutil.Cluster("a", "fallback")))); err != nil {
+			t.Fatal(err)
+		}
+		if e := skipConnectionErrors(t, w); e.kind != changed || e.value.EDSServiceName != "fallback" {
+			t.Fatalf("event = %v, want the fallback server's cluster", e)
+		}
+		wantOrigin(t, c, "a", "fallback")
 	})
 }

@@ -97,6 +97,7 @@ func (ch *channel) serverErrorLocked(rs *resourceState, st *statuspb.Status, now
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
+	rs.ttlExpired = false
 	code := codes.Code(st.GetCode())
 	hadValue := rs.value != nil
 	if rs.value != nil && (code == codes.NotFound || code == codes.PermissionDenied) && ch.failOnDataErrors() &&

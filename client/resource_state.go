@@ -84,6 +84,10 @@ type resourceState struct {
 	ttl      time.Duration
 	ttlTimer *time.Timer
 	ttlGen   uint64
+	// ttlExpired: the value was dropped because its TTL ran out, and
+	// nothing was received for the resource since. It is then not cached,
+	// and counts for fallback as never received.
+	ttlExpired bool
 
 	timerState timerState
 	timer      *time.Timer // running does-not-exist timer, if any

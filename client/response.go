@@ -254,6 +254,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
+	rs.ttlExpired = false
 	if rs.deletionIgnored {
 		rs.deletionIgnored = false
 		c.logger.Info("resource present again after an ignored deletion", xdslog.KeyResource, rs.name)
@@ -296,6 +297,7 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived // seen, even if invalid
 	rs.skipDeletion = false
+	rs.ttlExpired = false
 	dropped := rs.ch.dropOnDataErrorLocked(rs)
 	repeat := !dropped && rs.nackErr != nil && rs.nackErr.Error() == err.Error()
 	rs.serverErr = nil
@@ -360,6 +362,7 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	rs.stopTimerLocked()
 	rs.stopTTLLocked()
 	rs.timerState = timerReceived
+	rs.ttlExpired = false
 	c.dropValueLocked(rs)
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
 	rs.serverErr = nil

@@ -122,5 +122,6 @@ func (c *Client) ttlExpired(rs *resourceState, gen uint64) {
 	rs.ch.logger.Warn("resource expired: its TTL ran out without an update or heartbeat", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, "ttl", ttl)
 	c.resourceDeletedLocked(rs, fmt.Sprintf("TTL of %v expired without an update or heartbeat", ttl), nil)
+	rs.ttlExpired = true
 	c.forgetDeletedLocked(rs)
 }
