@@ -587,3 +587,71 @@ func TestInteraction_TTLExpiryDuringOutageFallsBack(t *testing.T) {
 		wantOrigin(t, c, "a", "fallback")
 	})
 }
+
+// TestInteraction_FailOnDataErrorsWithIgnoreDeletion checks with
+// over SotW, with both server features: an
+// omission keeps the cached value (the deletion is ignored, gauge
+// does_not_exist_but_cached); a NACK then drops it (ResourceError, gauge
+// nacked); another omission changes nothing; a server-reported NOT_FOUND
+// makes it not exist; a valid version brings it back. Dump, the gauge and
+// the watcher agree at each step.
+func TestInteraction_FailOnDataErrorsWithIgnoreDeletion(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		c := newClient(t, ms, testutil.BootstrapOptions{ServerFeatures: []string{bootstrap.FeatureFailOnDataErrors, bootstrap.FeatureIgnoreResourceDeletion}})
+		defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+		send := func(resp *v3discoverypb.DiscoveryResponse) {
+			t.Helper()
+			if _, err := ms.SendResponse(ctx, resp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		step := func(name, state string, status v3adminpb.ClientResourceStatus, value bool) {
+			t.Helper()
+			synctest.Wait()
+			got := ""
+			for _, rc := range c.Gauges().Resources {
+				if rc.Count == 1 && rc.CacheState != client.CacheStateACKed {
+					got = rc.CacheState
+				}
+			}
+			if state != client.CacheStateACKed && got != state {
+				t.Fatalf("%s: cache state of a = %q, want %q (%v)", name, got, state, c.Gauges().Resources)
+			}
+			if g := dumpEntry(c, resources.ClusterTypeURL, "a"); g.GetClientStatus() != status || (g.GetXdsConfig() != nil) != value {
+				t.Fatalf("%s: Dump entry of a = %v, want %v with value %v", name, g, status, value)
+			}
+		}
+		b := testutil.Cluster("b", "")
+		send(discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""), b))
+		w.wantKind(ctx, t, changed, nil)
+		step("valid", client.CacheStateACKed, v3adminpb.ClientResourceStatus_ACKED, true)
+
+		send(discoveryResponse(resources.ClusterTypeURL, "2", b))
+		wantNoneNow(t, w)
+		step("omitted", client.CacheStateDoesNotExistButCached, v3adminpb.ClientResourceStatus_ACKED, true)
+
+		send(discoveryResponse(resources.ClusterTypeURL, "3", invalidCluster("a"), b))
+		w.wantKind(ctx, t, resourceError, client.ErrResourceInvalid)
+		step("NACKed", client.CacheStateNACKed, v3adminpb.ClientResourceStatus_NACKED, false)
+
+		send(discoveryResponse(resources.ClusterTypeURL, "4", b))
+		wantNoneNow(t, w)
+		step("omitted again", client.CacheStateNACKed, v3adminpb.ClientResourceStatus_NACKED, false)
+
+		resp := discoveryResponse(resources.ClusterTypeURL, "5", b)
+		resp.ResourceErrors = []*v3discoverypb.ResourceError{resourceErr("a", codes.NotFound, "gone")}
+		send(resp)
+		w.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		step("NOT_FOUND", client.CacheStateDoesNotExist, v3adminpb.ClientResourceStatus_DOES_NOT_EXIST, false)
+
+		send(discoveryResponse(resources.ClusterTypeURL, "6", testutil.Cluster("a", ""), b))
+		w.wantKind(ctx, t, changed, nil)
+		step("back", client.CacheStateACKed, v3adminpb.ClientResourceStatus_ACKED, true)
+		wantNoneNow(t, w)
+	})
+}
