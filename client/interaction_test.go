@@ -655,3 +655,103 @@ func TestInteraction_FailOnDataErrorsWithIgnoreDeletion(t *testing.T) {
 		wantNoneNow(t, w)
 	})
 }
+
+// TestInteraction_GlobRetireRewatch checks xdstp glob collections (R-5.7)
+// with R-10.2 and R-10.3, over delta: a member also watched by name stays
+// when the glob is cancelled; when its watch goes too, nothing is watched
+// on the server and the stream closes; a glob watched again opens a new
+// stream that subscribes to it afresh (no initial_resource_versions: the
+// cache of the old stream was dropped) and delivers every member again.
+func TestInteraction_GlobRetireRewatch(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		c := newClient(t, ms, testutil.BootstrapOptions{Authorities: map[string]string{"auth": ""}}, client.WithDelta())
+		const (
+			glob = "xdstp://auth/envoy.config.cluster.v3.Cluster/pool/*"
+			c1   = "xdstp://auth/envoy.config.cluster.v3.Cluster/pool/c1"
+			c2   = "xdstp://auth/envoy.config.cluster.v3.Cluster/pool/c2"
+		)
+		members := func() *v3discoverypb.DeltaDiscoveryResponse {
+			return deltaResponse(resources.ClusterTypeURL, nil,
+				deltaResource{name: c1, version: "1", msg: testutil.Cluster(c1, "eds")},
+				deltaResource{name: c2, version: "1", msg: testutil.Cluster(c2, "eds")})
+		}
+		wantMembers := func(w *recorder[*resources.Cluster]) {
+			t.Helper()
+			for _, want := range []string{c1, c2} {
+				if e := w.wantKind(ctx, t, changed, nil); e.value.Name != want {
+					t.Fatalf("glob watcher got %v, want %s", e, want)
+				}
+			}
+		}
+		w := newRecorder[*resources.Cluster]()
+		cancelGlob := client.Watch(c, resources.ClusterType, glob, w)
+		wantDeltaRequest(t, ms, true, sub(resources.ClusterTypeURL, glob))
+		nonce := sendDelta(t, ms, members())
+		wantDeltaRequest(t, ms, false, ack(resources.ClusterTypeURL, nonce))
+		wantMembers(w)
+
+		w1 := newRecorder[*resources.Cluster]()
+		cancel1 := client.Watch(c, resources.ClusterType, c1, w1)
+		w1.wantKind(ctx, t, changed, nil) // from the cache
+		wantDeltaRequest(t, ms, false, sub(resources.ClusterTypeURL, c1))
+		cancelGlob()
+		wantDeltaRequest(t, ms, false, unsub(resources.ClusterTypeURL, glob))
+		synctest.Wait()
+		if dumpEntry(c, resources.ClusterTypeURL, c2) != nil || dumpEntry(c, resources.ClusterTypeURL, c1) == nil {
+			t.Fatalf("Dump = %v, want c1 only", c.Dump())
+		}
+		cancel1()
+		if err := ms.WaitForOpenStreams(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		if g := c.Dump().GetGenericXdsConfigs(); len(g) != 0 {
+			t.Fatalf("Dump = %v with nothing watched, want empty", g)
+		}
+
+		w = newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, glob, w)()
+		wantDeltaRequest(t, ms, true, sub(resources.ClusterTypeURL, glob))
+		nonce = sendDelta(t, ms, members())
+		wantDeltaRequest(t, ms, false, ack(resources.ClusterTypeURL, nonce))
+		wantMembers(w)
+		wantNoneNow(t, w)
+	})
+}
+
+// TestInteraction_DeltaRemovalWhileUnsubscribing is the delta case of
+// TestInteraction_TTLExpiresWhileUnsubscribing for a deletion (R-6.2,
+// R-10.3): removed_resources names a resource whose unsubscription is not
+// written yet; a watch made again before it is learns at once that the
+// resource does not exist.
+func TestInteraction_DeltaRemovalWhileUnsubscribing(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		rb := newRecordingBuilder(ms.TransportBuilder())
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithDelta(), client.WithTransportBuilder(rb))
+		defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+		w := newRecorder[*resources.Cluster]()
+		cancel := client.Watch(c, resources.ClusterType, "a", w)
+		wantDeltaRequest(t, ms, true, sub(resources.ClusterTypeURL, "a", "b"))
+		nonce := sendDelta(t, ms, deltaResponse(resources.ClusterTypeURL, nil,
+			deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "")},
+			deltaResource{name: "b", version: "1", msg: testutil.Cluster("b", "")}))
+		wantDeltaRequest(t, ms, false, ack(resources.ClusterTypeURL, nonce))
+		w.wantKind(ctx, t, changed, nil)
+
+		rb.hold()
+		cancel()
+		<-rb.sending // the unsubscription waits at the gate
+		sendDelta(t, ms, deltaResponse(resources.ClusterTypeURL, []string{"a"}))
+		synctest.Wait()
+		w = newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		if e := nowEvent(t, w); e.kind != resourceError || !errors.Is(e.err, client.ErrResourceNotFound) {
+			t.Fatalf("re-watch got %v, want at once a ResourceError wrapping ErrResourceNotFound", e)
+		}
+		rb.release()
+		wantNoneNow(t, w)
+	})
+}
