@@ -755,3 +755,64 @@ func TestInteraction_DeltaRemovalWhileUnsubscribing(t *testing.T) {
 		wantNoneNow(t, w)
 	})
 }
+
+// TestInteraction_FallbackRetireRewatch_GRPC is
+// TestInteraction_FallbackRetireRewatch over real gRPC (R-15, R-10.2):
+// two management servers on loopback, the primary refusing streams; the
+// watch is served by the fallback; once cancelled, both streams close (the
+// connections stay until Close); with the primary back, a new watch is
+// served by the primary and the fallback server opens no stream. Bounds
+// are generous real time for a loaded machine.
+func TestInteraction_FallbackRetireRewatch_GRPC(t *testing.T) {
+	ctx := testContext(t)
+	primary := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	fallback := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	primary.RejectStreams(errors.New("primary down"))
+	primary.Update("", clusters("primary", "a"))
+	fallback.Update("", clusters("fallback", "a"))
+	cfg, err := bootstrap.Parse([]byte(fmt.Sprintf(`{
+		"xds_servers": [
+			{"server_uri": %q, "channel_creds": [{"type": "insecure"}]},
+			{"server_uri": %q, "channel_creds": [{"type": "insecure"}]}
+		],
+		"node": {"id": "test-node"}
+	}`, primary.Address(), fallback.Address())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	from := func(w *recorder[*resources.Cluster], want string) {
+		t.Helper()
+		e := w.wantKind(ctx, t, changed, nil)
+		if e.value.EDSServiceName != want {
+			t.Fatalf("cluster came from %q, want %q", e.value.EDSServiceName, want)
+		}
+	}
+
+	w := newRecorder[*resources.Cluster]()
+	cancel := client.Watch(c, resources.ClusterType, "a", w)
+	from(w, "fallback")
+	cancel()
+	for _, ms := range []*testutil.ManagementServer{primary, fallback} {
+		if err := ms.WaitForOpenStreams(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	primary.RejectStreams(nil)
+	asked := len(fallback.Requests())
+	w = newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "a", w)()
+	from(w, "primary")
+	if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || o.ServerURI != primary.Address() {
+		t.Fatalf("ResourceOrigin = %+v, %v; want the primary", o, ok)
+	}
+	w.wantNone(t, defaultTestShortTimeout)
+	if n := len(fallback.Requests()); n != asked || fallback.OpenStreams() != 0 {
+		t.Fatalf("fallback server got %d more requests after the primary came back, want none", n-asked)
+	}
+}
