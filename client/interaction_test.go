@@ -468,13 +468,16 @@ func TestInteraction_ServerErrorWhileUnsubscribing(t *testing.T) {
 // both servers of the list down, the persisted value is served, stale,
 // once the persistence timeout passed (and only then); the fallback
 // server, once up, replaces it; the primary, once up, takes over (revert).
-// ResourceOrigin and Dump follow what the watcher was given at each step.
+// ResourceOrigin and Dump follow what the watcher was given at each step;
+// each server's failure counted once, and only the primary has a stream
+// in the end.
 func TestInteraction_PersistenceWithFallback(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
 		store := newMemStore()
 		store.Save(persisted("primary", "a", "persisted"))
-		primary, fallback, c := interactionPair(t, true, "", client.WithStore(store), client.WithPersistenceTimeout(3*time.Second))
+		m := newFakeMetrics()
+		primary, fallback, c := interactionPair(t, true, "", client.WithStore(store), client.WithPersistenceTimeout(3*time.Second), client.WithMetrics(m))
 		fallback.RejectStreams(errors.New("fallback down"))
 		primary.Update("", clusters("primary", "a"))
 		fallback.Update("", clusters("fallback", "a"))
@@ -508,6 +511,16 @@ func TestInteraction_PersistenceWithFallback(t *testing.T) {
 		wantOrigin(t, c, "a", "primary")
 		if err := fallback.WaitForOpenStreams(ctx, 0); err != nil {
 			t.Fatal(err)
+		}
+		synctest.Wait()
+		if g := connectedOf(c); len(g) != 1 || !g["primary"] {
+			t.Fatalf("connected gauges = %v after the revert, want primary 1 only (R-21.2)", g)
+		}
+		if n := m.failuresOf(client.DefaultTarget, "primary"); n != 1 {
+			t.Fatalf("server_failure{primary} = %d, want 1", n)
+		}
+		if n := m.failuresOf(client.DefaultTarget, "fallback"); n != 1 {
+			t.Fatalf("server_failure{fallback} = %d, want 1", n)
 		}
 		wantNoneNow(t, w)
 	})
