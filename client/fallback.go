@@ -119,6 +119,19 @@ func (c *Client) subscribeAllLocked(rs *resourceState) {
 	}
 }
 
+// adoptLocked gives rs, an entry received through a WatchAll or a glob
+// collection (it has no server list) that gets its first watch by name,
+// the server list of its name, when rs is served by that list's active
+// server: the named watch then follows the list's fallback and revert
+// as any other. An entry served by another server (a wildcard
+// that stayed on a server no longer active, R-15.8) stays as it is.
+func (c *Client) adoptLocked(rs *resourceState) {
+	l, err := c.listForLocked(rs.name)
+	if err == nil && l.keys[l.active] == rs.ch.key && c.channels[rs.ch.key] == rs.ch {
+		rs.list = l
+	}
+}
+
 // unsubscribeAllLocked unsubscribes rs, which lost its last watcher, on
 // every channel that subscribes it.
 func (c *Client) unsubscribeAllLocked(rs *resourceState) {

@@ -829,3 +829,37 @@ func TestInteraction_FallbackRetireRewatch_GRPC(t *testing.T) {
 		t.Fatalf("fallback server got %d more requests after the primary came back, want none", n-asked)
 	}
 }
+
+// TestInteraction_WildcardEntryWatchedByNameReverts checks for a
+// resource first received through a WatchAll made during fallback, then
+// watched by name, its WatchAll cancelled: the named watch belongs to the
+// resource's server list, so the revert moves it to the primary, and the
+// fallback server, left with nothing, has its stream closed.
+func TestInteraction_WildcardEntryWatchedByNameReverts(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		primary, fallback, c := interactionPair(t, true, "")
+		primary.Update("", clusters("primary", "a", "x"))
+		fallback.Update("", clusters("fallback", "a", "x"))
+		wx := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "x", wx)()
+		wantFrom(t, wx, "fallback")
+		wall := newRecorder[*resources.Cluster]()
+		cancelAll := client.WatchAll(c, resources.ClusterType, wall)
+		wall.wantKind(ctx, t, changed, nil)
+		wall.wantKind(ctx, t, changed, nil)
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		wantFrom(t, w, "fallback") // from the cache
+		cancelAll()
+
+		primary.RejectStreams(nil)
+		wantFrom(t, wx, "primary")
+		wantFrom(t, w, "primary")
+		wantOrigin(t, c, "a", "primary")
+		if err := fallback.WaitForOpenStreams(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		wantNoneNow(t, w)
+	})
+}
