@@ -27,42 +27,11 @@ import (
 // persistence (R-10.5), TTLs (R-18), server-reported errors (R-19) and
 // metrics (R-21). They run in fake time against in-memory servers.
 
-// interactionPair is fallbackPair with client options: two in-memory
-// servers "primary" and "fallback" (snapshot mode) in that order in
-// xds_servers, each with serverFeatures (a JSON list body, may be empty).
-func interactionPair(t *testing.T, primaryDown bool, serverFeatures string, opts ...client.Option) (primary, fallback *testutil.ManagementServer, c *client.Client) {
+// interactionPair is fallbackPair (SotW, snapshot mode) with client
+// options.
+func interactionPair(t *testing.T, primaryDown bool, opts ...client.Option) (primary, fallback *testutil.ManagementServer, c *client.Client) {
 	t.Helper()
-	return interactionPairWith(t, testutil.ServerOptions{InMemory: true}, primaryDown, serverFeatures, opts...)
-}
-
-// interactionPairWith is interactionPair with servers made with sopts.
-func interactionPairWith(t *testing.T, sopts testutil.ServerOptions, primaryDown bool, serverFeatures string, opts ...client.Option) (primary, fallback *testutil.ManagementServer, c *client.Client) {
-	t.Helper()
-	primary = testutil.NewManagementServer(t, sopts)
-	fallback = testutil.NewManagementServer(t, sopts)
-	if primaryDown {
-		primary.RejectStreams(errors.New("primary down"))
-	}
-	cfg, err := bootstrap.Parse([]byte(fmt.Sprintf(`{
-		"xds_servers": [
-			{"server_uri": "primary", "channel_creds": [{"type": "insecure"}], "server_features": [%[1]s]},
-			{"server_uri": "fallback", "channel_creds": [{"type": "insecure"}], "server_features": [%[1]s]}
-		],
-		"node": {"id": "test-node"}
-	}`, serverFeatures)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts = append([]client.Option{client.WithTransportBuilder(uriBuilder{
-		"primary":  primary.TransportBuilder(),
-		"fallback": fallback.TransportBuilder(),
-	})}, opts...)
-	c, err = client.New(cfg, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return primary, fallback, c
+	return fallbackPairWith(t, testutil.ServerOptions{InMemory: true}, primaryDown, false, opts...)
 }
 
 // persisted is a stored Cluster a whose EDS service name is eds.
@@ -83,7 +52,7 @@ func TestInteraction_PersistedValueDoesNotBlockFallback(t *testing.T) {
 		ctx := testContext(t)
 		store := newMemStore()
 		store.Save(persisted("primary", "a", "persisted"))
-		_, fallback, c := interactionPair(t, true, "", client.WithStore(store), client.WithPersistenceTimeout(time.Second))
+		_, fallback, c := interactionPair(t, true, client.WithStore(store), client.WithPersistenceTimeout(time.Second))
 		fallback.Update("", clusters("fallback", "a"))
 		time.Sleep(2 * time.Second) // the persistence timeout passes
 
@@ -206,7 +175,7 @@ func TestInteraction_FallbackRetireRewatch(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
 		m := newFakeMetrics()
-		primary, fallback, c := interactionPair(t, true, "", client.WithMetrics(m))
+		primary, fallback, c := interactionPair(t, true, client.WithMetrics(m))
 		primary.Update("", clusters("primary", "a"))
 		fallback.Update("", clusters("fallback", "a"))
 		cycle := func() (cancel func(), w *recorder[*resources.Cluster]) {
@@ -357,7 +326,7 @@ func TestInteraction_CloseDuringFallbackPersistAndTTL(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
 		store := &gatedStore{memStore: newMemStore(), gate: make(chan struct{}), saving: make(chan struct{}, 10)}
-		_, fallback, c := interactionPairWith(t, testutil.ServerOptions{InMemory: true, Manual: true}, true, "", client.WithStore(store))
+		_, fallback, c := fallbackPairWith(t, testutil.ServerOptions{InMemory: true, Manual: true}, true, false, client.WithStore(store))
 		wa, wt := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
 		defer client.Watch(c, resources.ClusterType, "a", wa)()
 		defer client.Watch(c, resources.ClusterType, "t", wt)()
@@ -477,7 +446,7 @@ func TestInteraction_PersistenceWithFallback(t *testing.T) {
 		store := newMemStore()
 		store.Save(persisted("primary", "a", "persisted"))
 		m := newFakeMetrics()
-		primary, fallback, c := interactionPair(t, true, "", client.WithStore(store), client.WithPersistenceTimeout(3*time.Second), client.WithMetrics(m))
+		primary, fallback, c := interactionPair(t, true, client.WithStore(store), client.WithPersistenceTimeout(3*time.Second), client.WithMetrics(m))
 		fallback.RejectStreams(errors.New("fallback down"))
 		primary.Update("", clusters("primary", "a"))
 		fallback.Update("", clusters("fallback", "a"))
@@ -536,7 +505,7 @@ func TestInteraction_PersistenceWithFallback(t *testing.T) {
 func TestInteraction_WatchAllDuringFallbackThenRevert(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
-		primary, fallback, c := interactionPair(t, true, "")
+		primary, fallback, c := interactionPair(t, true)
 		primary.Update("", clusters("primary", "a"))
 		fallback.Update("", clusters("fallback", "a", "b"))
 		w := newRecorder[*resources.Cluster]()
@@ -573,7 +542,7 @@ func TestInteraction_WatchAllDuringFallbackThenRevert(t *testing.T) {
 func TestInteraction_TTLExpiryDuringOutageFallsBack(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
-		primary, fallback, c := interactionPairWith(t, testutil.ServerOptions{InMemory: true, Manual: true}, false, "")
+		primary, fallback, c := fallbackPairWith(t, testutil.ServerOptions{InMemory: true, Manual: true}, false, false)
 		w := newRecorder[*resources.Cluster]()
 		defer client.Watch(c, resources.ClusterType, "a", w)()
 		waitForNames(t, primary, resources.ClusterTypeURL, "a")
@@ -838,7 +807,7 @@ func TestInteraction_FallbackRetireRewatch_GRPC(t *testing.T) {
 func TestInteraction_WildcardEntryWatchedByNameReverts(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
-		primary, fallback, c := interactionPair(t, true, "")
+		primary, fallback, c := interactionPair(t, true)
 		primary.Update("", clusters("primary", "a", "x"))
 		fallback.Update("", clusters("fallback", "a", "x"))
 		wx := newRecorder[*resources.Cluster]()
