@@ -231,7 +231,7 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs {
 		add(rs.ch)
 	}
-	if rs.list != nil {
+	if rs.list != nil && len(rs.list.keys) > 1 {
 		for i, key := range rs.list.keys {
 			if ch := c.channels[key]; ch != nil && ch != rs.ch && !slices.Contains(rs.list.keys[:i], key) {
 				add(ch)
