@@ -367,7 +367,7 @@ func (ch *channel) hasSubscriptionsLocked() bool {
 // stream is closed, which unsubscribes from everything at once,
 // and its cache entries, none of which has a watcher, are dropped. The
 // next watch of the server makes a new channel. A server list left with
-// no entry starts over from its primary.
+// no entry starts over from its primary (entryDroppedLocked, R-15).
 func (ch *channel) retireLocked() {
 	c := ch.c
 	ch.retired = true
@@ -385,7 +385,6 @@ func (ch *channel) retireLocked() {
 	ch.stream = nil // nothing more is sent on it
 	ch.cancel()
 	ch.logger.Info("nothing is watched on this management server any more: closing the ADS stream")
-	c.resetIdleListsLocked()
 }
 
 // restartStreamLocked ends the current stream on purpose; run opens the

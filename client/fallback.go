@@ -63,6 +63,7 @@ type serverList struct {
 	keys    []string // servers[i].Key()
 	active  int      // index in servers of the server in use
 	reached bool     // a server of the list accepted a response since New (persist.go)
+	entries int      // cache entries (Client.resources) whose list this is
 }
 
 // listKey identifies a server list of the (immutable) bootstrap config.
@@ -129,6 +130,7 @@ func (c *Client) adoptLocked(rs *resourceState) {
 	l, err := c.listForLocked(rs.name)
 	if err == nil && l.keys[l.active] == rs.ch.key && c.channels[rs.ch.key] == rs.ch {
 		rs.list = l
+		l.entries++
 	}
 }
 
@@ -237,33 +239,24 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 	return fell
 }
 
-// resetIdleListsLocked makes the primary active again in every list that
-// no entry belongs to any more: its last watch went and its channels were
-// retired. The next watch of the list then starts from the
-// primary, as the first one did, and falls back again at once if the
-// primary is still down (its failure is not counted again, R-21.3);
-// otherwise a re-watch would go to the lower-priority server and to the
-// primary both, and a primary back meanwhile would see its value
-// replaced by the other server's first, then revert. grpc-go's authority
-// likewise closes its channels and starts over from its first server.
-func (c *Client) resetIdleListsLocked() {
-	for _, l := range c.lists {
-		if l.active > 0 && !c.listInUseLocked(l) {
-			l.active = 0
-		}
+// entryDroppedLocked is called when rs leaves the cache. A list left with
+// no entry (its last watch went, and its unsubscription was written or
+// its streams closed, R-10.2, R-10.3) makes its primary active again: the
+// next watch of the list then starts from the primary, as the first one
+// did, and falls back again at once if the primary is still down (its
+// failure is not counted again, R-21.3); otherwise a re-watch would go
+// to the lower-priority server and to the primary both, and a primary
+// back meanwhile would see its value replaced by the other server's
+// first, then revert. grpc-go's authority likewise closes its channels
+// and starts over from its first server.
+func (c *Client) entryDroppedLocked(rs *resourceState) {
+	l := rs.list
+	if l == nil {
+		return
 	}
-}
-
-// listInUseLocked reports whether an entry of the cache belongs to l.
-func (c *Client) listInUseLocked(l *serverList) bool {
-	for _, byName := range c.resources {
-		for _, rs := range byName {
-			if rs.list == l {
-				return true
-			}
-		}
+	if l.entries--; l.entries == 0 {
+		l.active = 0
 	}
-	return false
 }
 
 // revertLocked is called when ch's stream accepted a response. Every list

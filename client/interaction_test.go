@@ -5,6 +5,7 @@ package client_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -830,5 +831,66 @@ func TestInteraction_WildcardEntryWatchedByNameReverts(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantNoneNow(t, w)
+	})
+}
+
+// TestInteraction_FallbackServerSharedRewatch is
+// TestInteraction_FallbackRetireRewatch with the fallback server kept busy
+// by an authority whose only server it is (R-5.1, R-15, R-10.3): its
+// stream stays, the unsubscription of the top-level resource is written
+// on it, and the top-level list, left with nothing watched, starts over
+// from its primary: once the primary is back, a new watch is served by it
+// and the fallback server is not asked for the resource.
+func TestInteraction_FallbackServerSharedRewatch(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		primary := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		fallback := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		primary.RejectStreams(errors.New("primary down"))
+		const b = "xdstp://auth/envoy.config.cluster.v3.Cluster/b"
+		primary.Update("", clusters("primary", "a"))
+		fallback.Update("", clusters("fallback", "a", b))
+		cfg, err := bootstrap.Parse([]byte(`{
+			"xds_servers": [
+				{"server_uri": "primary", "channel_creds": [{"type": "insecure"}]},
+				{"server_uri": "fallback", "channel_creds": [{"type": "insecure"}]}
+			],
+			"authorities": {"auth": {"xds_servers": [{"server_uri": "fallback", "channel_creds": [{"type": "insecure"}]}]}},
+			"node": {"id": "test-node"}
+		}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(cfg, client.WithTransportBuilder(uriBuilder{
+			"primary":  primary.TransportBuilder(),
+			"fallback": fallback.TransportBuilder(),
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		wb := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, b, wb)()
+		wantFrom(t, wb, "fallback")
+		w := newRecorder[*resources.Cluster]()
+		cancel := client.Watch(c, resources.ClusterType, "a", w)
+		wantFrom(t, w, "fallback")
+		cancel()
+		waitForNames(t, fallback, resources.ClusterTypeURL, b) // the unsubscription is written
+		synctest.Wait()
+
+		primary.RejectStreams(nil)
+		asked := len(fallback.Requests())
+		w = newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w)()
+		wantFrom(t, w, "primary")
+		wantOrigin(t, c, "a", "primary")
+		synctest.Wait()
+		for _, r := range fallback.Requests()[asked:] {
+			if slices.Contains(r.Req.GetResourceNames(), "a") {
+				t.Fatalf("fallback server asked for a after the primary came back: %v", r.Req)
+			}
+		}
+		wantNoneNow(t, w)
+		wantNoneNow(t, wb)
 	})
 }

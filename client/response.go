@@ -208,6 +208,7 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 	rs.stopTTLLocked()
 	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
 		delete(byName, rs.name)
+		c.entryDroppedLocked(rs)
 	}
 	for _, ch := range c.holdersLocked(rs) {
 		delete(ch.types[rs.typ.TypeURL()].entries, rs.name)
