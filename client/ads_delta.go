@@ -478,7 +478,7 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []rep
 			if it.err == nil {
 				for _, rs := range c.deltaTargetsLocked(ts, it) {
 					if rs.value != nil {
-						c.setTTLLocked(rs, it.ttl, now)
+						c.heartbeatLocked(rs, it.ttl, now)
 					}
 				}
 			}

@@ -369,7 +369,8 @@ func (ch *channel) hasSubscriptionsLocked() bool {
 // retireLocked ends the channel, whose last subscription just went: its
 // stream is closed, which unsubscribes from everything at once,
 // and its cache entries, none of which has a watcher, are dropped. The
-// next watch of the server makes a new channel.
+// next watch of the server makes a new channel. A server list left with
+// no entry starts over from its primary (entryDroppedLocked, R-15).
 func (ch *channel) retireLocked() {
 	c := ch.c
 	ch.retired = true

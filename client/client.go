@@ -149,23 +149,31 @@ func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
 // kept until Close. Old-style names go to the top-level servers; xdstp
 // names to their authority's.
 func (c *Client) channelForLocked(name string) (*channel, *serverList, error) {
+	l, err := c.listForLocked(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch, err := c.channelLocked(l.servers[l.active])
+	return ch, l, err
+}
+
+// listForLocked returns the server list that serves name.
+func (c *Client) listForLocked(name string) (*serverList, error) {
 	servers := c.cfg.Servers
 	if strings.HasPrefix(name, "xdstp:") {
 		n, err := resources.ParseName(name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 		servers, err = c.cfg.ServersForAuthority(n.Authority)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 	}
 	if len(servers) == 0 {
-		return nil, nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
+		return nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
 	}
-	l := c.serverListLocked(servers)
-	ch, err := c.channelLocked(servers[l.active])
-	return ch, l, err
+	return c.serverListLocked(servers), nil
 }
 
 // channelLocked returns the channel of sc, creating it (and its transport)

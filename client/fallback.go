@@ -27,7 +27,8 @@ import (
 //
 // Fallback: when the active server's stream fails before any response
 // while a watched resource of the list was never received (no
-// value and not known not to exist, R-15.2), and the list has a next
+// value and not known not to exist, R-15.2; a value served from
+// persistence does not count), and the list has a next
 // server, that server becomes active: its channel subscribes to every
 // watched resource of the list, and the watchers hear nothing of the
 // failure. Cached values stay in use until the new
@@ -62,6 +63,7 @@ type serverList struct {
 	keys    []string // servers[i].Key()
 	active  int      // index in servers of the server in use
 	reached bool     // a server of the list accepted a response since New (persist.go)
+	entries int      // cache entries (Client.resources) whose list this is
 }
 
 // listKey identifies a server list of the (immutable) bootstrap config.
@@ -118,6 +120,20 @@ func (c *Client) subscribeAllLocked(rs *resourceState) {
 	}
 }
 
+// adoptLocked gives rs, an entry received through a WatchAll or a glob
+// collection (it has no server list) that gets its first watch by name,
+// the server list of its name, when rs is served by that list's active
+// server: the named watch then follows the list's fallback and revert
+// as any other. An entry served by another server (a wildcard
+// that stayed on a server no longer active, R-15.8) stays as it is.
+func (c *Client) adoptLocked(rs *resourceState) {
+	l, err := c.listForLocked(rs.name)
+	if err == nil && l.keys[l.active] == rs.ch.key && c.channels[rs.ch.key] == rs.ch {
+		rs.list = l
+		l.entries++
+	}
+}
+
 // unsubscribeAllLocked unsubscribes rs, which lost its last watcher, on
 // every channel that subscribes it.
 func (c *Client) unsubscribeAllLocked(rs *resourceState) {
@@ -171,6 +187,16 @@ func (rs *resourceState) neverReceived() bool {
 	return len(rs.watchers) > 0 && rs.value == nil && rs.status == v3adminpb.ClientResourceStatus_REQUESTED
 }
 
+// unanswered reports whether rs is watched and no server of its list has
+// sent it: never received, only served from persistence,
+// or expired. A stale value does not stop fallback: it is what the
+// client serves while no server of the list answers, not an answer; nor
+// does a value whose TTL ran out while its server was unreachable: it is
+// no longer cached (gRFC A71 falls back for resources not cached).
+func (rs *resourceState) unanswered() bool {
+	return rs.neverReceived() || (len(rs.watchers) > 0 && (rs.stale || rs.ttlExpired))
+}
+
 // fallbackLocked is called when ch's stream failed before any response.
 // For each list whose active server is ch and which has a watched resource
 // never received and a next server, it makes the next server active and
@@ -181,7 +207,7 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 	need := make(map[*serverList]bool)
 	for _, ts := range ch.types {
 		for _, rs := range ts.entries {
-			if l := rs.list; l != nil && rs.ch == ch && l.active+1 < len(l.servers) && rs.neverReceived() {
+			if l := rs.list; l != nil && rs.ch == ch && l.active+1 < len(l.servers) && rs.unanswered() {
 				need[l] = true
 			}
 		}
@@ -211,6 +237,26 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 		}
 	}
 	return fell
+}
+
+// entryDroppedLocked is called when rs leaves the cache. A list left with
+// no entry (its last watch went, and its unsubscription was written or
+// its streams closed, R-10.2, R-10.3) makes its primary active again: the
+// next watch of the list then starts from the primary, as the first one
+// did, and falls back again at once if the primary is still down (its
+// failure is not counted again, R-21.3); otherwise a re-watch would go
+// to the lower-priority server and to the primary both, and a primary
+// back meanwhile would see its value replaced by the other server's
+// first, then revert. grpc-go's authority likewise closes its channels
+// and starts over from its first server.
+func (c *Client) entryDroppedLocked(rs *resourceState) {
+	l := rs.list
+	if l == nil {
+		return
+	}
+	if l.entries--; l.entries == 0 {
+		l.active = 0
+	}
 }
 
 // revertLocked is called when ch's stream accepted a response. Every list

@@ -42,8 +42,9 @@ func fallbackPair(t *testing.T, primaryDown, delta bool) (primary, fallback *tes
 	return fallbackPairWith(t, testutil.ServerOptions{InMemory: true}, primaryDown, delta)
 }
 
-// fallbackPairWith is fallbackPair with servers made with opts.
-func fallbackPairWith(t *testing.T, opts testutil.ServerOptions, primaryDown, delta bool) (primary, fallback *testutil.ManagementServer, c *client.Client) {
+// fallbackPairWith is fallbackPair with servers made with opts, and a
+// client with copts.
+func fallbackPairWith(t *testing.T, opts testutil.ServerOptions, primaryDown, delta bool, copts ...client.Option) (primary, fallback *testutil.ManagementServer, c *client.Client) {
 	t.Helper()
 	primary = testutil.NewManagementServer(t, opts)
 	fallback = testutil.NewManagementServer(t, opts)
@@ -64,10 +65,10 @@ func fallbackPairWith(t *testing.T, opts testutil.ServerOptions, primaryDown, de
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err = client.New(cfg, client.WithTransportBuilder(uriBuilder{
+	c, err = client.New(cfg, append([]client.Option{client.WithTransportBuilder(uriBuilder{
 		"primary":  primary.TransportBuilder(),
 		"fallback": fallback.TransportBuilder(),
-	}))
+	})}, copts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

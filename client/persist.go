@@ -83,7 +83,9 @@ func WithPersistence(dir string) Option {
 // WithStore makes the client persist the values it accepts in s (see
 // Store): each valid resource received (ACKed, or applied from a response
 // NACKed for another resource, R-7.4) is saved, and deleted when the
-// server deletes it, its TTL expires or fail_on_data_errors drops it. The
+// server deletes it, its TTL expires or fail_on_data_errors drops it. A
+// value sent with a TTL is not saved (its saved copy is deleted):
+// the TTL says it must not outlive contact with its server. The
 // writes happen on a goroutine of the client, in order, the latest value
 // of a resource replacing one not written yet; Close writes what is
 // pending before returning.
@@ -211,7 +213,9 @@ func (c *Client) staleError(rs *resourceState) error {
 }
 
 // persistLocked queues the write of rs's value, or of its deletion when it
-// has none.
+// has none. A value with a TTL is not stored, and its stored copy is
+// deleted: its server wants it gone when the server cannot be reached,
+// which is when a stored value would be served.
 func (c *Client) persistLocked(rs *resourceState) {
 	p := c.persist
 	if p == nil || rs.stale || rs.from == "" {
@@ -219,7 +223,7 @@ func (c *Client) persistLocked(rs *resourceState) {
 	}
 	k := persistKey{rs.from, rs.typ.TypeURL(), rs.name}
 	var r *PersistedResource
-	if rs.value != nil {
+	if rs.value != nil && rs.ttl == 0 {
 		r = &PersistedResource{ServerURI: rs.from, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: rs.raw, Updated: rs.lastUpdated}
 	}
 	if _, ok := p.pending[k]; !ok {

@@ -97,12 +97,12 @@ func (ch *channel) serverErrorLocked(rs *resourceState, st *statuspb.Status, now
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
+	rs.ttlExpired = false
 	code := codes.Code(st.GetCode())
 	hadValue := rs.value != nil
 	if rs.value != nil && (code == codes.NotFound || code == codes.PermissionDenied) && ch.failOnDataErrors() &&
 		(code != codes.NotFound || !ch.sc.IgnoreResourceDeletion()) {
-		rs.value, rs.raw, rs.version = nil, nil, ""
-		c.persistLocked(rs)
+		c.dropValueLocked(rs)
 	}
 	serr := status.ErrorProto(st)
 	var err error
@@ -143,8 +143,7 @@ func (ch *channel) dropOnDataErrorLocked(rs *resourceState) bool {
 	if rs.value == nil || !ch.failOnDataErrors() {
 		return false
 	}
-	rs.value, rs.raw, rs.version = nil, nil, ""
-	ch.c.persistLocked(rs)
+	ch.c.dropValueLocked(rs)
 	ch.logger.Warn("dropping the cached resource after a NACK (fail_on_data_errors)", xdslog.KeyTypeURL, rs.typ.TypeURL(), xdslog.KeyResource, rs.name)
 	return true
 }

@@ -27,12 +27,12 @@ const (
 // resourceState is the cache entry and the watchers of one resource. It
 // exists while the resource has at least one watcher, or, while the
 // wildcard of its type is subscribed (WatchAll), once it was received
-// through it. Every field is guarded by Client.mu, except typ, name and
-// list, which are read-only.
+// through it. Every field is guarded by Client.mu, except typ and name,
+// which are read-only.
 type resourceState struct {
 	typ   resources.ResourceType // read-only
 	name  string                 // read-only; canonical
-	list  *serverList            // read-only; the servers that may serve it (nil: received through a wildcard)
+	list  *serverList            // the servers that may serve it; nil: received through a wildcard or glob, until watched by name (adoptLocked)
 	ch    *channel               // the channel of the server that serves it: the list's active one (R-15, fallback.go)
 	from  string                 // server_uri of the server the cached value came from
 	stale bool                   // the cached value was loaded from persistence (persist.go), not received yet
@@ -88,6 +88,10 @@ type resourceState struct {
 	ttl      time.Duration
 	ttlTimer *time.Timer
 	ttlGen   uint64
+	// ttlExpired: the value was dropped because its TTL ran out, and
+	// nothing was received for the resource since. It is then not cached,
+	// and counts for fallback as never received.
+	ttlExpired bool
 
 	timerState timerState
 	timer      *time.Timer // running does-not-exist timer, if any

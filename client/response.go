@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,6 +208,7 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 	rs.stopTTLLocked()
 	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
 		delete(byName, rs.name)
+		c.entryDroppedLocked(rs)
 	}
 	for _, ch := range c.holdersLocked(rs) {
 		delete(ch.types[rs.typ.TypeURL()].entries, rs.name)
@@ -214,13 +216,32 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 }
 
 // watchersLocked returns the watchers of rs: its own, in registration
-// order, then the WatchAll watchers of its type on its channel.
+// order, then the WatchAll and glob collection watchers of its type that
+// hold its name: on its channel, and on the other channels of its server
+// list. A wildcard stays on the server that was active when it was first
+// watched, while a resource also watched by name follows its
+// list's fallback and revert: its collection watchers keep hearing
+// of it from the server that serves it.
 func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
-	ts := rs.ch.types[rs.typ.TypeURL()]
-	if ts == nil || (len(ts.wildcard) == 0 && len(ts.globs) == 0) || ts.entries[rs.name] != rs {
+	var coll []*watchEntry
+	add := func(ch *channel) {
+		if ts := ch.types[rs.typ.TypeURL()]; ts != nil && (len(ts.wildcard) > 0 || len(ts.globs) > 0) {
+			coll = append(coll, ts.collectionWatchersLocked(rs.name)...)
+		}
+	}
+	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs {
+		add(rs.ch)
+	}
+	if rs.list != nil && len(rs.list.keys) > 1 {
+		for i, key := range rs.list.keys {
+			if ch := c.channels[key]; ch != nil && ch != rs.ch && !slices.Contains(rs.list.keys[:i], key) {
+				add(ch)
+			}
+		}
+	}
+	if len(coll) == 0 {
 		return rs.watchers
 	}
-	coll := ts.collectionWatchersLocked(rs.name)
 	all := make([]*watchEntry, 0, len(rs.watchers)+len(coll))
 	return append(append(all, rs.watchers...), coll...)
 }
@@ -230,9 +251,11 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 // deletion. The resource's TTL is set from d.
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
+	hadTTL := rs.ttl > 0
 	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
+	rs.ttlExpired = false
 	if rs.deletionIgnored {
 		rs.deletionIgnored = false
 		c.logger.Info("resource present again after an ignored deletion", xdslog.KeyResource, rs.name)
@@ -251,7 +274,12 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	rs.serverErr = nil
 	rs.stale = false
 	if !changed {
-		return // the stored copy has the same bytes; its version may lag
+		// The stored copy has the same bytes; its version may lag. A TTL
+		// added or removed changes whether it is stored (persistLocked).
+		if hadTTL != (rs.ttl > 0) {
+			c.persistLocked(rs)
+		}
+		return
 	}
 	rs.value, rs.raw = d.value, d.raw
 	c.persistLocked(rs)
@@ -270,6 +298,7 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 	rs.stopTimerLocked()
 	rs.timerState = timerReceived // seen, even if invalid
 	rs.skipDeletion = false
+	rs.ttlExpired = false
 	dropped := rs.ch.dropOnDataErrorLocked(rs)
 	repeat := !dropped && rs.nackErr != nil && rs.nackErr.Error() == err.Error()
 	rs.serverErr = nil
@@ -292,7 +321,7 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 // or a delta removed_resources entry): ignored when the server has
 // ignore_resource_deletion and rs has a value; otherwise the
 // resource is deleted and an entry without watchers of its own is
-// forgotten.
+// forgotten (forgetDeletedLocked).
 func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 	if rs.value != nil && ch.sc.IgnoreResourceDeletion() {
 		if !rs.deletionIgnored {
@@ -302,9 +331,24 @@ func (ch *channel) deleteLocked(rs *resourceState, fc *flowControl) {
 		return
 	}
 	ch.c.resourceDeletedLocked(rs, "removed by the management server", fc)
-	if len(rs.watchers) == 0 {
-		ch.c.dropEntryLocked(rs)
+	ch.c.forgetDeletedLocked(rs)
+}
+
+// forgetDeletedLocked forgets rs, just deleted by its server or by its TTL
+// when nothing else keeps its entry: one without watchers
+// that the wildcard or a glob collection holds goes at once. One whose
+// unsubscription is not written yet stays until it is, as a
+// cached one does, so that a watch made again meanwhile learns at once
+// that the resource does not exist: the server, which never
+// heard of the unsubscription, will not say so again.
+func (c *Client) forgetDeletedLocked(rs *resourceState) {
+	if len(rs.watchers) > 0 {
+		return
 	}
+	if ts := rs.ch.types[rs.typ.TypeURL()]; ts != nil && ts.entries[rs.name] == rs && !ts.wantsLocked(rs.name) {
+		return // unsubscribed: dropped once that is written (dropUnsubscribedLocked)
+	}
+	c.dropEntryLocked(rs)
 }
 
 // resourceDeletedLocked deletes a resource the management server removed
@@ -319,16 +363,26 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	rs.stopTimerLocked()
 	rs.stopTTLLocked()
 	rs.timerState = timerReceived
-	rs.value, rs.raw, rs.version = nil, nil, ""
+	rs.ttlExpired = false
+	c.dropValueLocked(rs)
 	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
 	rs.serverErr = nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
 	rs.dneReason = reason
-	c.persistLocked(rs)
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
 	}
+}
+
+// dropValueLocked forgets the cached value of rs and deletes its
+// persisted copy. A value served from persistence (stale) goes
+// too, from the store as well: the server's word replaces it, so a later
+// start must not serve it again.
+func (c *Client) dropValueLocked(rs *resourceState) {
+	rs.value, rs.raw, rs.version = nil, nil, ""
+	rs.stale = false
+	c.persistLocked(rs)
 }
 
 // nackMessage is the error_detail message of a NACK: top-level errors in

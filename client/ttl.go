@@ -70,8 +70,19 @@ func unwrapSotW(r *anypb.Any) (inner *anypb.Any, ttl time.Duration, hb *heartbea
 func (c *Client) applyHeartbeatsLocked(ts *typeState, beats []heartbeat, now time.Time) {
 	for _, hb := range beats {
 		if rs := ts.entries[hb.name]; rs != nil && rs.value != nil {
-			c.setTTLLocked(rs, hb.ttl, now)
+			c.heartbeatLocked(rs, hb.ttl, now)
 		}
+	}
+}
+
+// heartbeatLocked re-arms the TTL of the cached value of rs with ttl
+// . A heartbeat that adds or removes the TTL changes what is
+// persisted: a value with a TTL is not (see persistLocked).
+func (c *Client) heartbeatLocked(rs *resourceState, ttl time.Duration, now time.Time) {
+	had := rs.ttl > 0
+	c.setTTLLocked(rs, ttl, now)
+	if had != (rs.ttl > 0) {
+		c.persistLocked(rs)
 	}
 }
 
@@ -111,7 +122,6 @@ func (c *Client) ttlExpired(rs *resourceState, gen uint64) {
 	rs.ch.logger.Warn("resource expired: its TTL ran out without an update or heartbeat", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, "ttl", ttl)
 	c.resourceDeletedLocked(rs, fmt.Sprintf("TTL of %v expired without an update or heartbeat", ttl), nil)
-	if len(rs.watchers) == 0 {
-		c.dropEntryLocked(rs) // received through the wildcard only
-	}
+	rs.ttlExpired = true
+	c.forgetDeletedLocked(rs)
 }

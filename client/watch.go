@@ -200,6 +200,9 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		}
 		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: v3adminpb.ClientResourceStatus_REQUESTED}
 		byName[name] = rs
+		l.entries++
+	} else if rs.list == nil && len(rs.watchers) == 0 {
+		c.adoptLocked(rs)
 	}
 	rs.watchers = append(rs.watchers, we)
 	if len(rs.watchers) == 1 {
