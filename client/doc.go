@@ -166,9 +166,18 @@
 // Gauges computes when they are collected. The nested module
 // github.com/proxyless/xds/otelxds records them to OpenTelemetry.
 //
-// # Not yet
+// # Related packages
 //
-// gRFC A88's resource_timer_is_transient_error (R-2.5) and its "keep on
-// deletion" default (R-14.4) are not implemented yet. Load reporting (LRS)
-// is in package lrs, fed by the resolver's data path.
+// Package csds serves Dump as the CSDS service on the application's gRPC
+// server (gRFC A40, R-20.3). Package lrs reports load (R-22); the
+// resolver's data path feeds it and, by default, sends it on the client's
+// own connection to the management server (TransportBuilder).
+//
+// # Not supported
+//
+// gRFC A88's resource_timer_is_transient_error (R-2.5: the feature is
+// recognised, the timer stays 15 s and its expiry DOES_NOT_EXIST) and its
+// "keep on deletion" default (R-14.4: a deletion drops the cached value)
+// are not implemented. Server-side Listeners (gRFC A36, R-17.2) are
+// rejected as invalid. Only xDS v3 is spoken.
 package client

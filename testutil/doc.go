@@ -72,6 +72,21 @@
 // RouteConfiguration → Cluster → ClusterLoadAssignment chain from a
 // listener name. MarshalAny packs a message deterministically.
 //
+// # More servers and helpers
+//
+// The same server also serves the per-type discovery services
+// (ListenerDiscoveryService and the others; xDS protocol, "Variants of
+// the xDS Transport Protocol"), which share its snapshots, request log,
+// BreakStreams and RejectStreams with ADS. NewLRSServer starts a Load
+// Reporting Service server (R-22) that records LoadStatsRequests and
+// scripts LoadStatsResponses; ServerOptions.LoadReporting serves it on the
+// management server's own listener, so that load reports share the ADS
+// connection (R-22.1). ServerOptions.WrapResources wraps snapshot
+// resources in a Resource (R-18). Canary builds the snapshot of a canary
+// deployment (routes by header and by path, weighted clusters).
+// Subpackage leakcheck finds goroutines a test left running; subpackage
+// clienttest tests a transport.Builder with the real client.
+//
 // # In-memory transport
 //
 // The TransportBuilder of an in-memory server builds transports

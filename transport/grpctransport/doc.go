@@ -13,8 +13,8 @@
 // # Sharing
 //
 // A Builder keeps one grpc.ClientConn per distinct server identity,
-// bootstrap.ServerConfig.Key (server URI, channel credentials and known
-// server features; see gRFC A47 "Server Channel Map" and ). Building
+// bootstrap.ServerConfig.Key (server URI, channel credentials, call
+// credentials and known server features; see gRFC A47 "Server Channel Map" and ). Building
 // a Transport for a server that already has a conn returns a new Transport
 // sharing it; the conn, and the certificate file watcher of "tls"
 // credentials, are closed when the last Transport sharing them is closed
