@@ -539,3 +539,35 @@ func testResponseOfTypeNotRequested(t *testing.T, delta bool, opts ...client.Opt
 		t.Fatalf("CSDS entry of the unrequested cluster = %v, want none", g)
 	}
 }
+
+// TestADS_Delta_DuplicateUnrequestedNameNACKed checks R-8.3 and R-6.2 in
+// delta: a name repeated among a response's resources makes it a NACK even
+// when the client did not subscribe to that name; the rest is applied.
+func TestADS_Delta_DuplicateUnrequestedNameNACKed(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithDelta())
+	wa := newRecorder[*resources.Cluster]()
+	defer client.Watch(c, resources.ClusterType, "a", wa)()
+	if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool {
+		return slices.Contains(r.Delta.GetResourceNamesSubscribe(), "a")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nonce, err := ms.SendDeltaResponse(ctx, deltaResponse(resources.ClusterTypeURL, nil,
+		deltaResource{name: "z", version: "1", msg: testutil.Cluster("z", "")},
+		deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "")},
+		deltaResource{name: "z", version: "1", msg: testutil.Cluster("z", "other")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.Delta.GetResponseNonce() == nonce })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `error parsing "Cluster" response: resource "z": duplicate resource name "z"`
+	if got := r.Delta.GetErrorDetail().GetMessage(); got != want {
+		t.Fatalf("answer = %v, want a NACK with message %q", r.Delta, want)
+	}
+	wa.wantKind(ctx, t, changed, nil)
+}

@@ -484,6 +484,16 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []rep
 			}
 			continue
 		}
+		if it.unrequested && it.err != nil {
+			// a name repeated among resources, or also in
+			// removed_resources, makes the response a NACK whether or
+			// not the client subscribed to it (it.err is set before
+			// decoding only for those, see deltaItems).
+			if _, seen := resErrs[it.name]; !seen {
+				resErrs[it.name] = it.err
+			}
+			continue
+		}
 		if it.unrequested || it.ignored {
 			continue
 		}
