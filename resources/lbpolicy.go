@@ -244,7 +244,7 @@ func (l lbList) each(f func(i int, e lbEntry) bool) bool {
 			if count > 1 {
 				return false
 			}
-			typeURL, value := anyFields(tc)
+			typeURL, value, _ := anyFields(tc) // checked by wireCheck
 			if f(i, lbEntry{typeURL: lbTypeURL(typeURL), value: value}) {
 				return true
 			}
