@@ -4,6 +4,7 @@ package resources
 
 import (
 	"fmt"
+	"unique"
 
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -207,7 +208,7 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 		if !addWeight(&ps.weightSum, weight) {
 			return nil, invalid(indexed("endpoints", i)+".load_balancing_weight", "sum of locality weights of priority %d exceeds the uint32 range", prio)
 		}
-		id := LocalityID{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+		id := LocalityID{Region: intern(l.GetRegion()), Zone: intern(l.GetZone()), SubZone: intern(l.GetSubZone())}
 		if ps.localities == nil {
 			ps.localities = make(map[LocalityID]struct{}, 1)
 		}
@@ -330,4 +331,14 @@ func socketAddress(a *v3corepb.Address) (string, error) {
 		return "", invalid("socket_address.named_port", "named ports are not supported")
 	}
 	return joinHostPort(sa.GetAddress(), sa.GetPortValue()), nil
+}
+
+// intern returns s, sharing the memory of an equal string still in use:
+// a mesh's locality names repeat in every ClusterLoadAssignment, and each
+// decoded resource would otherwise keep its own copies.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
 }
