@@ -284,44 +284,16 @@ func (l lbList) each(f func(i int, e lbEntry) bool) bool {
 // at depth, and returns its typed_extension_config.typed_config; ok is
 // false when it is invalid or repeats either message.
 func lbEntryFromWire(b []byte, depth int) (e lbEntry, ok bool) {
-	pp, tp := lbPolicyPolPlan(), tecPlan()
-	var (
-		tec  []byte
-		tecs int
-	)
-	it := wireIter{b: b}
-	for it.next() {
-		if it.bytesField(lbPolicyTECField) {
-			tec, tecs = it.val, tecs+1
-			continue
-		}
-		if !pp.checkIter(&it, depth) {
-			return e, false
-		}
-	}
-	if it.bad || tecs > 1 {
+	tec, n, ok := checkedSingleField(b, lbPolicyPolPlan(), lbPolicyTECField, depth)
+	if !ok || n > 1 {
 		return e, false
 	}
-	var (
-		typeURL, value []byte
-		tcs            int
-	)
-	for it = (wireIter{b: tec}); it.next(); {
-		if it.bytesField(tecTypedConfigField) {
-			if typeURL, value, ok = anyFields(it.val); !ok {
-				return e, false
-			}
-			tcs++
-			continue
-		}
-		if !tp.checkIter(&it, depth-1) {
-			return e, false
-		}
-	}
-	if it.bad || tcs > 1 {
+	tc, n, ok := checkedSingleField(tec, tecPlan(), tecTypedConfigField, depth-1)
+	if !ok || n > 1 {
 		return e, false
 	}
-	return lbEntry{typeURL: lbTypeURL(typeURL), value: value}, true
+	typeURL, value, ok := anyFields(tc)
+	return lbEntry{typeURL: lbTypeURL(typeURL), value: value}, ok
 }
 
 // lbTypeURL returns the type URL b as a string, without allocating for

@@ -100,20 +100,6 @@ func (s numberSet) has(n protowire.Number) bool {
 	return n < 128 && s[n/64]&(1<<(n%64)) != 0
 }
 
-// singleField returns the value of singular message or string field num
-// of b (the last one for a string, as proto.Unmarshal) and its number of
-// occurrences with the expected wire type. A message field that occurs
-// more than once is merged by proto.Unmarshal, which the fast paths do
-// not model: they fall back when count > 1.
-func singleField(b []byte, num protowire.Number) (v []byte, count int) {
-	for it := (wireIter{b: b}); it.next(); {
-		if it.bytesField(num) {
-			v, count = it.val, count+1
-		}
-	}
-	return v, count
-}
-
 // listenerFromWire is the fast path of decodeListener: it returns the name
 // and the hcmView of a client Listener of the usual shape, with ok false
 // when the Listener must go through proto.Unmarshal (which then also
@@ -160,25 +146,30 @@ func listenerFromWire(b []byte, v *hcmView) (name string, ok bool) {
 // when it is invalid or holds api_listener more than once, which
 // proto.Unmarshal would merge.
 func apiListenerFromWire(b []byte, depth int) (typeURL, value []byte, ok bool) {
-	p := apiListenerPlan()
-	var (
-		anyBytes []byte
-		anys     int
-	)
-	it := wireIter{b: b}
-	for it.next() {
-		if it.bytesField(apiListenerAnyField) {
-			anyBytes, anys = it.val, anys+1
-			continue
-		}
-		if !p.checkIter(&it, depth) {
-			return nil, nil, false
-		}
-	}
-	if it.bad || anys != 1 {
+	a, n, ok := checkedSingleField(b, apiListenerPlan(), apiListenerAnyField, depth)
+	if !ok || n != 1 {
 		return nil, nil, false
 	}
-	return anyFields(anyBytes)
+	return anyFields(a)
+}
+
+// checkedSingleField returns the value of the singular message or string
+// field num of b (the last one, as proto.Unmarshal keeps for a string) and
+// its number of occurrences with the expected wire type; a message field
+// that occurs more than once is merged by proto.Unmarshal, which the fast
+// paths do not model: they fall back when count > 1. It checks every
+// other field of b, a message of plan p checked at depth; the caller
+// checks the value of num. ok is false when b is invalid.
+func checkedSingleField(b []byte, p *wirePlan, num protowire.Number, depth int) (v []byte, count int, ok bool) {
+	it := wireIter{b: b}
+	for it.next() {
+		if it.bytesField(num) {
+			v, count = it.val, count+1
+		} else if !p.checkIter(&it, depth) {
+			return nil, 0, false
+		}
+	}
+	return v, count, !it.bad
 }
 
 // anyFields checks a serialized Any and returns its type_url and value,
@@ -346,23 +337,14 @@ func configSourceKindFromWire(b []byte, depth int) (configSourceKind, bool) {
 // depth, and reads its max_stream_duration into v; ok is false when it is
 // invalid or repeats max_stream_duration.
 func maxStreamFromWire(b []byte, v *hcmView, depth int) bool {
-	p := httpOptionsPlan()
-	var durations int
-	it := wireIter{b: b}
-	for it.next() {
-		if it.bytesField(httpOptionsMaxStreamField) {
-			d, ok := durationFromWire(it.val, depth-1)
-			if !ok {
-				return false
-			}
-			v.maxStream, durations = d, durations+1
-			continue
-		}
-		if !p.checkIter(&it, depth) {
-			return false
-		}
+	d, n, ok := checkedSingleField(b, httpOptionsPlan(), httpOptionsMaxStreamField, depth)
+	if !ok || n > 1 {
+		return false
 	}
-	return !it.bad && durations <= 1
+	if n == 1 {
+		v.maxStream, ok = durationFromWire(d, depth-1)
+	}
+	return ok
 }
 
 // durationFromWire checks and decodes a serialized Duration, checked at
