@@ -97,7 +97,6 @@ type Manager struct {
 	cur        current             // what is in use; zero when no configuration is usable
 
 	// The clusters.
-	static    map[string]struct{}       // the clusters named by cur.vh's routes
 	roots     map[string]*root          // every top-level cluster: static or dynamic
 	clusters  map[string]*clusterNode   // every Cluster watch, by cluster name
 	endpoints map[string]*endpointsNode // every ClusterLoadAssignment watch, by name

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -157,16 +158,21 @@ func addWeight(sum *uint64, w uint32) bool {
 	return *sum <= math.MaxUint32
 }
 
-// joinHostPort is net.JoinHostPort for a numeric port, without the
-// strconv.Itoa round trip through int.
+// joinHostPort is net.JoinHostPort for a numeric port, built in one
+// allocation (the string itself) for the usual lengths of a host.
 func joinHostPort(host string, port uint32) string {
-	p := strconv.FormatUint(uint64(port), 10)
-	for i := 0; i < len(host); i++ {
-		if host[i] == ':' {
-			return "[" + host + "]:" + p
-		}
+	var buf [64]byte
+	b := buf[:0]
+	if len(host) > len(buf)-16 {
+		b = make([]byte, 0, len(host)+16)
 	}
-	return host + ":" + p
+	if strings.IndexByte(host, ':') >= 0 {
+		b = append(append(append(b, '['), host...), ']')
+	} else {
+		b = append(b, host...)
+	}
+	b = strconv.AppendUint(append(b, ':'), uint64(port), 10)
+	return string(b)
 }
 
 // oneofName returns the name of the field set in the oneof named oneof of

@@ -4,6 +4,7 @@ package resources
 
 import (
 	"fmt"
+	"unique"
 
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -178,7 +179,11 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 	locs := cla.GetEndpoints()
 	if len(locs) > 0 {
 		e.Localities = make([]Locality, 0, len(locs))
-		seenAddrs = make(map[string]struct{}, 4*len(locs))
+		n := 0
+		for _, lp := range locs {
+			n += len(lp.GetLbEndpoints())
+		}
+		seenAddrs = make(map[string]struct{}, n) // sized once: no rehash
 	}
 	for i, lp := range locs {
 		l := lp.GetLocality()
@@ -203,7 +208,7 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 		if !addWeight(&ps.weightSum, weight) {
 			return nil, invalid(indexed("endpoints", i)+".load_balancing_weight", "sum of locality weights of priority %d exceeds the uint32 range", prio)
 		}
-		id := LocalityID{Region: l.GetRegion(), Zone: l.GetZone(), SubZone: l.GetSubZone()}
+		id := LocalityID{Region: intern(l.GetRegion()), Zone: intern(l.GetZone()), SubZone: intern(l.GetSubZone())}
 		if ps.localities == nil {
 			ps.localities = make(map[LocalityID]struct{}, 1)
 		}
@@ -237,6 +242,12 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 		return nil, nil
 	}
 	eps := make([]Endpoint, 0, len(lbs))
+	// The addresses of all the endpoints share one backing array.
+	nAddrs := len(lbs)
+	for _, lb := range lbs {
+		nAddrs += len(lb.GetEndpoint().GetAdditionalAddresses())
+	}
+	addrBuf := make([]string, 0, nAddrs)
 	var weightSum uint64
 	for j, lb := range lbs {
 		weight := uint32(1)
@@ -257,19 +268,20 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 			}
 			return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "missing")
 		}
-		addrs := make([]string, 0, 1+len(ep.GetAdditionalAddresses()))
+		first := len(addrBuf)
 		a, err := socketAddress(ep.GetAddress())
 		if err != nil {
 			return nil, withFieldPrefix(indexed("lb_endpoints", j)+".endpoint.address", err)
 		}
-		addrs = append(addrs, a)
+		addrBuf = append(addrBuf, a)
 		for k, aa := range ep.GetAdditionalAddresses() {
 			a, err := socketAddress(aa.GetAddress())
 			if err != nil {
 				return nil, withFieldPrefix(indexed(indexed("lb_endpoints", j)+".endpoint.additional_addresses", k)+".address", err)
 			}
-			addrs = append(addrs, a)
+			addrBuf = append(addrBuf, a)
 		}
+		addrs := addrBuf[first:len(addrBuf):len(addrBuf)]
 		for _, a := range addrs {
 			if _, dup := seen[a]; dup {
 				return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "duplicate address %s", a)
@@ -319,4 +331,14 @@ func socketAddress(a *v3corepb.Address) (string, error) {
 		return "", invalid("socket_address.named_port", "named ports are not supported")
 	}
 	return joinHostPort(sa.GetAddress(), sa.GetPortValue()), nil
+}
+
+// intern returns s, sharing the memory of an equal string still in use:
+// a mesh's locality names repeat in every ClusterLoadAssignment, and each
+// decoded resource would otherwise keep its own copies.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
 }

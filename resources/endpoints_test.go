@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -421,6 +422,22 @@ func TestEndpoints_TopLevelErrors(t *testing.T) {
 				t.Fatalf("DecodeTyped() = %q, %v, %v; want \"\", nil, error containing %q", name, v, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestEndpoints_SharedLocalityNames checks that the locality names of
+// resources decoded apart share their memory.
+func TestEndpoints_SharedLocalityNames(t *testing.T) {
+	var zones []string
+	for _, name := range []string{"a", "b"} {
+		_, e, err := EndpointsType.DecodeTyped(mustAny(t, cla(name, locality("zone-1", 0, 1, lbEndpoint("10.0.0.1", 80)))))
+		if err != nil {
+			t.Fatalf("DecodeTyped(%q) error: %v", name, err)
+		}
+		zones = append(zones, e.Localities[0].ID.Zone)
+	}
+	if zones[0] != "zone-1" || unsafe.StringData(zones[0]) != unsafe.StringData(zones[1]) {
+		t.Fatalf("zones %q and %q do not share their memory", zones[0], zones[1])
 	}
 }
 

@@ -127,30 +127,38 @@ func FuzzDecodeCluster(f *testing.F) {
 		// The input again, as a WrrLocality config: the wire and proto
 		// reads of its child policies must agree.
 		checkWire(t, in.GetValue(), wrrLocalityDesc)
-		child, err := wrrLocalityChild(in.GetValue())
 		m := &v3wrrlocalitypb.WrrLocality{}
 		perr := proto.Unmarshal(in.GetValue(), m)
-		if (err == nil) != (perr == nil) {
-			t.Fatalf("wrrLocalityChild() error = %v, proto.Unmarshal = %v", err, perr)
-		}
-		if err != nil {
-			return
-		}
 		var got, want []lbEntry
 		collect := func(out *[]lbEntry) func(int, lbEntry) bool {
 			return func(_ int, e lbEntry) bool { *out = append(*out, e); return false }
 		}
-		if child.each(collect(&got)) {
+		complete := lbList{wire: in.GetValue()}.each(collect(&got))
+		if perr != nil && complete {
+			t.Fatalf("lbList.each() read to the end bytes proto.Unmarshal rejects: %v", perr)
+		}
+		if perr == nil && complete {
 			lbList{proto: m.GetEndpointPickingPolicy()}.each(collect(&want))
 			if diff := cmp.Diff(got, want, cmp.AllowUnexported(lbEntry{}), cmpopts.EquateEmpty()); diff != "" {
 				t.Fatalf("the wire read of a WrrLocality differs from proto.Unmarshal (-wire, +proto):\n%s", diff)
 			}
 		}
 		// And the policy it converts to, wherever it is read from.
-		wp, werr := lbPolicyFromProto(child, 0)
+		wp, werr := wrrLocalityPolicy(in.GetValue(), -1)
+		if perr != nil {
+			if werr == nil {
+				t.Fatalf("wrrLocalityPolicy() accepted bytes proto.Unmarshal rejects: %v", perr)
+			}
+			return
+		}
 		pp, pErr := lbPolicyFromProto(lbList{proto: m.GetEndpointPickingPolicy()}, 0)
+		if pErr != nil {
+			pErr = withFieldPrefix("endpoint_picking_policy", pErr)
+		} else {
+			pp.WeightedByLocality = true
+		}
 		if fmt.Sprint(werr) != fmt.Sprint(pErr) {
-			t.Fatalf("lbPolicyFromProto(wire) error = %v; from the proto %v", werr, pErr)
+			t.Fatalf("wrrLocalityPolicy() error = %v; from the proto %v", werr, pErr)
 		}
 		if diff := cmp.Diff(wp, pp); diff != "" {
 			t.Fatalf("lbPolicyFromProto(wire) differs from the proto path (-wire, +proto):\n%s", diff)

@@ -5,6 +5,7 @@ package resources
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -13,6 +14,7 @@ import (
 	v1udpatypepb "github.com/cncf/xds/go/udpa/type/v1"
 	v3xdstypepb "github.com/cncf/xds/go/xds/type/v3"
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3wrrpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/client_side_weighted_round_robin/v3"
 	v3leastrequestpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
 	v3pickfirstpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/pick_first/v3"
@@ -205,6 +207,13 @@ var (
 	lbPolicyDesc    = (*v3clusterpb.LoadBalancingPolicy)(nil).ProtoReflect().Descriptor()
 	lbPolicyPolDesc = (*v3clusterpb.LoadBalancingPolicy_Policy)(nil).ProtoReflect().Descriptor()
 
+	tecDesc = (*v3corepb.TypedExtensionConfig)(nil).ProtoReflect().Descriptor()
+
+	wrrLocalityPlan = sync.OnceValue(func() *wirePlan { return planFor(wrrLocalityDesc) })
+	lbPolicyPlan    = sync.OnceValue(func() *wirePlan { return planFor(lbPolicyDesc) })
+	lbPolicyPolPlan = sync.OnceValue(func() *wirePlan { return planFor(lbPolicyPolDesc) })
+	tecPlan         = sync.OnceValue(func() *wirePlan { return planFor(tecDesc) })
+
 	wrrLocalityChildField = fieldNumber(wrrLocalityDesc, "endpoint_picking_policy")
 	lbPoliciesField       = fieldNumber(lbPolicyDesc, "policies")
 	lbPolicyTECField      = fieldNumber(lbPolicyPolDesc, "typed_extension_config")
@@ -212,11 +221,16 @@ var (
 )
 
 // each calls f with the policies in order until f returns true. It
-// returns false, having stopped, when a serialized policy repeats a
-// singular message field, which proto.Unmarshal would merge: the caller
-// then uses the proto path. (Repeated endpoint_picking_policy fields are
-// merged by appending their policies, which is what visiting them in
-// order does.)
+// returns false, having stopped, when a serialized list is invalid or
+// repeats a singular message field, which proto.Unmarshal would merge:
+// the caller then uses the proto path, which reports the error of
+// invalid bytes. (Repeated endpoint_picking_policy fields are merged by
+// appending their policies, which is what visiting them in order does.)
+//
+// A serialized list is checked, as wireCheck does, in the same pass that
+// reads it, to its end even after f returned true: f may have acted on a
+// policy of bytes that turn out invalid, and the caller must then drop
+// what f did.
 func (l lbList) each(f func(i int, e lbEntry) bool) bool {
 	if l.wire == nil {
 		for i, p := range l.proto.GetPolicies() {
@@ -227,31 +241,59 @@ func (l lbList) each(f func(i int, e lbEntry) bool) bool {
 		}
 		return true
 	}
-	i := 0
-	for it := (wireIter{b: l.wire}); it.next(); {
+	wp := wrrLocalityPlan()
+	if wp.unsupported {
+		return false
+	}
+	depth := wireRecursionLimit - 1 // the WrrLocality is unmarshalled on its own
+	i, done := 0, false
+	it := wireIter{b: l.wire}
+	for it.next() {
 		if !it.bytesField(wrrLocalityChildField) {
-			continue
-		}
-		for pit := (wireIter{b: it.val}); pit.next(); {
-			if !pit.bytesField(lbPoliciesField) {
-				continue
-			}
-			tec, count := singleField(pit.val, lbPolicyTECField)
-			var tc []byte
-			if count == 1 {
-				tc, count = singleField(tec, tecTypedConfigField)
-			}
-			if count > 1 {
+			if !wp.checkIter(&it, depth) {
 				return false
 			}
-			typeURL, value := anyFields(tc)
-			if f(i, lbEntry{typeURL: lbTypeURL(typeURL), value: value}) {
-				return true
+			continue
+		}
+		lp := lbPolicyPlan()
+		pit := wireIter{b: it.val}
+		for pit.next() {
+			if !pit.bytesField(lbPoliciesField) {
+				if !lp.checkIter(&pit, depth-1) {
+					return false
+				}
+				continue
+			}
+			e, ok := lbEntryFromWire(pit.val, depth-2)
+			if !ok {
+				return false
+			}
+			if !done {
+				done = f(i, e)
 			}
 			i++
 		}
+		if pit.bad {
+			return false
+		}
 	}
-	return true
+	return !it.bad
+}
+
+// lbEntryFromWire checks a serialized LoadBalancingPolicy.Policy, checked
+// at depth, and returns its typed_extension_config.typed_config; ok is
+// false when it is invalid or repeats either message.
+func lbEntryFromWire(b []byte, depth int) (e lbEntry, ok bool) {
+	tec, n, ok := checkedSingleField(b, lbPolicyPolPlan(), lbPolicyTECField, depth)
+	if !ok || n > 1 {
+		return e, false
+	}
+	tc, n, ok := checkedSingleField(tec, tecPlan(), tecTypedConfigField, depth-1)
+	if !ok || n > 1 {
+		return e, false
+	}
+	typeURL, value, ok := anyFields(tc)
+	return lbEntry{typeURL: lbTypeURL(typeURL), value: value}, ok
 }
 
 // lbTypeURL returns the type URL b as a string, without allocating for
@@ -274,18 +316,25 @@ func lbTypeURL(b []byte) string {
 	return string(b)
 }
 
-// wrrLocalityChild returns the endpoint_picking_policy of a serialized
-// WrrLocality: read from the wire when the bytes are valid (the usual
-// child is a RoundRobin, which needs nothing more), decoded otherwise.
-func wrrLocalityChild(b []byte) (lbList, error) {
-	if err := wireCheck(b, wrrLocalityDesc); err == nil {
-		return lbList{wire: b}, nil
+// wrrLocalityPolicy converts a serialized WrrLocality met at depth; error
+// fields are relative to it. Its endpoint_picking_policy is read from the
+// wire by lbList.each, which checks the bytes as it reads them (the usual
+// child is a RoundRobin, which needs nothing more); bytes that are
+// invalid, or that proto.Unmarshal would merge, are decoded instead.
+func wrrLocalityPolicy(b []byte, depth int) (LBPolicy, error) {
+	p, complete, err := lbPolicyFromList(lbList{wire: b}, depth+1)
+	if !complete {
+		m := &v3wrrlocalitypb.WrrLocality{}
+		if err := unmarshalLBConfig(b, m); err != nil {
+			return LBPolicy{}, err
+		}
+		p, err = lbPolicyFromProto(lbList{proto: m.GetEndpointPickingPolicy()}, depth+1)
 	}
-	m := &v3wrrlocalitypb.WrrLocality{}
-	if err := unmarshalLBConfig(b, m); err != nil {
-		return lbList{}, err
+	if err != nil {
+		return LBPolicy{}, withFieldPrefix("endpoint_picking_policy", err)
 	}
-	return lbList{proto: m.GetEndpointPickingPolicy()}, nil
+	p.WeightedByLocality = true
+	return p, nil
 }
 
 // lbPolicyFromProto converts load_balancing_policy (gRFC A52): the first
@@ -299,36 +348,38 @@ func wrrLocalityChild(b []byte) (lbList, error) {
 // registry, which this package cannot see. grpc-go uses one if its
 // registry has it.
 func lbPolicyFromProto(l lbList, depth int) (LBPolicy, error) {
+	p, _, err := lbPolicyFromList(l, depth) // complete: l is decoded
+	return p, err
+}
+
+// lbPolicyFromList is lbPolicyFromProto for a decoded or serialized list;
+// complete is false, and the result meaningless, when a serialized list
+// must be decoded (see lbList.each).
+func lbPolicyFromList(l lbList, depth int) (p LBPolicy, complete bool, err error) {
 	if depth >= maxLBPolicyDepth {
-		return LBPolicy{}, invalid("", "nested more than %d levels deep", maxLBPolicyDepth)
+		// Invalid bytes are reported as such, before the depth.
+		if !l.each(func(int, lbEntry) bool { return true }) {
+			return LBPolicy{}, false, nil
+		}
+		return LBPolicy{}, true, invalid("", "nested more than %d levels deep", maxLBPolicyDepth)
 	}
-	var (
-		p     LBPolicy
-		err   error
-		found bool
-	)
-	complete := l.each(func(i int, e lbEntry) bool {
+	var found bool
+	complete = l.each(func(i int, e lbEntry) bool {
 		p, found, err = lbPolicyEntry(e, depth)
 		if err != nil {
 			err = withFieldPrefix(indexed("policies", i)+".typed_extension_config.typed_config", err)
 		}
 		return found || err != nil
 	})
-	if !complete {
-		// A serialized list that proto.Unmarshal would merge: decode it.
-		m := &v3wrrlocalitypb.WrrLocality{}
-		if err := unmarshalLBConfig(l.wire, m); err != nil {
-			return LBPolicy{}, err
-		}
-		return lbPolicyFromProto(lbList{proto: m.GetEndpointPickingPolicy()}, depth)
-	}
 	switch {
+	case !complete:
+		return LBPolicy{}, false, nil
 	case err != nil:
-		return LBPolicy{}, err
+		return LBPolicy{}, true, err
 	case found:
-		return p, nil
+		return p, true, nil
 	}
-	return LBPolicy{}, invalid("policies", "no supported policy (gRPC supports round_robin, ring_hash, least_request, pick_first, client_side_weighted_round_robin and wrr_locality)")
+	return LBPolicy{}, true, invalid("policies", "no supported policy (gRPC supports round_robin, ring_hash, least_request, pick_first, client_side_weighted_round_robin and wrr_locality)")
 }
 
 // lbPolicyEntry converts one policy; found is false for a policy gRPC
@@ -375,16 +426,8 @@ func lbPolicyEntry(e lbEntry, depth int) (p LBPolicy, found bool, err error) {
 		p, err = wrrPolicy(e.value)
 		return p, true, err
 	case lbWRRLocalityTypeURL:
-		child, err := wrrLocalityChild(e.value)
-		if err != nil {
-			return LBPolicy{}, true, err
-		}
-		p, err = lbPolicyFromProto(child, depth+1)
-		if err != nil {
-			return LBPolicy{}, true, withFieldPrefix("endpoint_picking_policy", err)
-		}
-		p.WeightedByLocality = true
-		return p, true, nil
+		p, err = wrrLocalityPolicy(e.value, depth)
+		return p, true, err
 	case xdsTypedStructTypeURL:
 		// A custom policy: skipped once the TypedStruct decodes.
 		return LBPolicy{}, false, unmarshalLBConfig(e.value, &v3xdstypepb.TypedStruct{})

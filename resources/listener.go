@@ -258,7 +258,11 @@ func listenerFromView(name string, v *hcmView) (*Listener, error) {
 // last, and only last. Error fields are relative to the Listener.
 func httpFiltersFromView(field string, fs []filterView) ([]HTTPFilter, error) {
 	out := make([]HTTPFilter, 0, len(fs))
-	var seen map[string]bool // for long chains only
+	var (
+		seen          map[string]bool // for long chains only
+		firstTerminal = -1            // index in out of the first terminal filter
+		lastTerminal  bool            // whether the last filter of out is terminal
+	)
 	if len(fs) > 8 {
 		seen = make(map[string]bool, len(fs))
 	}
@@ -305,6 +309,10 @@ func httpFiltersFromView(field string, fs []filterView) ([]HTTPFilter, error) {
 			}
 			return nil, invalid(indexed(field, i), "%s is not supported on clients", describeFilter(name, typeURL))
 		}
+		if impl.terminal && firstTerminal < 0 {
+			firstTerminal = len(out)
+		}
+		lastTerminal = impl.terminal
 		out = append(out, HTTPFilter{Name: name, TypeURL: typeURL, Config: cfg, Optional: f.optional})
 	}
 	// index returns the position in fs of a kept filter, for messages;
@@ -322,12 +330,11 @@ func httpFiltersFromView(field string, fs []filterView) ([]HTTPFilter, error) {
 	}
 	// gRFC A39: a terminal filter anywhere but last, or a non-terminal
 	// filter last, is an error.
-	for _, f := range out[:len(out)-1] {
-		if httpFilters[f.TypeURL].terminal {
-			return nil, invalid(indexed(field, index(f.Name)), "terminal filter %q is not the last filter", f.Name)
-		}
+	if firstTerminal >= 0 && firstTerminal < len(out)-1 {
+		f := out[firstTerminal]
+		return nil, invalid(indexed(field, index(f.Name)), "terminal filter %q is not the last filter", f.Name)
 	}
-	if last := out[len(out)-1]; !httpFilters[last.TypeURL].terminal {
+	if last := out[len(out)-1]; !lastTerminal {
 		return nil, invalid(indexed(field, index(last.Name)), "last filter %q (%s) is not a terminal filter such as the router", last.Name, last.TypeURL)
 	}
 	return out, nil

@@ -4,10 +4,12 @@ package resources
 
 import (
 	"sync"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -36,6 +38,7 @@ var (
 	httpFilterDesc  = (*v3httppb.HttpFilter)(nil).ProtoReflect().Descriptor()
 	configSrcDesc   = (*v3corepb.ConfigSource)(nil).ProtoReflect().Descriptor()
 	httpOptionsDesc = (*v3corepb.HttpProtocolOptions)(nil).ProtoReflect().Descriptor()
+	durationDesc    = (*durationpb.Duration)(nil).ProtoReflect().Descriptor()
 
 	listenerNameField        = fieldNumber(listenerDesc, "name")
 	listenerAPIListenerField = fieldNumber(listenerDesc, "api_listener")
@@ -63,8 +66,15 @@ var (
 	filterOptionalField  = fieldNumber(httpFilterDesc, "is_optional")
 	filterConfigOneof    = numberSetOf(httpFilterDesc.Oneofs().ByName("config_type").Fields())
 
-	listenerPlan = sync.OnceValue(func() *wirePlan { return planFor(listenerDesc) })
-	hcmPlan      = sync.OnceValue(func() *wirePlan { return planFor(hcmDesc) })
+	// The plans of the messages the fused walks read.
+	listenerPlan    = sync.OnceValue(func() *wirePlan { return planFor(listenerDesc) })
+	apiListenerPlan = sync.OnceValue(func() *wirePlan { return planFor(apiListenerDesc) })
+	hcmPlan         = sync.OnceValue(func() *wirePlan { return planFor(hcmDesc) })
+	rdsPlan         = sync.OnceValue(func() *wirePlan { return planFor(rdsDesc) })
+	configSrcPlan   = sync.OnceValue(func() *wirePlan { return planFor(configSrcDesc) })
+	httpOptionsPlan = sync.OnceValue(func() *wirePlan { return planFor(httpOptionsDesc) })
+	httpFilterPlan  = sync.OnceValue(func() *wirePlan { return planFor(httpFilterDesc) })
+	durationPlan    = sync.OnceValue(func() *wirePlan { return planFor(durationDesc) })
 )
 
 func fieldNumber(md protoreflect.MessageDescriptor, name protoreflect.Name) protowire.Number {
@@ -90,73 +100,107 @@ func (s numberSet) has(n protowire.Number) bool {
 	return n < 128 && s[n/64]&(1<<(n%64)) != 0
 }
 
-// singleField returns the value of singular message or string field num
-// of b (the last one for a string, as proto.Unmarshal) and its number of
-// occurrences with the expected wire type. A message field that occurs
-// more than once is merged by proto.Unmarshal, which the fast paths do
-// not model: they fall back when count > 1.
-func singleField(b []byte, num protowire.Number) (v []byte, count int) {
-	for it := (wireIter{b: b}); it.next(); {
-		if it.bytesField(num) {
-			v, count = it.val, count+1
-		}
-	}
-	return v, count
-}
-
 // listenerFromWire is the fast path of decodeListener: it returns the name
 // and the hcmView of a client Listener of the usual shape, with ok false
-// when the Listener must go through proto.Unmarshal. The bytes of b are
-// not copied: the view's configs alias them.
+// when the Listener must go through proto.Unmarshal (which then also
+// reports any error in the bytes). The bytes are checked, as wireCheck
+// does, in the same pass that reads them: the fields the decoder reads
+// are checked as they are read, the others with the plan of their
+// message. The bytes of b are not copied: the view's configs alias them.
 func listenerFromWire(b []byte, v *hcmView) (name string, ok bool) {
-	if listenerPlan().check(b, wireRecursionLimit) != nil {
+	lp := listenerPlan()
+	if lp.unsupported {
 		return "", false
 	}
+	depth := wireRecursionLimit - 1
 	var (
 		nameBytes []byte
 		api       []byte
 		apis      int
 	)
-	for it := (wireIter{b: b}); it.next(); {
-		switch {
-		case it.bytesField(listenerNameField):
-			nameBytes = it.val
-		case it.bytesField(listenerAPIListenerField):
+	it := wireIter{b: b}
+	for it.next() {
+		if it.bytesField(listenerAPIListenerField) {
 			api, apis = it.val, apis+1
+			continue
+		}
+		if !lp.checkIter(&it, depth) {
+			return "", false
+		}
+		if it.bytesField(listenerNameField) {
+			nameBytes = it.val
 		}
 	}
-	if apis != 1 {
+	if it.bad || apis != 1 {
 		return "", false
 	}
-	anyBytes, n := singleField(api, apiListenerAnyField)
-	if n != 1 {
-		return "", false
-	}
-	typeURL, value := anyFields(anyBytes)
-	if string(typeURL) != hcmTypeURL || hcmPlan().check(value, wireRecursionLimit) != nil || !hcmViewFromWire(value, v) {
+	typeURL, value, ok := apiListenerFromWire(api, depth-1)
+	if !ok || string(typeURL) != hcmTypeURL || !hcmViewFromWire(value, v) {
 		return "", false
 	}
 	return string(nameBytes), true
 }
 
-// anyFields returns the type_url and value of a serialized Any, the last
-// of each as proto.Unmarshal keeps; b must have passed wireCheck.
-func anyFields(b []byte) (typeURL, value []byte) {
-	for it := (wireIter{b: b}); it.next(); {
+// apiListenerFromWire checks a serialized ApiListener, checked at depth,
+// and returns the type_url and value of its api_listener; ok is false
+// when it is invalid or holds api_listener more than once, which
+// proto.Unmarshal would merge.
+func apiListenerFromWire(b []byte, depth int) (typeURL, value []byte, ok bool) {
+	a, n, ok := checkedSingleField(b, apiListenerPlan(), apiListenerAnyField, depth)
+	if !ok || n != 1 {
+		return nil, nil, false
+	}
+	return anyFields(a)
+}
+
+// checkedSingleField returns the value of the singular message or string
+// field num of b (the last one, as proto.Unmarshal keeps for a string) and
+// its number of occurrences with the expected wire type; a message field
+// that occurs more than once is merged by proto.Unmarshal, which the fast
+// paths do not model: they fall back when count > 1. It checks every
+// other field of b, a message of plan p checked at depth; the caller
+// checks the value of num. ok is false when b is invalid.
+func checkedSingleField(b []byte, p *wirePlan, num protowire.Number, depth int) (v []byte, count int, ok bool) {
+	it := wireIter{b: b}
+	for it.next() {
+		if it.bytesField(num) {
+			v, count = it.val, count+1
+		} else if !p.checkIter(&it, depth) {
+			return nil, 0, false
+		}
+	}
+	return v, count, !it.bad
+}
+
+// anyFields checks a serialized Any and returns its type_url and value,
+// the last of each as proto.Unmarshal keeps. An Any has no nested
+// messages: wireIter's framing checks and the type URL's UTF-8 are all
+// there is to check.
+func anyFields(b []byte) (typeURL, value []byte, ok bool) {
+	it := wireIter{b: b}
+	for it.next() {
 		switch {
 		case it.bytesField(1):
+			// Known type URLs are valid UTF-8; compare before scanning.
+			if !knownTypeURL(it.val) && !utf8.Valid(it.val) {
+				return nil, nil, false
+			}
 			typeURL = it.val
 		case it.bytesField(2):
 			value = it.val
 		}
 	}
-	return typeURL, value
+	return typeURL, value, !it.bad
 }
 
-// wireAny returns a serialized Any as an *anypb.Any whose value aliases b.
-func wireAny(b []byte) *anypb.Any {
-	typeURL, value := anyFields(b)
-	return &anypb.Any{TypeUrl: filterTypeURL(typeURL), Value: value}
+// knownTypeURL reports whether b is one of the type URLs the Listener
+// fast path expects, which need no UTF-8 check.
+func knownTypeURL(b []byte) bool {
+	switch string(b) {
+	case hcmTypeURL, routerTypeURL, faultTypeURL, rbacTypeURL, xdsTypedStructTypeURL:
+		return true
+	}
+	return false
 }
 
 // filterTypeURL returns the type URL b as a string, without allocating for
@@ -175,79 +219,105 @@ func filterTypeURL(b []byte) string {
 	return string(b)
 }
 
-// hcmViewFromWire reads the view of an HttpConnectionManager that passed
-// wireCheck into v; ok is false for shapes the fast path leaves to
-// proto.Unmarshal.
+// hcmViewFromWire checks and reads the serialized HttpConnectionManager b
+// into v; ok is false when b is invalid or of a shape the fast path
+// leaves to proto.Unmarshal. Like the proto path, which unmarshals the
+// Any's value on its own, it starts at the full recursion limit.
 func hcmViewFromWire(b []byte, v *hcmView) bool {
+	hp := hcmPlan()
+	if hp.unsupported {
+		return false
+	}
+	depth := wireRecursionLimit - 1
 	var (
-		rds, common         []byte
 		specifiers, commons int
-		filterBuf           [4][]byte // the filters' bytes; most chains are short
+		filterBuf           [4]filterView // most chains are short
 		filters             = filterBuf[:0]
 	)
-	for it := (wireIter{b: b}); it.next(); {
+	it := wireIter{b: b}
+	for it.next() {
 		n := it.num
 		switch {
 		case it.typ == protowire.VarintType && n == hcmXffField:
 			v.xffHops = uint32(it.u)
 		case it.typ != protowire.BytesType:
-		case n == hcmRdsField || n == hcmRouteConfigField || n == hcmScopedRoutesField:
+		case n == hcmRouteConfigField:
+			return false // an inline route_config needs the proto
+		case n == hcmRdsField:
 			v.routeSpecifier, specifiers = n, specifiers+1
-			rds = it.val
-		case n == hcmFiltersField:
-			filters = append(filters, it.val)
-		case n == hcmOriginalIPField:
-			v.originalIPExt = true
-		case n == hcmCommonField:
-			common, commons = it.val, commons+1
-		}
-	}
-	// Two route specifiers replace or merge each other; an inline
-	// route_config needs the proto.
-	if specifiers > 1 || commons > 1 || v.routeSpecifier == hcmRouteConfigField {
-		return false
-	}
-	if v.routeSpecifier == hcmRdsField {
-		var sources int
-		for it := (wireIter{b: rds}); it.next(); {
-			switch {
-			case it.bytesField(rdsConfigSourceField):
-				v.rdsSource, sources = configSourceKindFromWire(it.val), sources+1
-			case it.bytesField(rdsNameField):
-				v.rdsName = string(it.val)
+			if !rdsFromWire(it.val, v, depth-1) {
+				return false
 			}
-		}
-		if sources > 1 {
-			return false
-		}
-	}
-	if commons == 1 {
-		d, n := singleField(common, httpOptionsMaxStreamField)
-		if n > 1 {
-			return false
-		}
-		if n == 1 {
-			v.maxStream = durationFromWire(d)
-		}
-	}
-	if len(filters) > 0 {
-		v.filters = make([]filterView, len(filters))
-		for i, fb := range filters {
-			f, ok := filterFromWire(fb)
+			continue
+		case n == hcmFiltersField:
+			f, ok := filterFromWire(it.val, depth-1)
 			if !ok {
 				return false
 			}
-			v.filters[i] = f
+			filters = append(filters, f)
+			continue
+		case n == hcmCommonField:
+			commons++
+			if !maxStreamFromWire(it.val, v, depth-1) {
+				return false
+			}
+			continue
+		case n == hcmScopedRoutesField:
+			v.routeSpecifier, specifiers = n, specifiers+1
+		case n == hcmOriginalIPField:
+			v.originalIPExt = true
 		}
+		if !hp.checkIter(&it, depth) {
+			return false
+		}
+	}
+	// Two route specifiers replace or merge each other, as do two
+	// common_http_protocol_options.
+	if it.bad || specifiers > 1 || commons > 1 {
+		return false
+	}
+	if len(filters) > 0 {
+		v.filters = append([]filterView(nil), filters...)
 	}
 	return true
 }
 
-// configSourceKindFromWire returns the kind of a serialized ConfigSource:
-// the last member of config_source_specifier wins, as in proto.Unmarshal.
-func configSourceKindFromWire(b []byte) configSourceKind {
+// rdsFromWire checks and reads a serialized Rds, checked at depth, into
+// v; ok is false when it is invalid or repeats config_source.
+func rdsFromWire(b []byte, v *hcmView, depth int) bool {
+	p := rdsPlan()
+	var sources int
+	it := wireIter{b: b}
+	for it.next() {
+		if it.bytesField(rdsConfigSourceField) {
+			k, ok := configSourceKindFromWire(it.val, depth-1)
+			if !ok {
+				return false
+			}
+			v.rdsSource, sources = k, sources+1
+			continue
+		}
+		if !p.checkIter(&it, depth) {
+			return false
+		}
+		if it.bytesField(rdsNameField) {
+			v.rdsName = string(it.val)
+		}
+	}
+	return !it.bad && sources <= 1
+}
+
+// configSourceKindFromWire checks a serialized ConfigSource, checked at
+// depth, and returns its kind: the last member of config_source_specifier
+// wins, as in proto.Unmarshal.
+func configSourceKindFromWire(b []byte, depth int) (configSourceKind, bool) {
+	p := configSrcPlan()
 	k := configSourceNone
-	for it := (wireIter{b: b}); it.next(); {
+	it := wireIter{b: b}
+	for it.next() {
+		if !p.checkIter(&it, depth) {
+			return k, false
+		}
 		if it.typ != protowire.BytesType || !configSrcSpecifier.has(it.num) {
 			continue
 		}
@@ -260,13 +330,30 @@ func configSourceKindFromWire(b []byte) configSourceKind {
 			k = configSourceOther
 		}
 	}
-	return k
+	return k, !it.bad
 }
 
-// durationFromWire decodes a serialized Duration that passed wireCheck.
-func durationFromWire(b []byte) durationParts {
+// maxStreamFromWire checks a serialized HttpProtocolOptions, checked at
+// depth, and reads its max_stream_duration into v; ok is false when it is
+// invalid or repeats max_stream_duration.
+func maxStreamFromWire(b []byte, v *hcmView, depth int) bool {
+	d, n, ok := checkedSingleField(b, httpOptionsPlan(), httpOptionsMaxStreamField, depth)
+	if !ok || n > 1 {
+		return false
+	}
+	if n == 1 {
+		v.maxStream, ok = durationFromWire(d, depth-1)
+	}
+	return ok
+}
+
+// durationFromWire checks and decodes a serialized Duration, checked at
+// depth.
+func durationFromWire(b []byte, depth int) (durationParts, bool) {
+	p := durationPlan()
 	d := durationParts{set: true}
-	for it := (wireIter{b: b}); it.next(); {
+	it := wireIter{b: b}
+	for it.next() {
 		if it.typ == protowire.VarintType {
 			switch it.num {
 			case 1:
@@ -275,41 +362,55 @@ func durationFromWire(b []byte) durationParts {
 				d.nanos = int32(it.u)
 			}
 		}
+		if !p.checkIter(&it, depth) {
+			return d, false
+		}
 	}
-	return d
+	return d, !it.bad
 }
 
-// filterFromWire reads one serialized HttpFilter; ok is false when it has
-// config_discovery or a repeated typed_config.
-func filterFromWire(b []byte) (filterView, bool) {
+// filterFromWire checks and reads one serialized HttpFilter, checked at
+// depth; ok is false when it is invalid, has config_discovery or repeats
+// typed_config.
+func filterFromWire(b []byte, depth int) (filterView, bool) {
+	p := httpFilterPlan()
 	var (
 		f        filterView
-		cfg      []byte
 		name     []byte
+		typeURL  []byte
+		value    []byte
 		cfgs     int
 		oneofSet protowire.Number
 	)
-	for it := (wireIter{b: b}); it.next(); {
+	it := wireIter{b: b}
+	for it.next() {
 		n := it.num
 		switch {
 		case n == filterOptionalField && it.typ == protowire.VarintType:
 			f.optional = it.u != 0
 		case it.typ != protowire.BytesType:
+		case n == filterTypedConfField:
+			oneofSet, cfgs = n, cfgs+1
+			var ok bool
+			if typeURL, value, ok = anyFields(it.val); !ok {
+				return f, false
+			}
+			continue
 		case n == filterNameField:
 			name = it.val
 		case filterConfigOneof.has(n):
 			oneofSet = n
-			if n == filterTypedConfField {
-				cfg, cfgs = it.val, cfgs+1
-			}
+		}
+		if !p.checkIter(&it, depth) {
+			return f, false
 		}
 	}
-	if cfgs > 1 || (oneofSet != 0 && oneofSet != filterTypedConfField) {
+	if it.bad || cfgs > 1 || (oneofSet != 0 && oneofSet != filterTypedConfField) {
 		return f, false
 	}
 	f.name = string(name)
 	if cfgs == 1 {
-		f.cfg = wireAny(cfg)
+		f.cfg = &anypb.Any{TypeUrl: filterTypeURL(typeURL), Value: value}
 	}
 	return f, true
 }

@@ -88,8 +88,11 @@ func scanBytesField(b []byte, num int32) ([]byte, bool) {
 //		switch it.num { … it.val, it.u … }
 //	}
 //
-// After next returns false, bad reports whether b was malformed. The
-// decoders' fast paths use it on bytes that passed wireCheck.
+// After next returns false, bad reports whether b was malformed: a bad
+// tag or field number, a truncated value, a misplaced end of group. It
+// does not check the values themselves (UTF-8, nested messages): the
+// decoders' fast paths use it on bytes that passed wireCheck, or check
+// each field with wirePlan.checkIter.
 type wireIter struct {
 	b   []byte
 	num protowire.Number // of the current field
@@ -121,7 +124,7 @@ func (it *wireIter) next() bool {
 		}
 	}
 	num, typ, n := protowire.ConsumeTag(it.b)
-	if n < 0 {
+	if n < 0 || num > protowire.MaxValidNumber {
 		it.bad = true
 		return false
 	}

@@ -198,14 +198,7 @@ func (fp *wireFieldPlan) check(b []byte, typ protowire.Type, depth int) (int, er
 		if n < 0 {
 			return 0, errWireInvalid
 		}
-		for len(v) > 0 {
-			m := protowire.ConsumeFieldValue(0, fp.wireType, v)
-			if m < 0 {
-				return 0, errWireInvalid
-			}
-			v = v[m:]
-		}
-		return n, nil
+		return n, fp.checkPacked(v)
 	}
 	if typ != protowire.BytesType {
 		n := protowire.ConsumeFieldValue(0, typ, b)
@@ -222,15 +215,54 @@ func (fp *wireFieldPlan) check(b []byte, typ protowire.Type, depth int) (int, er
 	} else if v, n = protowire.ConsumeBytes(b); n < 0 {
 		return 0, errWireInvalid
 	}
+	return n, fp.checkBytes(v, depth)
+}
+
+// checkBytes checks v, the value of a length-delimited field of the
+// field's own wire type.
+func (fp *wireFieldPlan) checkBytes(v []byte, depth int) error {
 	switch {
 	case fp.msg != nil:
-		return n, fp.msg.check(v, depth)
+		return fp.msg.check(v, depth)
 	case fp.mapKey != nil:
-		return n, fp.checkMapEntry(v, depth)
+		return fp.checkMapEntry(v, depth)
 	case fp.utf8 && !utf8.Valid(v):
-		return 0, errWireInvalid
+		return errWireInvalid
 	}
-	return n, nil
+	return nil
+}
+
+// checkPacked checks v, the value of a packed repeated scalar field.
+func (fp *wireFieldPlan) checkPacked(v []byte) error {
+	for len(v) > 0 {
+		m := protowire.ConsumeFieldValue(0, fp.wireType, v)
+		if m < 0 {
+			return errWireInvalid
+		}
+		v = v[m:]
+	}
+	return nil
+}
+
+// checkIter checks the current field of it, a wireIter over a message of
+// this plan checked at depth (as check, after its decrement): the
+// fused walks of the fast paths read the fields they need and check the
+// others with it, so that they check and read the bytes in one pass.
+// wireIter has already checked the field's framing.
+func (p *wirePlan) checkIter(it *wireIter, depth int) bool {
+	if it.typ != protowire.BytesType {
+		return true // varints and fixed values have nothing more to check
+	}
+	fp := p.field(it.num)
+	switch {
+	case fp == nil:
+		return true
+	case fp.wireType == protowire.BytesType:
+		return fp.checkBytes(it.val, depth) == nil
+	case fp.list:
+		return fp.checkPacked(it.val) == nil
+	}
+	return true
 }
 
 // checkMapEntry checks a map entry as proto.Unmarshal does: key (1) and
