@@ -326,8 +326,9 @@ func TestDelta_Response_AliasDeliveredToAliasWatcher(t *testing.T) {
 }
 
 // TestDelta_Response_UnrequestedIgnored checks that resources nobody
-// watched are ignored, not decoded, and not NACKed even when invalid or
-// duplicated ("How the client specifies what resources to return").
+// watched are ignored, not decoded, and not NACKed even when invalid ("How
+// the client specifies what resources to return"); a repeated name is the
+// exception (R-8.3).
 func TestDelta_Response_UnrequestedIgnored(t *testing.T) {
 	ctx := testContext(t)
 	ms, c := manualDelta(t, false)
@@ -336,8 +337,9 @@ func TestDelta_Response_UnrequestedIgnored(t *testing.T) {
 	nextDelta(t, ms)
 	nonce := sendDelta(t, ms, deltaResponse(cds, []string{"gone"},
 		deltaResource{name: "z", version: "1", msg: invalidCluster("z")},
-		deltaResource{name: "z", version: "1", msg: invalidCluster("z")},
 		deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "")}))
+	// A repeated unsubscribed name is a NACK (R-8.3):
+	// TestADS_Delta_DuplicateUnrequestedNameNACKed.
 	wantDeltaRequest(t, ms, false, ack(cds, nonce))
 	w.wantKind(ctx, t, changed, nil)
 	if g := dumpEntry(c, cds, "z"); g != nil {
