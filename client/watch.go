@@ -248,22 +248,22 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 			err := c.staleError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
-		if rs.nackErr != nil {
+		if rs.nack != nil {
 			err := c.invalidError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
 		if rs.serverErr != nil {
-			err := c.resourceError(rs.typ, rs.name, rs.serverErr)
+			err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
 	case rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
 		err := c.notFoundError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case rs.nackErr != nil:
+	case rs.nack != nil:
 		err := c.invalidError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	case rs.serverErr != nil:
-		err := c.resourceError(rs.typ, rs.name, rs.serverErr)
+		err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
 }
@@ -341,5 +341,5 @@ func (c *Client) notFoundError(rs *resourceState) error {
 // invalidError is the error for watchers of a resource whose last received
 // version was NACKed.
 func (c *Client) invalidError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.nackVersion, rs.nackErr))
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.nack.version, rs.nack.err))
 }
