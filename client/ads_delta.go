@@ -513,7 +513,10 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []rep
 				continue
 			}
 			c.resourceValidLocked(rs, it.d, it.version, now, fc)
-			rs.deltaName, rs.deltaAliases = it.name, it.aliases
+			rs.delta = nil
+			if it.name != rs.name || len(it.aliases) > 0 {
+				rs.delta = &deltaNames{name: it.name, aliases: it.aliases}
+			}
 			ts.delta.sawAliases = ts.delta.sawAliases || len(it.aliases) > 0 || rs.name != it.name
 		}
 	}
@@ -555,7 +558,7 @@ func (p *deltaProtocol) removalTargetsLocked(ts *typeState, name string) []*reso
 	}
 	for _, n := range sortedKeys(ts.entries) {
 		rs := ts.entries[n]
-		if n != name && rs.value != nil && (rs.deltaName == name || slices.Contains(rs.deltaAliases, name)) {
+		if n != name && rs.value != nil && rs.delta != nil && (rs.delta.name == name || slices.Contains(rs.delta.aliases, name)) {
 			out = append(out, rs)
 		}
 	}

@@ -44,11 +44,11 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 				g.XdsConfig = proto.Clone(rs.raw).(*anypb.Any)
 				g.LastUpdated = timestamppb.New(rs.lastUpdated)
 			}
-			if rs.nackErr != nil {
+			if rs.nack != nil {
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(rs.nackTime),
-					Details:           rs.nackErr.Error(),
-					VersionInfo:       rs.nackVersion,
+					LastUpdateAttempt: timestamppb.New(rs.nack.time),
+					Details:           rs.nack.err.Error(),
+					VersionInfo:       rs.nack.version,
 				}
 			}
 			if rs.stale {
@@ -56,8 +56,8 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 			}
 			if rs.serverErr != nil {
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(rs.serverErrTime),
-					Details:           rs.serverErr.Error(),
+					LastUpdateAttempt: timestamppb.New(rs.serverErr.time),
+					Details:           rs.serverErr.err.Error(),
 				}
 			}
 			cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, g)

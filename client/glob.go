@@ -5,7 +5,6 @@ package client
 import (
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/proxyless/xds/resources"
 )
@@ -97,7 +96,7 @@ func (c *Client) watchGlobLocked(rt resources.ResourceType, name string, we *wat
 			c.replayLocked(rs, we)
 		}
 	}
-	return sync.OnceFunc(func() { c.unwatchGlob(ts, name, we) })
+	return func() { c.unwatchGlob(ts, name, we) } // idempotent: a second call finds we gone
 }
 
 // unwatchGlob cancels a watch of a glob collection. The last one

@@ -223,7 +223,7 @@ func (c *Client) persistLocked(rs *resourceState) {
 	}
 	k := persistKey{rs.from, rs.typ.TypeURL(), rs.name}
 	var r *PersistedResource
-	if rs.value != nil && rs.ttl == 0 {
+	if rs.value != nil && rs.ttl == nil {
 		r = &PersistedResource{ServerURI: rs.from, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: rs.raw, Updated: rs.lastUpdated}
 	}
 	if _, ok := p.pending[k]; !ok {

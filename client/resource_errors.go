@@ -111,9 +111,9 @@ func (ch *channel) serverErrorLocked(rs *resourceState, st *statuspb.Status, now
 	} else {
 		err = fmt.Errorf("%w: %w", ErrServerReported, serr)
 	}
-	repeat := rs.serverErr != nil && rs.serverErr.Error() == err.Error() && hadValue == (rs.value != nil)
-	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
-	rs.serverErr, rs.serverErrTime = err, now
+	repeat := rs.serverErr != nil && rs.serverErr.err.Error() == err.Error() && hadValue == (rs.value != nil)
+	rs.nack = nil
+	rs.serverErr = &serverErrState{err: err, time: now}
 	if code == codes.NotFound && rs.value == nil {
 		rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
 		rs.dneReason = fmt.Sprintf("reported by the management server (%v)", serr)

@@ -16,7 +16,7 @@ import (
 // started (subscribed, no request sent on a connected stream yet),
 // requested (timer running), received (the resource was seen, valid or not,
 // or the timer fired: it is never timed again).
-type timerState int
+type timerState uint8
 
 const (
 	timerStarted timerState = iota
@@ -30,12 +30,11 @@ const (
 // through it. Every field is guarded by Client.mu, except typ and name,
 // which are read-only.
 type resourceState struct {
-	typ   resources.ResourceType // read-only
-	name  string                 // read-only; canonical
-	list  *serverList            // the servers that may serve it; nil: received through a wildcard or glob, until watched by name (adoptLocked)
-	ch    *channel               // the channel of the server that serves it: the list's active one (R-15, fallback.go)
-	from  string                 // server_uri of the server the cached value came from
-	stale bool                   // the cached value was loaded from persistence (persist.go), not received yet
+	typ  resources.ResourceType // read-only
+	name string                 // read-only; canonical
+	list *serverList            // the servers that may serve it; nil: received through a wildcard or glob, until watched by name (adoptLocked)
+	ch   *channel               // the channel of the server that serves it: the list's active one (R-15, fallback.go)
+	from string                 // server_uri of the server the cached value came from
 
 	watchers []*watchEntry // in registration order
 
@@ -45,27 +44,35 @@ type resourceState struct {
 	version     string     // SotW: version_info of the response that last carried it valid; delta: its own version
 	lastUpdated time.Time  // when value was last received
 
-	status    v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED, NACKED or RECEIVED_ERROR
-	dneReason string                         // why status is DOES_NOT_EXIST
+	dneReason string // why status is DOES_NOT_EXIST
 
-	// The last NACK of this resource; nackErr is nil when the last
-	// received version was valid.
-	nackErr     error
-	nackVersion string
-	nackTime    time.Time
+	// The fields below that are pointers are rarely set: they are kept
+	// out of line, as tens of thousands of entries are common (a mesh).
 
+	// The last NACK of this resource; nil when the last received version
+	// was valid.
+	nack *nackState
 	// The error the management server last reported for the resource in
-	// resource_errors, with the time it arrived; nil once a valid
-	// version, a NACK or a deletion followed. See serverErrorLocked.
-	serverErr     error
-	serverErrTime time.Time
+	// resource_errors; nil once a valid version, a NACK or a
+	// deletion followed. See serverErrorLocked.
+	serverErr *serverErrState
+	// Delta only: the Resource.name and aliases of the cached value, when
+	// they are not just name: it came for an alias.
+	delta *deltaNames
+	// The TTL of the cached value, while one is set.
+	ttl *ttlState
+
+	timer *time.Timer // running does-not-exist timer, if any
+	// timerGen is incremented whenever timer is replaced or stopped. 32
+	// bits keep the entry in a smaller size class; a stale timer func
+	// would need 2^32 restarts meanwhile to be taken for the current one.
+	timerGen uint32
+
+	status     v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED, NACKED or RECEIVED_ERROR
+	timerState timerState
+	stale      bool // the cached value was loaded from persistence (persist.go), not received yet
 
 	deletionIgnored bool // a deletion was ignored; logged once
-
-	// Delta only: the Resource.name and aliases of the cached value, which
-	// may differ from name when it came for an alias.
-	deltaName    string
-	deltaAliases []string
 
 	// notRequested: the name joined the subscription with a cached value
 	// (watched again, R-10.3) and no request naming it was written since.
@@ -83,19 +90,38 @@ type resourceState struct {
 	unsubWritten bool
 	skipDeletion bool
 
-	// The TTL of the cached value: ttlTimer runs while one is set;
-	// ttlGen is incremented whenever it is replaced or stopped.
-	ttl      time.Duration
-	ttlTimer *time.Timer
-	ttlGen   uint64
 	// ttlExpired: the value was dropped because its TTL ran out, and
 	// nothing was received for the resource since. It is then not cached,
 	// and counts for fallback as never received.
 	ttlExpired bool
+}
 
-	timerState timerState
-	timer      *time.Timer // running does-not-exist timer, if any
-	timerGen   uint64      // incremented whenever timer is replaced or stopped
+// nackState is the last NACK of a resource.
+type nackState struct {
+	err     error
+	version string    // the version_info (SotW) or resource version (delta) NACKed
+	time    time.Time // when it was received
+}
+
+// serverErrState is an error the management server reported for a
+// resource in resource_errors, with the time it arrived.
+type serverErrState struct {
+	err  error
+	time time.Time
+}
+
+// deltaNames are the Resource.name and aliases of a cached delta value.
+type deltaNames struct {
+	name    string
+	aliases []string
+}
+
+// ttlState is a running TTL: timer expires the value d after it
+// was received. A replaced or stopped TTL is a new ttlState, which is how
+// the timer's func tells that it is stale.
+type ttlState struct {
+	d     time.Duration
+	timer *time.Timer
 }
 
 func (rs *resourceState) stopTimerLocked() {

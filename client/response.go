@@ -251,7 +251,7 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 // deletion. The resource's TTL is set from d.
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
-	hadTTL := rs.ttl > 0
+	hadTTL := rs.ttl != nil
 	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
@@ -263,20 +263,20 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// decodeAll compared against the cache as it was before decoding;
 	// compare again, as the entry may have been replaced since (a watch
 	// cancelled and started anew). The bytes are already hot.
-	changed := rs.value == nil || rs.nackErr != nil || rs.serverErr != nil || rs.stale ||
+	changed := rs.value == nil || rs.nack != nil || rs.serverErr != nil || rs.stale ||
 		rs.raw == nil || !bytes.Equal(rs.raw.GetValue(), d.raw.GetValue())
 	rs.version = version
 	rs.lastUpdated = now
 	rs.from = rs.ch.sc.ServerURI
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.dneReason = ""
-	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
+	rs.nack = nil
 	rs.serverErr = nil
 	rs.stale = false
 	if !changed {
 		// The stored copy has the same bytes; its version may lag. A TTL
 		// added or removed changes whether it is stored (persistLocked).
-		if hadTTL != (rs.ttl > 0) {
+		if hadTTL != (rs.ttl != nil) {
 			c.persistLocked(rs)
 		}
 		return
@@ -300,9 +300,9 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 	rs.skipDeletion = false
 	rs.ttlExpired = false
 	dropped := rs.ch.dropOnDataErrorLocked(rs)
-	repeat := !dropped && rs.nackErr != nil && rs.nackErr.Error() == err.Error()
+	repeat := !dropped && rs.nack != nil && rs.nack.err.Error() == err.Error()
 	rs.serverErr = nil
-	rs.nackErr, rs.nackVersion, rs.nackTime = err, version, now
+	rs.nack = &nackState{err: err, version: version, time: now}
 	rs.status = v3adminpb.ClientResourceStatus_NACKED
 	if repeat {
 		return
@@ -365,7 +365,7 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	rs.timerState = timerReceived
 	rs.ttlExpired = false
 	c.dropValueLocked(rs)
-	rs.nackErr, rs.nackVersion, rs.nackTime = nil, "", time.Time{}
+	rs.nack = nil
 	rs.serverErr = nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
 	rs.dneReason = reason

@@ -22,7 +22,7 @@ func (c *Client) startTimerLocked(rs *resourceState) {
 // on a connected stream. Its watchers get ResourceError wrapping
 // ErrResourceNotFound and its status becomes DOES_NOT_EXIST; it is not timed
 // again. These calls are not flow controlled.
-func (c *Client) watchExpired(rs *resourceState, gen uint64) {
+func (c *Client) watchExpired(rs *resourceState, gen uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || rs.timerGen != gen || c.resources[rs.typ.TypeURL()][rs.name] != rs {

@@ -79,9 +79,9 @@ func (c *Client) applyHeartbeatsLocked(ts *typeState, beats []heartbeat, now tim
 // . A heartbeat that adds or removes the TTL changes what is
 // persisted: a value with a TTL is not (see persistLocked).
 func (c *Client) heartbeatLocked(rs *resourceState, ttl time.Duration, now time.Time) {
-	had := rs.ttl > 0
+	had := rs.ttl != nil
 	c.setTTLLocked(rs, ttl, now)
-	if had != (rs.ttl > 0) {
+	if had != (rs.ttl != nil) {
 		c.persistLocked(rs)
 	}
 }
@@ -94,31 +94,29 @@ func (c *Client) setTTLLocked(rs *resourceState, ttl time.Duration, now time.Tim
 	if ttl <= 0 || c.closed {
 		return
 	}
-	rs.ttl = ttl
-	gen := rs.ttlGen
-	rs.ttlTimer = time.AfterFunc(time.Until(now.Add(ttl)), func() { c.ttlExpired(rs, gen) })
+	t := &ttlState{d: ttl}
+	t.timer = time.AfterFunc(time.Until(now.Add(ttl)), func() { c.ttlExpired(rs, t) })
+	rs.ttl = t
 }
 
 // stopTTLLocked stops the TTL timer of rs, if any.
 func (rs *resourceState) stopTTLLocked() {
-	if rs.ttlTimer != nil {
-		rs.ttlTimer.Stop()
-		rs.ttlTimer = nil
+	if rs.ttl != nil {
+		rs.ttl.timer.Stop()
+		rs.ttl = nil
 	}
-	rs.ttl = 0
-	rs.ttlGen++
 }
 
 // ttlExpired runs when the TTL of rs's cached value ran out: the value is
 // dropped and its watchers told that it does not exist.
-func (c *Client) ttlExpired(rs *resourceState, gen uint64) {
+func (c *Client) ttlExpired(rs *resourceState, t *ttlState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || rs.ttlGen != gen || rs.value == nil || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if c.closed || rs.ttl != t || rs.value == nil || c.resources[rs.typ.TypeURL()][rs.name] != rs {
 		return // re-armed, stopped, or no longer cached
 	}
-	ttl := rs.ttl
-	rs.ttlTimer = nil
+	ttl := t.d
+	rs.ttl = nil
 	rs.ch.logger.Warn("resource expired: its TTL ran out without an update or heartbeat", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, "ttl", ttl)
 	c.resourceDeletedLocked(rs, fmt.Sprintf("TTL of %v expired without an update or heartbeat", ttl), nil)

@@ -5,7 +5,6 @@ package client
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/proxyless/xds/resources"
@@ -109,37 +108,52 @@ type Versioned[T any] struct {
 // newer response is being applied). The name "*" watches every resource,
 // as WatchAll.
 func WatchVersioned[T any](c *Client, typ resources.Type[T], name string, w watcher.Watcher[Versioned[T]]) (cancel func()) {
-	we := &watchEntry{
-		changed: func(v any, version string, done func()) {
-			w.ResourceChanged(Versioned[T]{Value: v.(T), Version: version}, done)
-		},
-		resErr:   w.ResourceError,
-		ambErr:   w.AmbientError,
-		sameType: sameType[T],
-	}
-	return c.watch(typ, name, we)
+	return c.watch(typ, name, &watchEntry{erasedWatcher: versionedWatcher[T]{w}})
 }
 
 // newWatchEntry erases the type of w.
 func newWatchEntry[T any](w watcher.Watcher[T]) *watchEntry {
-	return &watchEntry{
-		changed:  func(v any, _ string, done func()) { w.ResourceChanged(v.(T), done) },
-		resErr:   w.ResourceError,
-		ambErr:   w.AmbientError,
-		sameType: sameType[T],
-	}
+	return &watchEntry{erasedWatcher: typedWatcher[T]{w}}
 }
 
 func sameType[T any](rt resources.ResourceType) bool { _, ok := rt.(resources.Type[T]); return ok }
 
-// watchEntry is one watch, with the watcher's methods type-erased.
+// watchEntry is one watch, with the watcher's methods type-erased. It is
+// two small allocations per watch (the entry and the adapter behind
+// erasedWatcher), which matters at tens of thousands of watches.
 type watchEntry struct {
-	changed   func(v any, version string, done func())
-	resErr    func(err error, done func())
-	ambErr    func(err error, done func())
-	sameType  func(resources.ResourceType) bool
+	erasedWatcher
 	cancelled atomic.Bool // set by cancel; callbacks check it before running
 }
+
+// erasedWatcher is a watcher.Watcher[T] with T erased: values are passed
+// as any, of the Go type of the resource type that sameType accepts.
+type erasedWatcher interface {
+	changed(v any, version string, done func())
+	resErr(err error, done func())
+	ambErr(err error, done func())
+	// sameType reports whether rt decodes to the watcher's T.
+	sameType(rt resources.ResourceType) bool
+}
+
+// typedWatcher adapts a watcher.Watcher[T] to erasedWatcher.
+type typedWatcher[T any] struct{ w watcher.Watcher[T] }
+
+func (t typedWatcher[T]) changed(v any, _ string, done func())  { t.w.ResourceChanged(v.(T), done) }
+func (t typedWatcher[T]) resErr(err error, done func())         { t.w.ResourceError(err, done) }
+func (t typedWatcher[T]) ambErr(err error, done func())         { t.w.AmbientError(err, done) }
+func (typedWatcher[T]) sameType(rt resources.ResourceType) bool { return sameType[T](rt) }
+
+// versionedWatcher adapts a watcher.Watcher[Versioned[T]] to
+// erasedWatcher, for WatchVersioned.
+type versionedWatcher[T any] struct{ w watcher.Watcher[Versioned[T]] }
+
+func (t versionedWatcher[T]) changed(v any, version string, done func()) {
+	t.w.ResourceChanged(Versioned[T]{Value: v.(T), Version: version}, done)
+}
+func (t versionedWatcher[T]) resErr(err error, done func())         { t.w.ResourceError(err, done) }
+func (t versionedWatcher[T]) ambErr(err error, done func())         { t.w.AmbientError(err, done) }
+func (versionedWatcher[T]) sameType(rt resources.ResourceType) bool { return sameType[T](rt) }
 
 // watch registers we for the resource typ/name, or for the wildcard of typ
 // when name is "*".
@@ -184,7 +198,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 				c.replayLocked(rs, we)
 			}
 		}
-		return sync.OnceFunc(func() { c.unwatchAll(ts, we) })
+		return func() { c.unwatchAll(ts, we) }
 	}
 
 	byName := c.resources[rt.TypeURL()]
@@ -213,7 +227,9 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	}
 	c.replayLocked(rs, we)
 	c.servePersistedLocked(rs)
-	return sync.OnceFunc(func() { c.unwatch(rs, we) })
+	// Idempotent without a sync.Once (an allocation per watch): a second
+	// call finds we gone.
+	return func() { c.unwatch(rs, we) }
 }
 
 // replayLocked tells a new watcher we the current state of rs at once
@@ -232,22 +248,22 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 			err := c.staleError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
-		if rs.nackErr != nil {
+		if rs.nack != nil {
 			err := c.invalidError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
 		if rs.serverErr != nil {
-			err := c.resourceError(rs.typ, rs.name, rs.serverErr)
+			err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
 	case rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
 		err := c.notFoundError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case rs.nackErr != nil:
+	case rs.nack != nil:
 		err := c.invalidError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	case rs.serverErr != nil:
-		err := c.resourceError(rs.typ, rs.name, rs.serverErr)
+		err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
 }
@@ -325,5 +341,5 @@ func (c *Client) notFoundError(rs *resourceState) error {
 // invalidError is the error for watchers of a resource whose last received
 // version was NACKed.
 func (c *Client) invalidError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.nackVersion, rs.nackErr))
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.nack.version, rs.nack.err))
 }
