@@ -6,6 +6,7 @@ package resources
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -598,5 +599,54 @@ func clusterLBCases(t testing.TB) []decodeCase[*Cluster] {
 			give:    edsCluster("c", "s", func(c *v3clusterpb.Cluster) { c.LbPolicy = v3clusterpb.Cluster_MAGLEV }, withLBPolicy(lbPolicies(t, &v3roundrobinpb.RoundRobin{}))),
 			wantErr: "lb_policy: unsupported policy MAGLEV",
 		},
+	}
+}
+
+// TestLBPolicyMemo decodes clusters one after the other as a client does,
+// so that each meets the policy its predecessor left in lbPolicyEntry's
+// memo: other bytes of the same type, and equal bytes at another depth,
+// must each be converted afresh.
+func TestLBPolicyMemo(t *testing.T) {
+	wrrLocality := func(child *v3clusterpb.LoadBalancingPolicy) *v3wrrlocalitypb.WrrLocality {
+		return &v3wrrlocalitypb.WrrLocality{EndpointPickingPolicy: child}
+	}
+	ringHash := func(min uint64) *v3ringhashpb.RingHash {
+		return &v3ringhashpb.RingHash{HashFunction: v3ringhashpb.RingHash_XX_HASH, MinimumRingSize: wrapperspb.UInt64(min), MaximumRingSize: wrapperspb.UInt64(1000)}
+	}
+	nested := lbPolicies(t, &v3roundrobinpb.RoundRobin{})
+	for range maxLBPolicyDepth - 1 {
+		nested = lbPolicies(t, wrrLocality(nested))
+	}
+	decode := func(lbp *v3clusterpb.LoadBalancingPolicy) (LBPolicy, error) {
+		t.Helper()
+		_, c, err := ClusterType.DecodeTyped(mustAny(t, edsCluster("c", "s", withLBPolicy(lbp))))
+		if err != nil {
+			return LBPolicy{}, err
+		}
+		return c.LBPolicy, nil
+	}
+	ringSize := func(lbp *v3clusterpb.LoadBalancingPolicy) uint64 {
+		t.Helper()
+		p, err := decode(lbp)
+		if err != nil {
+			t.Fatalf("decoding: %v", err)
+		}
+		return p.RingHashMinSize
+	}
+
+	// The same type with other bytes, then the first bytes again.
+	for _, min := range []uint64{10, 20, 10} {
+		if got := ringSize(lbPolicies(t, ringHash(min))); got != min {
+			t.Errorf("ring hash minimum_ring_size %d decoded as %d", min, got)
+		}
+	}
+
+	// The outer WrrLocality of nested, accepted at depth 0, is one level
+	// too deep at depth 1.
+	if _, err := decode(nested); err != nil {
+		t.Fatalf("16 levels: %v", err)
+	}
+	if _, err := decode(lbPolicies(t, wrrLocality(nested))); err == nil || !strings.Contains(err.Error(), "nested more than 16 levels deep") {
+		t.Errorf("17 levels after 16: got error %v, want nested more than 16 levels deep", err)
 	}
 }

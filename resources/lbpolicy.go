@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -382,15 +383,44 @@ func lbPolicyFromList(l lbList, depth int) (p LBPolicy, complete bool, err error
 	return LBPolicy{}, true, invalid("policies", "no supported policy (gRPC supports round_robin, ring_hash, least_request, pick_first, client_side_weighted_round_robin and wrr_locality)")
 }
 
+// lbEntryMemo is the last supported policy with a config that
+// lbPolicyEntry converted without error: a control plane usually sends
+// every cluster the same policy, byte for byte, and the conversion of
+// equal bytes at equal depth gives an equal, immutable LBPolicy. Only
+// successes are kept, so errors are always computed afresh.
+type lbEntryMemo struct {
+	typeURL string
+	value   string // a copy: the caller's bytes may change later
+	depth   int
+	p       LBPolicy
+}
+
+// lastLBEntry is the memo of lbPolicyEntry, shared by all decoders.
+var lastLBEntry atomic.Pointer[lbEntryMemo]
+
 // lbPolicyEntry converts one policy; found is false for a policy gRPC
 // does not support, which is skipped. Error fields are relative to the
 // policy's typed_config.
 func lbPolicyEntry(e lbEntry, depth int) (p LBPolicy, found bool, err error) {
-	switch e.typeURL {
-	case lbRoundRobinTypeURL:
+	if e.typeURL == lbRoundRobinTypeURL {
 		// As grpc-go, the RoundRobin config is not decoded: gRPC's round
 		// robin has no settings.
 		return LBPolicy{Kind: LBPolicyRoundRobin}, true, nil
+	}
+	if m := lastLBEntry.Load(); m != nil && m.depth == depth && m.typeURL == e.typeURL && m.value == string(e.value) {
+		return m.p, true, nil
+	}
+	p, found, err = convertLBEntry(e, depth)
+	if found && err == nil {
+		lastLBEntry.Store(&lbEntryMemo{typeURL: e.typeURL, value: string(e.value), depth: depth, p: p})
+	}
+	return p, found, err
+}
+
+// convertLBEntry is lbPolicyEntry without the memo, for a policy other
+// than round robin.
+func convertLBEntry(e lbEntry, depth int) (p LBPolicy, found bool, err error) {
+	switch e.typeURL {
 	case lbRingHashTypeURL:
 		m := &v3ringhashpb.RingHash{}
 		if err = unmarshalLBConfig(e.value, m); err != nil {
