@@ -175,17 +175,17 @@ func (ms *ManagementServer) deltaResponse(snap *snapshot, typeURL string, ts *de
 	resp := &v3discoverypb.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: snap.version}
 	view := ms.deltaViewOf(snap)
 	inSnap := view.index[typeURL]
+	var send []int // indices into the snapshot, in snapshot order
 	for i, r := range snap.resources[typeURL] {
 		if !ts.wants(r.name) {
 			continue
 		}
-		inner, v := view.inner[typeURL][i], view.versions[typeURL][i]
-		if have, ok := ts.versions[r.name]; ok && have == v && !force[r.name] {
+		if have, ok := ts.versions[r.name]; ok && have == view.versions[typeURL][i] && !force[r.name] {
 			continue
 		}
-		resp.Resources = append(resp.Resources, &v3discoverypb.Resource{Name: r.name, Version: v, Resource: inner})
-		ts.versions[r.name] = v
+		send = append(send, i)
 	}
+	ms.addDeltaResources(resp, snap, view, ts, send)
 	removed := slices.Clone(absentNow)
 	for n := range ts.versions {
 		if _, ok := inSnap[n]; !ok {
@@ -229,12 +229,29 @@ func (ms *ManagementServer) deltaChange(snap *snapshot, typeURL string, ts *delt
 		}
 	}
 	slices.Sort(send)
-	for _, i := range send {
-		name, v := snap.resources[typeURL][i].name, view.versions[typeURL][i]
-		resp.Resources = append(resp.Resources, &v3discoverypb.Resource{Name: name, Version: v, Resource: view.inner[typeURL][i]})
-		ts.versions[name] = v
-	}
+	ms.addDeltaResources(resp, snap, view, ts, send)
 	return ms.finishDelta(resp, removed)
+}
+
+// addDeltaResources puts the resources of resp.TypeUrl at the snapshot
+// indices send in resp, in that order, and records their versions as
+// what the client has. The Resource wrappers are allocated as one array.
+func (ms *ManagementServer) addDeltaResources(resp *v3discoverypb.DeltaDiscoveryResponse, snap *snapshot, view *deltaView, ts *deltaTypeState, send []int) {
+	if len(send) == 0 {
+		return
+	}
+	typeURL := resp.GetTypeUrl()
+	if len(ts.versions) == 0 {
+		ts.versions = make(map[string]string, len(send)) // not grown step by step for a first response
+	}
+	wrappers := make([]v3discoverypb.Resource, len(send))
+	resp.Resources = make([]*v3discoverypb.Resource, len(send))
+	for k, i := range send {
+		w := &wrappers[k]
+		w.Name, w.Version, w.Resource = snap.resources[typeURL][i].name, view.versions[typeURL][i], view.inner[typeURL][i]
+		resp.Resources[k] = w
+		ts.versions[w.Name] = w.Version
+	}
 }
 
 // finishDelta sets the sorted removed names and a nonce on resp, or
