@@ -64,7 +64,7 @@ func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoveryp
 	ts, first := s.types[typeURL], false
 	if ts == nil {
 		first = true
-		ts = &deltaTypeState{names: map[string]bool{}, versions: map[string]string{}, absent: map[string]bool{}}
+		ts = &deltaTypeState{names: make(map[string]bool, len(req.GetResourceNamesSubscribe())), versions: map[string]string{}, absent: map[string]bool{}}
 		s.types[typeURL] = ts
 		s.order = append(s.order, typeURL)
 		for n, v := range req.GetInitialResourceVersions() {
