@@ -91,7 +91,9 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 		return
 	}
 	if !d.onWire[name] {
-		d.added[name] = true
+		if ts.sentOnStream {
+			d.added[name] = true
+		} // else the stream's first request names every subscription
 		return
 	}
 	if name != wildcardName && !isGlob(name) && ts.entries[name] == nil {

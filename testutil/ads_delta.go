@@ -32,6 +32,12 @@ type deltaTypeState struct {
 	names    map[string]bool   // explicitly subscribed names, "*" excluded
 	versions map[string]string // resource name → the version the client has (initial_resource_versions, then what was sent)
 	absent   map[string]bool   // subscribed names the client was told, in removed_resources, do not exist
+
+	// synced is the snapshot that versions, absent and names were last
+	// brought in line with by a full walk (deltaResponse): since then,
+	// only the names of later requests changed, so a request that keeps
+	// the wildcard needs only those names looked at (deltaChange).
+	synced *snapshot
 }
 
 func (ts *deltaTypeState) wants(name string) bool { return ts.wildcard || ts.names[name] }
@@ -58,7 +64,7 @@ func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoveryp
 	ts, first := s.types[typeURL], false
 	if ts == nil {
 		first = true
-		ts = &deltaTypeState{names: map[string]bool{}, versions: map[string]string{}, absent: map[string]bool{}}
+		ts = &deltaTypeState{names: make(map[string]bool, len(req.GetResourceNamesSubscribe())), versions: map[string]string{}, absent: map[string]bool{}}
 		s.types[typeURL] = ts
 		s.order = append(s.order, typeURL)
 		for n, v := range req.GetInitialResourceVersions() {
@@ -74,6 +80,7 @@ func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoveryp
 	}
 	force := make(map[string]bool)
 	var absentNow []string
+	wasWildcard := ts.wildcard
 	for _, n := range req.GetResourceNamesSubscribe() {
 		if n == "*" {
 			ts.wildcard = true
@@ -108,7 +115,8 @@ func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoveryp
 			absentNow = append(absentNow, n)
 		}
 	}
-	if !ts.wildcard {
+	if !ts.wildcard && (first || wasWildcard) {
+		// Otherwise versions holds subscribed names only already.
 		for n := range ts.versions {
 			if !ts.names[n] {
 				delete(ts.versions, n) // received through a wildcard since unsubscribed
@@ -122,7 +130,13 @@ func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoveryp
 		// An ACK or NACK: nothing changed that Update has not pushed.
 		return
 	}
-	if resp := ms.deltaResponse(snap, typeURL, ts, force, absentNow); resp != nil {
+	var resp *v3discoverypb.DeltaDiscoveryResponse
+	if !first && ts.wildcard == wasWildcard && ts.synced == snap && ms.deltaViewOf(snap).unique[typeURL] {
+		resp = ms.deltaChange(snap, typeURL, ts, force, absentNow)
+	} else {
+		resp = ms.deltaResponse(snap, typeURL, ts, force, absentNow)
+	}
+	if resp != nil {
 		s.enqueue(resp)
 	}
 }
@@ -160,21 +174,21 @@ func (ms *ManagementServer) pushDeltaSnapshot(s *deltaStream) {
 func (ms *ManagementServer) deltaResponse(snap *snapshot, typeURL string, ts *deltaTypeState, force map[string]bool, absentNow []string) *v3discoverypb.DeltaDiscoveryResponse {
 	resp := &v3discoverypb.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: snap.version}
 	view := ms.deltaViewOf(snap)
-	inSnap := view.names[typeURL]
+	inSnap := view.index[typeURL]
+	var send []int // indices into the snapshot, in snapshot order
 	for i, r := range snap.resources[typeURL] {
 		if !ts.wants(r.name) {
 			continue
 		}
-		inner, v := view.inner[typeURL][i], view.versions[typeURL][i]
-		if have, ok := ts.versions[r.name]; ok && have == v && !force[r.name] {
+		if have, ok := ts.versions[r.name]; ok && have == view.versions[typeURL][i] && !force[r.name] {
 			continue
 		}
-		resp.Resources = append(resp.Resources, &v3discoverypb.Resource{Name: r.name, Version: v, Resource: inner})
-		ts.versions[r.name] = v
+		send = append(send, i)
 	}
+	ms.addDeltaResources(resp, snap, view, ts, send)
 	removed := slices.Clone(absentNow)
 	for n := range ts.versions {
-		if !inSnap[n] {
+		if _, ok := inSnap[n]; !ok {
 			removed = append(removed, n)
 			delete(ts.versions, n)
 			if ts.names[n] {
@@ -183,11 +197,66 @@ func (ms *ManagementServer) deltaResponse(snap *snapshot, typeURL string, ts *de
 		}
 	}
 	for n := range ts.names {
-		if !inSnap[n] && !ts.absent[n] {
+		if _, ok := inSnap[n]; !ok && !ts.absent[n] {
 			removed = append(removed, n)
 			ts.absent[n] = true
 		}
 	}
+	ts.synced = snap
+	return ms.finishDelta(resp, removed)
+}
+
+// deltaChange returns what deltaResponse would, for a request that
+// changed only the names in force and absentNow of a type whose state
+// was synced to snap (so everything else the client has is current) and
+// whose snapshot names each resource once: the work is proportional to
+// the request, not to the snapshot, so that a client subscribing in many
+// small requests does not cost the server a walk of every resource each.
+func (ms *ManagementServer) deltaChange(snap *snapshot, typeURL string, ts *deltaTypeState, force map[string]bool, absentNow []string) *v3discoverypb.DeltaDiscoveryResponse {
+	resp := &v3discoverypb.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: snap.version}
+	view := ms.deltaViewOf(snap)
+	index := view.index[typeURL]
+	removed := slices.Clone(absentNow)
+	var send []int // indices into the snapshot, sent in snapshot order
+	for n := range force {
+		if i, ok := index[n]; ok {
+			if ts.wants(n) {
+				send = append(send, i)
+			}
+		} else if ts.names[n] && !ts.absent[n] {
+			removed = append(removed, n)
+			ts.absent[n] = true
+		}
+	}
+	slices.Sort(send)
+	ms.addDeltaResources(resp, snap, view, ts, send)
+	return ms.finishDelta(resp, removed)
+}
+
+// addDeltaResources puts the resources of resp.TypeUrl at the snapshot
+// indices send in resp, in that order, and records their versions as
+// what the client has. The Resource wrappers are allocated as one array.
+func (ms *ManagementServer) addDeltaResources(resp *v3discoverypb.DeltaDiscoveryResponse, snap *snapshot, view *deltaView, ts *deltaTypeState, send []int) {
+	if len(send) == 0 {
+		return
+	}
+	typeURL := resp.GetTypeUrl()
+	if len(ts.versions) == 0 {
+		ts.versions = make(map[string]string, len(send)) // not grown step by step for a first response
+	}
+	wrappers := make([]v3discoverypb.Resource, len(send))
+	resp.Resources = make([]*v3discoverypb.Resource, len(send))
+	for k, i := range send {
+		w := &wrappers[k]
+		w.Name, w.Version, w.Resource = snap.resources[typeURL][i].name, view.versions[typeURL][i], view.inner[typeURL][i]
+		resp.Resources[k] = w
+		ts.versions[w.Name] = w.Version
+	}
+}
+
+// finishDelta sets the sorted removed names and a nonce on resp, or
+// returns nil when resp would carry nothing.
+func (ms *ManagementServer) finishDelta(resp *v3discoverypb.DeltaDiscoveryResponse, removed []string) *v3discoverypb.DeltaDiscoveryResponse {
 	slices.Sort(removed)
 	resp.RemovedResources = slices.Compact(removed)
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 {
@@ -199,14 +268,16 @@ func (ms *ManagementServer) deltaResponse(snap *snapshot, typeURL string, ts *de
 
 // deltaView is what delta streams send of a snapshot: per type URL, in
 // snapshot order, each resource without the SotW Resource wrapper and its
-// per-resource version; and the set of names. It is built once per
+// per-resource version; each name's position (its first, if repeated),
+// and whether every name is there once. It is built once per
 // snapshot, by the first delta stream that needs it, so that a push costs
 // each stream map lookups, not hashing.
 type deltaView struct {
 	once     sync.Once
 	inner    map[string][]*anypb.Any
 	versions map[string][]string
-	names    map[string]map[string]bool
+	index    map[string]map[string]int
+	unique   map[string]bool
 }
 
 func (ms *ManagementServer) deltaViewOf(snap *snapshot) *deltaView {
@@ -214,16 +285,20 @@ func (ms *ManagementServer) deltaViewOf(snap *snapshot) *deltaView {
 	v.once.Do(func() {
 		v.inner = make(map[string][]*anypb.Any, len(snap.resources))
 		v.versions = make(map[string][]string, len(snap.resources))
-		v.names = make(map[string]map[string]bool, len(snap.resources))
+		v.index = make(map[string]map[string]int, len(snap.resources))
+		v.unique = make(map[string]bool, len(snap.resources))
 		for typeURL, rs := range snap.resources {
-			names := make(map[string]bool, len(rs))
-			for _, r := range rs {
+			index := make(map[string]int, len(rs))
+			for i, r := range rs {
 				inner := r.inner
 				v.inner[typeURL] = append(v.inner[typeURL], inner)
 				v.versions[typeURL] = append(v.versions[typeURL], deltaVersion(inner))
-				names[r.name] = true
+				if _, ok := index[r.name]; !ok {
+					index[r.name] = i
+				}
 			}
-			v.names[typeURL] = names
+			v.index[typeURL] = index
+			v.unique[typeURL] = len(index) == len(rs)
 		}
 	})
 	return v
@@ -241,7 +316,8 @@ func deltaVersion(a *anypb.Any) string {
 }
 
 func (ms *ManagementServer) snapshotHas(snap *snapshot, typeURL, name string) bool {
-	return ms.deltaViewOf(snap).names[typeURL][name]
+	_, ok := ms.deltaViewOf(snap).index[typeURL][name]
+	return ok
 }
 
 // SendDeltaResponse queues a copy of resp on the newest open delta stream
