@@ -4,7 +4,7 @@
 # Checks that the repository documents itself (docs/style.md, "House rules
 # enforced by a script"):
 #   1. no file refers to a path outside the repository (the project's
-#      former research notes, ../shared, absolute machine paths);
+#      former research notes, the folder beside the repository, absolute machine paths);
 #   2. every relative link in a Markdown file resolves to a file or
 #      directory of the repository, and every #anchor into a Markdown file
 #      to one of its headings;
