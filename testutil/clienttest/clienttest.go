@@ -38,6 +38,7 @@ type Event[T any] struct {
 	Err   error
 }
 
+// String returns "kind(value)" or "kind(error)", for test failures.
 func (e Event[T]) String() string {
 	if e.Kind == Changed {
 		return fmt.Sprintf("%s(%v)", e.Kind, any(e.Value))
@@ -56,16 +57,20 @@ func NewRecorder[T any]() *Recorder[T] {
 	return &Recorder[T]{events: make(chan Event[T], 1000)}
 }
 
+// ResourceChanged calls done, then records a Changed event with v. It
+// blocks while 1000 events are unread.
 func (r *Recorder[T]) ResourceChanged(v T, done func()) {
 	done()
 	r.events <- Event[T]{Kind: Changed, Value: v}
 }
 
+// ResourceError calls done, then records a ResourceError event with err.
 func (r *Recorder[T]) ResourceError(err error, done func()) {
 	done()
 	r.events <- Event[T]{Kind: ResourceError, Err: err}
 }
 
+// AmbientError calls done, then records an AmbientError event with err.
 func (r *Recorder[T]) AmbientError(err error, done func()) {
 	done()
 	r.events <- Event[T]{Kind: AmbientError, Err: err}
