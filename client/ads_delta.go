@@ -181,7 +181,7 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 		for n, rs := range ts.entries {
 			// Versions are the server's own: a value persisted (stale) or
 			// sent by another server of the list must come again.
-			if rs.raw != nil && !rs.stale && rs.from == ts.ch.sc.ServerURI {
+			if rs.value != nil && !rs.stale && rs.from == ts.ch.sc.ServerURI {
 				if req.InitialResourceVersions == nil {
 					req.InitialResourceVersions = make(map[string]string)
 				}
@@ -428,7 +428,7 @@ func (p *deltaProtocol) lookupCachedLocked(ts *typeState, items []deltaItem) {
 		switch {
 		case rs == nil:
 			it.unrequested = !ts.wantsLocked(it.name)
-		case rs.raw != nil:
+		case rs.value != nil:
 			it.cachedRaw, it.cachedValue = rs.raw, rs.value
 			it.heartbeat = it.inner == nil && it.version == rs.version
 		}
@@ -448,12 +448,12 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 	case it.inner == nil:
 		it.err = fmt.Errorf("resource %q has no body", it.name)
 		return
-	case it.cachedRaw != nil && it.cachedRaw.GetTypeUrl() == it.inner.GetTypeUrl() && bytes.Equal(it.cachedRaw.GetValue(), it.inner.GetValue()):
-		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner, ttl: it.ttl}
+	case it.cachedValue != nil && it.inner.GetTypeUrl() == typ.TypeURL() && bytes.Equal(it.cachedRaw, it.inner.GetValue()):
+		// Same bytes as cached: not decoded again.
+		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner.GetValue(), ttl: it.ttl}
 		return
 	}
 	name, v, err := typ.Decode(it.inner)
-	keepRaw(typ, it.inner)
 	switch {
 	case name == "" && err == nil:
 		err = fmt.Errorf("resource %q: resource has no name", it.name)
@@ -464,7 +464,7 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 		it.err = err
 		return
 	}
-	it.d = decoded{name: it.name, value: v, raw: it.inner, ttl: it.ttl}
+	it.d = decoded{name: it.name, value: v, raw: it.inner.GetValue(), ttl: it.ttl}
 }
 
 // applyLocked applies the decoded items in response order, then the errors

@@ -3,6 +3,7 @@
 package client
 
 import (
+	"bytes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -40,8 +41,8 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 				VersionInfo:  rs.version,
 				ClientStatus: rs.status,
 			}
-			if rs.raw != nil {
-				g.XdsConfig = proto.Clone(rs.raw).(*anypb.Any)
+			if rs.value != nil {
+				g.XdsConfig = &anypb.Any{TypeUrl: t.TypeURL(), Value: bytes.Clone(rs.raw)}
 				g.LastUpdated = timestamppb.New(rs.lastUpdated)
 			}
 			if rs.nack != nil {

@@ -197,7 +197,7 @@ func (c *Client) servePersistedLocked(rs *resourceState) {
 	}
 	rs.stopTimerLocked()
 	rs.timerState = timerStarted // not timed while it has a value
-	rs.value, rs.raw, rs.version = v, rec.Resource, rec.Version
+	rs.value, rs.raw, rs.version = v, rec.Resource.GetValue(), rec.Version
 	rs.lastUpdated, rs.from, rs.stale = rec.Updated, rec.ServerURI, true
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.ch.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, rs.typ.TypeURL(),
@@ -224,7 +224,7 @@ func (c *Client) persistLocked(rs *resourceState) {
 	k := persistKey{rs.from, rs.typ.TypeURL(), rs.name}
 	var r *PersistedResource
 	if rs.value != nil && rs.ttl == nil {
-		r = &PersistedResource{ServerURI: rs.from, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: rs.raw, Updated: rs.lastUpdated}
+		r = &PersistedResource{ServerURI: rs.from, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: &anypb.Any{TypeUrl: k.typeURL, Value: rs.raw}, Updated: rs.lastUpdated}
 	}
 	if _, ok := p.pending[k]; !ok {
 		p.order = append(p.order, k)

@@ -5,8 +5,6 @@ package client
 import (
 	"time"
 
-	"google.golang.org/protobuf/types/known/anypb"
-
 	"github.com/proxyless/xds/resources"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
@@ -40,7 +38,7 @@ type resourceState struct {
 
 	// The cache: the last valid value and its bytes.
 	value       any        // nil when none
-	raw         *anypb.Any // the resource as received, unwrapped; nil when value is nil
+	raw         []byte     // the resource as received: the unwrapped Any's value; nil when value is nil
 	version     string     // SotW: version_info of the response that last carried it valid; delta: its own version
 	lastUpdated time.Time  // when value was last received
 

@@ -27,7 +27,7 @@ import (
 type decoded struct {
 	name  string
 	value any
-	raw   *anypb.Any // unwrapped
+	raw   []byte // the unwrapped Any's value
 	err   error      // per-resource validation error
 	ttl   time.Duration
 }
@@ -40,7 +40,7 @@ type pending struct {
 	name        string        // "" when unknown before decoding
 	nameBytes   []byte        // the canonical name inside inner.Value, when the type can find it without copying (SotW); aliases inner
 	unrequested bool          // name is known and not subscribed: not decoded
-	cachedRaw   *anypb.Any    // the cached resource of that name, if any
+	cachedRaw   []byte        // the cached resource of that name (its bytes), if any
 	cachedValue any           // its decoded value
 	ttl         time.Duration // Resource.ttl; 0 when none
 }
@@ -119,7 +119,7 @@ func (ch *channel) lookupCachedLocked(ts *typeState, items []pending) {
 		switch {
 		case rs == nil:
 			it.unrequested = !ts.wantsLocked(it.name)
-		case rs.raw != nil:
+		case rs.value != nil:
 			it.cachedRaw, it.cachedValue = rs.raw, rs.value
 		}
 	}
@@ -149,30 +149,18 @@ func decodeAll(typ resources.ResourceType, items []pending) (results []decoded, 
 // decodeOne decodes p unless its bytes equal the cached ones. A failure
 // without a resource name is returned as err.
 func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
-	if p.cachedRaw != nil && bytes.Equal(p.cachedRaw.GetValue(), p.inner.GetValue()) {
+	if p.cachedValue != nil && bytes.Equal(p.cachedRaw, p.inner.GetValue()) {
 		// Same bytes as cached: not decoded again.
-		return decoded{name: p.name, value: p.cachedValue, raw: p.inner, ttl: p.ttl}, nil
+		return decoded{name: p.name, value: p.cachedValue, raw: p.inner.GetValue(), ttl: p.ttl}, nil
 	}
 	name, v, err := typ.Decode(p.inner)
-	keepRaw(typ, p.inner)
 	if name == "" {
 		if err == nil {
 			err = errors.New("resource has no name")
 		}
 		return decoded{}, fmt.Errorf("resource %d: %w", p.index, err)
 	}
-	return decoded{name: name, value: v, raw: p.inner, err: err, ttl: p.ttl}, nil
-}
-
-// keepRaw prepares inner, which the cache may keep as a resource's raw
-// bytes, to be kept: its type URL, which proto.Unmarshal allocated, is
-// replaced by the type's own equal string, saving a copy per cached
-// resource (80 bytes for a ClusterLoadAssignment). It runs while inner
-// is still the decoding goroutine's own.
-func keepRaw(typ resources.ResourceType, inner *anypb.Any) {
-	if inner.GetTypeUrl() == typ.TypeURL() {
-		inner.TypeUrl = typ.TypeURL()
-	}
+	return decoded{name: name, value: v, raw: p.inner.GetValue(), err: err, ttl: p.ttl}, nil
 }
 
 // entryForLocked returns the cache entry of ts that a received resource
@@ -264,7 +252,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// compare again, as the entry may have been replaced since (a watch
 	// cancelled and started anew). The bytes are already hot.
 	changed := rs.value == nil || rs.nack != nil || rs.serverErr != nil || rs.stale ||
-		rs.raw == nil || !bytes.Equal(rs.raw.GetValue(), d.raw.GetValue())
+		!bytes.Equal(rs.raw, d.raw)
 	rs.version = version
 	rs.lastUpdated = now
 	rs.from = rs.ch.sc.ServerURI

@@ -5,8 +5,9 @@ package depmgr_test
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"runtime"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -114,12 +115,14 @@ func BenchmarkMesh1000(b *testing.B) { benchmarkMesh(b, 1000) }
 func benchmarkMesh(b *testing.B, n int) {
 	for _, delta := range []bool{false, true} {
 		b.Run(map[bool]string{false: "sotw", true: "delta"}[delta], func(b *testing.B) {
-			ms := testutil.NewManagementServer(b, testutil.ServerOptions{})
+			// The server keeps no request log: heap-MiB counts the client.
+			counter := newRequestCounter()
+			ms := testutil.NewManagementServer(b, testutil.ServerOptions{OnRequest: counter.add})
 			res := scaleResources(n)
 			ms.Update("", res)
 			wire := marshalResources(b, res)
-			b.Run("acked", func(b *testing.B) { benchmarkMeshRun(b, ms, wire, n, delta, runAcked) })
-			b.Run("snapshot", func(b *testing.B) { benchmarkMeshRun(b, ms, wire, n, delta, runSnapshot) })
+			b.Run("acked", func(b *testing.B) { benchmarkMeshRun(b, ms, counter, wire, n, delta, runAcked) })
+			b.Run("snapshot", func(b *testing.B) { benchmarkMeshRun(b, ms, counter, wire, n, delta, runSnapshot) })
 		})
 	}
 }
@@ -128,7 +131,7 @@ func benchmarkMesh(b *testing.B, n int) {
 // it is complete, with what to release once measured.
 type meshRun func(ctx context.Context, c *client.Client, n int) (release func(), err error)
 
-func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, wire []wireResource, n int, delta bool, run meshRun) {
+func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, counter *requestCounter, wire []wireResource, n int, delta bool, run meshRun) {
 	var opts []client.Option
 	if delta {
 		opts = append(opts, client.WithDelta())
@@ -140,8 +143,8 @@ func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, wire []wireRe
 	for b.Loop() {
 		b.StopTimer()
 		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
+		counter.reset()
 		base := liveHeap()
-		before := len(ms.Requests())
 		b.StartTimer()
 		start := time.Now()
 		c := newClient(b, ms, opts...)
@@ -152,7 +155,7 @@ func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, wire []wireRe
 			b.Fatal(err)
 		}
 		live += liveHeap() - base
-		for typeURL, k := range nameChangingRequests(ms.Requests()[before:]) {
+		for typeURL, k := range counter.take() {
 			reqs[typeURL] += k
 		}
 		release()
@@ -244,33 +247,61 @@ func runAcked(ctx context.Context, c *client.Client, n int) (func(), error) {
 	}
 }
 
-// nameChangingRequests counts, per type URL, the requests of reqs that
-// change the names the stream subscribes to: in SotW, a request whose
-// names differ from the previous request of the type on the stream (the
-// first one included); in delta, one that subscribes or unsubscribes a
-// name.
-func nameChangingRequests(reqs []*testutil.Request) map[string]int {
-	type key struct {
-		stream  int64
-		typeURL string
-	}
-	last := map[key][]string{}
-	out := map[string]int{}
-	for _, r := range reqs {
-		if d := r.Delta; d != nil {
-			if len(d.GetResourceNamesSubscribe())+len(d.GetResourceNamesUnsubscribe()) > 0 {
-				out[d.GetTypeUrl()]++
-			}
-			continue
+// requestCounter counts, per type URL, the requests that change the names
+// a stream subscribes to: in SotW, a request whose names differ from the
+// previous request of the type on the stream (the first one included); in
+// delta, one that subscribes or unsubscribes a name. It keeps a hash of
+// the last names per stream and type, not the requests, so that the
+// server's memory stays out of the client's heap figure. It is the
+// testutil server's OnRequest.
+type requestCounter struct {
+	mu     sync.Mutex
+	last   map[requestKey]uint64 // SotW: hash of the last names
+	counts map[string]int        // since reset
+}
+
+func newRequestCounter() *requestCounter {
+	return &requestCounter{last: map[requestKey]uint64{}, counts: map[string]int{}}
+}
+
+type requestKey struct {
+	stream  int64
+	typeURL string
+}
+
+func (rc *requestCounter) add(r *testutil.Request) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if d := r.Delta; d != nil {
+		if len(d.GetResourceNamesSubscribe())+len(d.GetResourceNamesUnsubscribe()) > 0 {
+			rc.counts[d.GetTypeUrl()]++
 		}
-		k := key{r.StreamID, r.Req.GetTypeUrl()}
-		prev, ok := last[k]
-		if names := r.Req.GetResourceNames(); !ok || !slices.Equal(prev, names) {
-			out[k.typeURL]++
-			last[k] = names
-		}
+		return
 	}
-	return out
+	h := fnv.New64a()
+	for _, name := range r.Req.GetResourceNames() {
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+	}
+	k := requestKey{r.StreamID, r.Req.GetTypeUrl()}
+	if prev, ok := rc.last[k]; !ok || prev != h.Sum64() {
+		rc.counts[k.typeURL]++
+		rc.last[k] = h.Sum64()
+	}
+}
+
+// reset forgets the counts (not the last names of open streams).
+func (rc *requestCounter) reset() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	clear(rc.counts)
+}
+
+// take returns the counts since reset.
+func (rc *requestCounter) take() map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return maps.Clone(rc.counts)
 }
 
 // wireResource is one serialized resource of the load, with a func that

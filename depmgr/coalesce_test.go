@@ -24,7 +24,8 @@ func TestDepMgr_MeshOneRequestPerType(t *testing.T) {
 	for _, delta := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sotw", true: "delta"}[delta], func(t *testing.T) {
 			ctx := testContext(t)
-			ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+			counter := newRequestCounter()
+			ms := testutil.NewManagementServer(t, testutil.ServerOptions{OnRequest: counter.add})
 			ms.Update("", scaleResources(n))
 			var opts []client.Option
 			if delta {
@@ -41,7 +42,7 @@ func TestDepMgr_MeshOneRequestPerType(t *testing.T) {
 			if cfg.NumClusters() != n {
 				t.Fatalf("the first snapshot has %d clusters, want %d", cfg.NumClusters(), n)
 			}
-			got := nameChangingRequests(ms.Requests())
+			got := counter.take()
 			for _, typeURL := range []string{resources.ListenerTypeURL, resources.RouteConfigTypeURL, resources.ClusterTypeURL, resources.EndpointsTypeURL} {
 				if got[typeURL] != 1 {
 					t.Errorf("%d requests changed the subscribed names of %s, want 1", got[typeURL], typeURL)

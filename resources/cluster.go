@@ -81,12 +81,19 @@ type Cluster struct {
 	// unset (gRFC A32).
 	MaxRequests uint32
 
-	raw *anypb.Any // the resource as received (unwrapped)
+	raw []byte // the serialized resource as received (the unwrapped Any's value)
 }
 
 // Raw returns the resource exactly as received, after removing any
-// Resource wrapper. The caller must not modify it.
-func (c *Cluster) Raw() *anypb.Any { return c.raw }
+// Resource wrapper: a new Any on each call (type URL
+// ClusterTypeURL) whose value shares the cached bytes, which the caller must not
+// modify.
+func (c *Cluster) Raw() *anypb.Any {
+	if c.raw == nil {
+		return nil
+	}
+	return &anypb.Any{TypeUrl: ClusterTypeURL, Value: c.raw}
+}
 
 // ClusterKind is the discovery type of a cluster. The zero value is not a
 // valid kind; Decode never returns it.
@@ -133,7 +140,7 @@ func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
 	if err != nil {
 		return name, nil, err
 	}
-	out.raw = inner
+	out.raw = inner.GetValue()
 	return name, out, nil
 }
 

@@ -46,12 +46,19 @@ type Endpoints struct {
 	// nil when there are none.
 	DropOverloads []DropOverload
 
-	raw *anypb.Any // the resource as received (unwrapped)
+	raw []byte // the serialized resource as received (the unwrapped Any's value)
 }
 
 // Raw returns the resource exactly as received, after removing any
-// Resource wrapper. The caller must not modify it.
-func (e *Endpoints) Raw() *anypb.Any { return e.raw }
+// Resource wrapper: a new Any on each call (type URL
+// EndpointsTypeURL) whose value shares the cached bytes, which the caller must not
+// modify.
+func (e *Endpoints) Raw() *anypb.Any {
+	if e.raw == nil {
+		return nil
+	}
+	return &anypb.Any{TypeUrl: EndpointsTypeURL, Value: e.raw}
+}
 
 // Locality is a group of endpoints that share a locality and a priority
 // (LocalityLbEndpoints).
@@ -148,7 +155,7 @@ func decodeEndpoints(inner *anypb.Any) (string, *Endpoints, error) {
 		return name, nil, err
 	}
 	e.ClusterName = CanonicalName(name)
-	e.raw = inner
+	e.raw = inner.GetValue()
 	return name, e, nil
 }
 

@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -58,7 +59,7 @@ func fuzzDecode[T rawer](f *testing.F, typ Type[T], cases []decodeCase[T], md pr
 			t.Fatalf("DecodeTyped() succeeded without a name")
 		}
 		var zero T
-		if any(v) == any(zero) || v.Raw() != in {
+		if any(v) == any(zero) || !bytes.Equal(v.Raw().GetValue(), in.GetValue()) {
 			t.Fatalf("DecodeTyped() value %v does not carry the input as Raw", v)
 		}
 	})

@@ -65,12 +65,19 @@ type Listener struct {
 	// RouteAction.MaxStreamDuration overrides it.
 	MaxStreamDuration time.Duration
 
-	raw *anypb.Any // the resource as received (unwrapped)
+	raw []byte // the serialized resource as received (the unwrapped Any's value)
 }
 
 // Raw returns the resource exactly as received, after removing any
-// Resource wrapper. The caller must not modify it.
-func (l *Listener) Raw() *anypb.Any { return l.raw }
+// Resource wrapper: a new Any on each call (type URL
+// ListenerTypeURL) whose value shares the cached bytes, which the caller must not
+// modify.
+func (l *Listener) Raw() *anypb.Any {
+	if l.raw == nil {
+		return nil
+	}
+	return &anypb.Any{TypeUrl: ListenerTypeURL, Value: l.raw}
+}
 
 // HTTPFilter is one filter of the HttpConnectionManager's chain: one the
 // gRPC client runs, with a valid config. The filters a client runs are
@@ -108,7 +115,7 @@ func decodeListener(inner *anypb.Any) (string, *Listener, error) {
 		if err != nil {
 			return name, nil, err
 		}
-		out.raw = inner
+		out.raw = inner.GetValue()
 		return name, out, nil
 	}
 	return decodeListenerProto(inner)
@@ -133,7 +140,7 @@ func decodeListenerProto(inner *anypb.Any) (string, *Listener, error) {
 	if err != nil {
 		return name, nil, err
 	}
-	out.raw = inner
+	out.raw = inner.GetValue()
 	return name, out, nil
 }
 

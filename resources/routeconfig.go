@@ -49,13 +49,19 @@ type RouteConfig struct {
 	// out ("RLS in xDS" design: the client does not provide them).
 	ClusterSpecifierPlugins []ClusterSpecifierPlugin
 
-	raw *anypb.Any // the resource as received (unwrapped); nil when inline
+	raw []byte // the serialized resource as received (the unwrapped Any's value); nil when inline
 }
 
 // Raw returns the resource exactly as received, after removing any
-// Resource wrapper; nil for a route configuration inline in a Listener.
-// The caller must not modify it.
-func (r *RouteConfig) Raw() *anypb.Any { return r.raw }
+// Resource wrapper; nil for a route configuration inline in a Listener: a new Any on each call (type URL
+// RouteConfigTypeURL) whose value shares the cached bytes, which the caller must not
+// modify.
+func (r *RouteConfig) Raw() *anypb.Any {
+	if r.raw == nil {
+		return nil
+	}
+	return &anypb.Any{TypeUrl: RouteConfigTypeURL, Value: r.raw}
+}
 
 // ClusterSpecifierPlugin is one entry of cluster_specifier_plugins (gRFC
 // A28, "RLS in xDS" design). The only plugin type gRPC supports is the
@@ -392,7 +398,7 @@ func decodeRouteConfig(inner *anypb.Any) (string, *RouteConfig, error) {
 	if err != nil {
 		return name, nil, err
 	}
-	out.raw = inner
+	out.raw = inner.GetValue()
 	return name, out, nil
 }
 

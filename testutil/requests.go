@@ -30,8 +30,13 @@ type Request struct {
 }
 
 // recordRequest appends r to the log and wakes NextRequest callers. It is
-// called before the server acts on the request.
+// called before the server acts on the request. With
+// ServerOptions.OnRequest, r is given to it instead.
 func (ms *ManagementServer) recordRequest(r *Request) {
+	if f := ms.opts.OnRequest; f != nil {
+		f(r)
+		return
+	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	ms.requests = append(ms.requests, r)

@@ -72,6 +72,32 @@ func TestRequests_FIFO(t *testing.T) {
 	})
 }
 
+// TestRequests_OnRequest checks ServerOptions.OnRequest: every request is
+// given to it, in order, and none is kept in the log.
+func TestRequests_OnRequest(t *testing.T) {
+	got := make(chan *testutil.Request, 10)
+	opts := testutil.ServerOptions{Manual: true, OnRequest: func(r *testutil.Request) { got <- r }}
+	forEachPath(t, opts, func(t *testing.T, ms *testutil.ManagementServer) {
+		ctx := testContext(t)
+		s := newRawStream(t, ms, true)
+		s.request(cdsURL, "", "", "c")
+		s.request(edsURL, "", "", "e")
+		for _, want := range []string{cdsURL, edsURL} {
+			select {
+			case r := <-got:
+				if r.Req.GetTypeUrl() != want || r.StreamID == 0 {
+					t.Fatalf("OnRequest got %+v, want a %s request with its stream ID", r, want)
+				}
+			case <-ctx.Done():
+				t.Fatalf("OnRequest was not called for the %s request", want)
+			}
+		}
+		if all := ms.Requests(); len(all) != 0 {
+			t.Fatalf("Requests() = %d requests, want none: OnRequest replaces the log", len(all))
+		}
+	})
+}
+
 // TestSendResponse_Nonces checks SendResponse: it waits for a stream to
 // open, assigns a fresh nonce unless one is given, returns the nonce sent,
 // does not modify its argument, and uses the newest stream.

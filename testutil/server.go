@@ -40,6 +40,14 @@ type ServerOptions struct {
 	// is scripted with SendResponse. Requests are still recorded.
 	Manual bool
 
+	// OnRequest, when set, is given every request instead of the log:
+	// Requests, NextRequest and WaitForRequest then see none, and the
+	// server keeps no request once it has acted on it. It is called on the
+	// stream's handler goroutine before the server acts on the request,
+	// with no lock held, and must not block; r must not be modified. For
+	// measurements that must not count the log's memory.
+	OnRequest func(r *Request)
+
 	// WrapResources wraps each resource of snapshot responses in an
 	// envoy.service.discovery.v3.Resource {name, version, resource}, the
 	// version being the snapshot's version_info. Scripted responses
