@@ -153,7 +153,7 @@ func (c *Client) channelForLocked(name string) (*channel, *serverList, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := c.channelLocked(l.servers[l.active])
+	ch, err := c.channelLocked(l, l.active)
 	return ch, l, err
 }
 
@@ -176,10 +176,11 @@ func (c *Client) listForLocked(name string) (*serverList, error) {
 	return c.serverListLocked(servers), nil
 }
 
-// channelLocked returns the channel of sc, creating it (and its transport)
-// if needed.
-func (c *Client) channelLocked(sc *bootstrap.ServerConfig) (*channel, error) {
-	key := sc.Key()
+// channelLocked returns the channel of server i of l, creating it (and its
+// transport) if needed. It runs on every watch: the server's key is the
+// list's, computed once.
+func (c *Client) channelLocked(l *serverList, i int) (*channel, error) {
+	sc, key := l.servers[i], l.keys[i]
 	if ch, ok := c.channels[key]; ok {
 		return ch, nil
 	}

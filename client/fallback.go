@@ -112,7 +112,7 @@ func (c *Client) subscribeAllLocked(rs *resourceState) {
 		ch := rs.ch
 		if i != l.active {
 			var err error
-			if ch, err = c.channelLocked(l.servers[i]); err != nil {
+			if ch, err = c.channelLocked(l, i); err != nil {
 				continue
 			}
 		}
@@ -214,7 +214,7 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 	}
 	fell := make(map[*serverList]bool)
 	for l := range need {
-		next, err := c.channelLocked(l.servers[l.active+1])
+		next, err := c.channelLocked(l, l.active+1)
 		if err != nil {
 			ch.logger.Warn("cannot fall back to the next management server", xdslog.KeyError, err)
 			continue
