@@ -37,10 +37,10 @@ type resourceState struct {
 	watchers []*watchEntry // in registration order
 
 	// The cache: the last valid value and its bytes.
-	value       any        // nil when none
-	raw         []byte     // the resource as received: the unwrapped Any's value; nil when value is nil
-	version     string     // SotW: version_info of the response that last carried it valid; delta: its own version
-	lastUpdated time.Time  // when value was last received
+	value       any       // nil when none
+	raw         []byte    // the resource as received: the unwrapped Any's value; nil when value is nil
+	version     string    // SotW: version_info of the response that last carried it valid; delta: its own version
+	lastUpdated time.Time // when value was last received
 
 	dneReason string // why status is DOES_NOT_EXIST
 

@@ -28,7 +28,7 @@ type decoded struct {
 	name  string
 	value any
 	raw   []byte // the unwrapped Any's value
-	err   error      // per-resource validation error
+	err   error  // per-resource validation error
 	ttl   time.Duration
 }
 
