@@ -204,25 +204,7 @@ func (p *ServerProcess) update(command, nodeID string, r Resources) error {
 		}
 		errs = append(errs, fmt.Errorf("testutil: server process %s: resource %q: %w", command, name, err))
 	}
-	for _, m := range r.Listeners {
-		add(m.GetName(), m)
-	}
-	for _, m := range r.Routes {
-		add(m.GetName(), m)
-	}
-	for _, m := range r.Clusters {
-		add(m.GetName(), m)
-	}
-	for _, m := range r.Endpoints {
-		add(m.GetClusterName(), m)
-	}
-	for _, o := range r.Other {
-		if o.Resource == nil {
-			errs = append(errs, fmt.Errorf("testutil: server process %s: resource %q: nil Resource", command, o.Name))
-			continue
-		}
-		add(o.Name, o.Resource)
-	}
+	errs = append(errs, r.eachResource("testutil: server process "+command, add)...)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -94,6 +94,9 @@ func TestServerProcess(t *testing.T) {
 	if err := p.Call("fail", nil, nil); err == nil || err.Error() != "testutil: server process fail: failed as asked" {
 		t.Errorf("Call(fail) = %v, want the command's error", err)
 	}
+	if err := p.Update("", testutil.Resources{Other: []testutil.NamedResource{{Name: "x"}}}); err == nil || !strings.Contains(err.Error(), `Resources.Other[0] ("x") has no Resource`) {
+		t.Errorf("Update(Other without Resource) = %v, want an error naming it", err)
+	}
 	if err := p.Call("nope", nil, nil); err == nil {
 		t.Error("Call(nope) = nil, want an unknown command error")
 	}
