@@ -82,6 +82,15 @@ func TestServerProcess(t *testing.T) {
 		t.Fatalf("Merge() = %v", err)
 	}
 	wantPort("[127.0.0.1:9090]")
+	gotCluster := make(chan struct{})
+	defer client.Watch(c, resources.ClusterType, "cluster-svc", watcher.Funcs[*resources.Cluster]{
+		OnChanged: func(*resources.Cluster) { close(gotCluster) },
+	})()
+	select {
+	case <-gotCluster:
+	case <-ctx.Done():
+		t.Fatalf("no Cluster cluster-svc after Merge: %v", ctx.Err())
+	}
 
 	var n int64
 	if err := p.Call("requests", nil, &n); err != nil || n == 0 {
