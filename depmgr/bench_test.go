@@ -4,6 +4,7 @@ package depmgr_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -88,7 +89,8 @@ func (l *latest) wait(ctx context.Context, ok func(*depmgr.XDSConfig) bool) (*de
 }
 
 // BenchmarkMesh1000 and BenchmarkMesh10000 measure the scale load of
-// 1,000 and 10,000 clusters served by the testutil management server over
+// 1,000 and 10,000 clusters served by the testutil management server in a
+// child process (testutil.StartServerProcess, TestHelperMeshServer) over
 // gRPC on loopback, with a new client per iteration, SotW and delta:
 //   - acked: a raw client whose watches are added from watcher callbacks,
 //     as a resolver adds them (the Listener's callback watches its
@@ -101,12 +103,14 @@ func (l *latest) wait(ctx context.Context, ok func(*depmgr.XDSConfig) bool) (*de
 //   - x-unmarshal: ns/op ÷ the time proto.Unmarshal takes for the same
 //     resources (measured in the same iteration, so that the load of a
 //     shared machine weighs on both alike): the physical floor;
-//   - heap-MiB: the live heap then, above what was live before (the
-//     server's resources), client cache (and Manager) included;
+//   - heap-MiB: the live heap then, above what was live before: the
+//     client (its cache) and the Manager, nothing of the server's;
 //   - lds-reqs, rds-reqs, cds-reqs, eds-reqs: requests per iteration
 //     that change the subscribed names of the type (the first one
-//     included; ACKs that change nothing are not counted): one per type
-//     when subscription changes are coalesced.
+//     included; ACKs that change nothing are not counted), counted in
+//     the child: one per type when subscription changes are coalesced.
+//
+// B/op and allocs/op count the client and the Manager only.
 func BenchmarkMesh10000(b *testing.B) { benchmarkMesh(b, scaleN) }
 
 // BenchmarkMesh1000 is BenchmarkMesh10000 with 1,000 clusters.
@@ -115,23 +119,53 @@ func BenchmarkMesh1000(b *testing.B) { benchmarkMesh(b, 1000) }
 func benchmarkMesh(b *testing.B, n int) {
 	for _, delta := range []bool{false, true} {
 		b.Run(map[bool]string{false: "sotw", true: "delta"}[delta], func(b *testing.B) {
-			// The server keeps no request log: heap-MiB counts the client.
-			counter := newRequestCounter()
-			ms := testutil.NewManagementServer(b, testutil.ServerOptions{OnRequest: counter.add})
+			// The server is in a child process: heap-MiB counts the
+			// client alone.
+			srv := testutil.StartServerProcess(b, "TestHelperMeshServer")
 			res := scaleResources(n)
-			ms.Update("", res)
+			if err := srv.Update("", res); err != nil {
+				b.Fatal(err)
+			}
 			wire := marshalResources(b, res)
-			b.Run("acked", func(b *testing.B) { benchmarkMeshRun(b, ms, counter, wire, n, delta, runAcked) })
-			b.Run("snapshot", func(b *testing.B) { benchmarkMeshRun(b, ms, counter, wire, n, delta, runSnapshot) })
+			b.Run("acked", func(b *testing.B) { benchmarkMeshRun(b, srv, wire, n, delta, runAcked) })
+			b.Run("snapshot", func(b *testing.B) { benchmarkMeshRun(b, srv, wire, n, delta, runSnapshot) })
 		})
 	}
+}
+
+// TestHelperMeshServer is the management server of the mesh benchmarks,
+// in the child process of testutil.StartServerProcess; it is skipped in
+// normal test runs. It keeps no request log, and counts with a
+// requestCounter the requests that change the subscribed names; its
+// command "counts" returns the counts per type URL since the last
+// "counts" (map[string]int).
+func TestHelperMeshServer(t *testing.T) {
+	counter := newRequestCounter()
+	testutil.ServeProcess(t, testutil.ProcessOptions{
+		Server: testutil.ServerOptions{OnRequest: counter.add},
+		Commands: map[string]testutil.ProcessCommand{
+			"counts": func(json.RawMessage) (any, error) { return counter.take(), nil },
+		},
+	})
+}
+
+// takeCounts returns the counts of TestHelperMeshServer's requestCounter
+// since the last call.
+func takeCounts(b *testing.B, srv *testutil.ServerProcess) map[string]int {
+	var counts map[string]int
+	if err := srv.Call("counts", nil, &counts); err != nil {
+		b.Fatal(err)
+	}
+	return counts
 }
 
 // A meshRun starts watching the mesh of n clusters on c and returns when
 // it is complete, with what to release once measured.
 type meshRun func(ctx context.Context, c *client.Client, n int) (release func(), err error)
 
-func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, counter *requestCounter, wire []wireResource, n int, delta bool, run meshRun) {
+func benchmarkMeshRun(b *testing.B, srv *testutil.ServerProcess, wire []wireResource, n int, delta bool, run meshRun) {
+	// The default transport (grpctransport), insecure credentials.
+	bootstrap := srv.Bootstrap(testutil.BootstrapOptions{NodeID: "depmgr-test"})
 	var opts []client.Option
 	if delta {
 		opts = append(opts, client.WithDelta())
@@ -143,11 +177,11 @@ func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, counter *requ
 	for b.Loop() {
 		b.StopTimer()
 		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
-		counter.reset()
+		takeCounts(b, srv) // forget those of the previous iteration's end
 		base := liveHeap()
 		b.StartTimer()
 		start := time.Now()
-		c := newClient(b, ms, opts...)
+		c := newClientOf(b, bootstrap, opts...)
 		release, err := run(ctx, c, n)
 		elapsed += time.Since(start)
 		b.StopTimer()
@@ -155,7 +189,7 @@ func benchmarkMeshRun(b *testing.B, ms *testutil.ManagementServer, counter *requ
 			b.Fatal(err)
 		}
 		live += liveHeap() - base
-		for typeURL, k := range counter.take() {
+		for typeURL, k := range takeCounts(b, srv) {
 			reqs[typeURL] += k
 		}
 		release()
@@ -253,11 +287,12 @@ func runAcked(ctx context.Context, c *client.Client, n int) (func(), error) {
 // delta, one that subscribes or unsubscribes a name. It keeps a hash of
 // the last names per stream and type, not the requests, so that the
 // server's memory stays out of the client's heap figure. It is the
-// testutil server's OnRequest.
+// testutil server's OnRequest (in TestHelperMeshServer, that of the
+// child process).
 type requestCounter struct {
 	mu     sync.Mutex
 	last   map[requestKey]uint64 // SotW: hash of the last names
-	counts map[string]int        // since reset
+	counts map[string]int        // since the last take
 }
 
 func newRequestCounter() *requestCounter {
@@ -290,18 +325,14 @@ func (rc *requestCounter) add(r *testutil.Request) {
 	}
 }
 
-// reset forgets the counts (not the last names of open streams).
-func (rc *requestCounter) reset() {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	clear(rc.counts)
-}
-
-// take returns the counts since reset.
+// take returns the counts since the last take, and forgets them (not the
+// last names of open streams).
 func (rc *requestCounter) take() map[string]int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return maps.Clone(rc.counts)
+	counts := maps.Clone(rc.counts)
+	clear(rc.counts)
+	return counts
 }
 
 // wireResource is one serialized resource of the load, with a func that

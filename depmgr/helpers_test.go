@@ -132,11 +132,18 @@ func testContext(t *testing.T) context.Context {
 // newClient returns a client of ms; it is closed when the test ends.
 func newClient(t testing.TB, ms *testutil.ManagementServer, opts ...client.Option) *client.Client {
 	t.Helper()
-	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{NodeID: "depmgr-test"}))
+	return newClientOf(t, ms.Bootstrap(testutil.BootstrapOptions{NodeID: "depmgr-test"}),
+		append([]client.Option{client.WithTransportBuilder(ms.TransportBuilder())}, opts...)...)
+}
+
+// newClientOf is newClient for the bootstrap file b.
+func newClientOf(t testing.TB, b []byte, opts ...client.Option) *client.Client {
+	t.Helper()
+	cfg, err := bootstrap.Parse(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, append([]client.Option{client.WithTransportBuilder(ms.TransportBuilder())}, opts...)...)
+	c, err := client.New(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,12 +140,15 @@ func (r *stateRecorder) waitForStates(ctx context.Context, n int) error {
 
 // BenchmarkGRPCGo_XDSResolver measures grpc-go v1.85's own xDS client and
 // dependency manager, through its public xDS resolver, on the scale load
-// (1,000 and 10,000 clusters) served by the testutil management server over
+// (1,000 and 10,000 clusters) served by the testutil management server in a
+// child process (testutil.StartServerProcess, TestHelperScaleServer) over
 // loopback: from building the resolver to its first complete state
-// ("first-ns"), the live heap then ("live-MB", above what was live before),
-// and from one ClusterLoadAssignment change to the next state
+// ("first-ns"), the live heap then ("live-MB", above what was live before:
+// the client's alone, none of the server's), and from one
+// ClusterLoadAssignment change (ServerProcess.Merge) to the next state
 // ("update-ns"). It is the reference the library's depmgr benchmark
-// compares with.
+// (BenchmarkMesh10000, whose heap-MiB is measured the same way) compares
+// with.
 //
 // grpc-go sends one CDS (and EDS) request per new subscription, each with
 // the whole name list so far, and a SotW server answers
@@ -160,13 +163,21 @@ func BenchmarkGRPCGo_XDSResolver(b *testing.B) {
 	}
 }
 
+// TestHelperScaleServer is the management server of
+// BenchmarkGRPCGo_XDSResolver, in the child process of
+// testutil.StartServerProcess; it is skipped in normal test runs.
+func TestHelperScaleServer(t *testing.T) {
+	testutil.ServeProcess(t, testutil.ProcessOptions{})
+}
+
 func benchmarkGRPCGoResolver(b *testing.B, n int) {
-	// The server keeps no request log: live-MB counts the client (as
-	// the library's BenchmarkMesh10000 does).
-	ms := testutil.NewManagementServer(b, testutil.ServerOptions{OnRequest: func(*testutil.Request) {}})
-	res := scaleResources(n)
-	ms.Update("", res)
-	builder, err := xds.NewXDSResolverWithConfigForTesting(ms.Bootstrap(testutil.BootstrapOptions{NodeID: "grpc-go"}))
+	// The server is in a child process: live-MB counts the client alone
+	// (as the library's BenchmarkMesh10000 does).
+	srv := testutil.StartServerProcess(b, "TestHelperScaleServer")
+	if err := srv.Update("", scaleResources(n)); err != nil {
+		b.Fatal(err)
+	}
+	builder, err := xds.NewXDSResolverWithConfigForTesting(srv.Bootstrap(testutil.BootstrapOptions{NodeID: "grpc-go"}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -192,11 +203,13 @@ func benchmarkGRPCGoResolver(b *testing.B, n int) {
 		live += liveHeap() - base
 
 		// One ClusterLoadAssignment changes (a new port for cluster 7).
-		changed := res
-		changed.Endpoints = append([]*v3endpointpb.ClusterLoadAssignment(nil), res.Endpoints...)
-		changed.Endpoints[7] = testutil.Endpoints(scaleEDSName(7), scaleHost(7), 9090+uint32(i%1000))
+		changed := testutil.Resources{Endpoints: []*v3endpointpb.ClusterLoadAssignment{
+			testutil.Endpoints(scaleEDSName(7), scaleHost(7), 9090+uint32(i%1000)),
+		}}
 		start = time.Now()
-		ms.Update("", changed)
+		if err := srv.Merge("", changed); err != nil {
+			b.Fatal(err)
+		}
 		if err := rec.waitForStates(ctx, 2); err != nil {
 			b.Fatal(err)
 		}

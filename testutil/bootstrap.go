@@ -55,6 +55,11 @@ type bootstrapFile struct {
 // top-level one. For an in-memory server the server_uri is
 // InMemoryAddress; a client must then use TransportBuilder.
 func (ms *ManagementServer) Bootstrap(opts BootstrapOptions) []byte {
+	return bootstrapJSON(ms.address, opts)
+}
+
+// bootstrapJSON is Bootstrap for a server at address.
+func bootstrapJSON(address string, opts BootstrapOptions) []byte {
 	server := func(uri string) []bootstrapServer {
 		return []bootstrapServer{{
 			ServerURI:      uri,
@@ -67,14 +72,14 @@ func (ms *ManagementServer) Bootstrap(opts BootstrapOptions) []byte {
 		nodeID = "test-node"
 	}
 	f := bootstrapFile{
-		XDSServers: server(ms.address),
+		XDSServers: server(address),
 		Node:       map[string]string{"id": nodeID},
 	}
 	if opts.Authorities != nil {
 		f.Authorities = make(map[string]bootstrapAuthority, len(opts.Authorities))
 		for name, uri := range opts.Authorities {
 			if uri == "" {
-				uri = ms.address
+				uri = address
 			}
 			f.Authorities[name] = bootstrapAuthority{XDSServers: server(uri)}
 		}

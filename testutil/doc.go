@@ -84,6 +84,9 @@
 // connection. ServerOptions.WrapResources wraps snapshot
 // resources in a Resource. Canary builds the snapshot of a canary
 // deployment (routes by header and by path, weighted clusters).
+// StartServerProcess runs a ManagementServer in a child process (the test
+// binary run again on a helper test that calls ServeProcess), so that the
+// heap of the test process is the client's alone.
 // Subpackage leakcheck finds goroutines a test left running; subpackage
 // clienttest tests a transport.Builder with the real client.
 //

@@ -56,6 +56,33 @@ type NamedResource struct {
 	Resource proto.Message
 }
 
+// eachResource calls f with the name and message of every resource of r,
+// in the order Update sends them. An Other entry without a Resource is not
+// given to f; the result has an error for it, prefixed with prefix.
+func (r *Resources) eachResource(prefix string, f func(name string, m proto.Message)) []error {
+	for _, l := range r.Listeners {
+		f(l.GetName(), l)
+	}
+	for _, rc := range r.Routes {
+		f(rc.GetName(), rc)
+	}
+	for _, c := range r.Clusters {
+		f(c.GetName(), c)
+	}
+	for _, e := range r.Endpoints {
+		f(e.GetClusterName(), e)
+	}
+	var errs []error
+	for i, o := range r.Other {
+		if o.Resource == nil {
+			errs = append(errs, fmt.Errorf("%s: Resources.Other[%d] (%q) has no Resource", prefix, i, o.Name))
+			continue
+		}
+		f(o.Name, o.Resource)
+	}
+	return errs
+}
+
 // snapshot is an immutable, marshalled Resources.
 type snapshot struct {
 	version    string
@@ -135,25 +162,7 @@ func (ms *ManagementServer) update(nodeID string, r Resources) error {
 		}
 		snap.resources[typeURL] = append(snap.resources[typeURL], namedAny{name: name, any: a, inner: inner})
 	}
-	for _, l := range r.Listeners {
-		add(l.GetName(), l)
-	}
-	for _, rc := range r.Routes {
-		add(rc.GetName(), rc)
-	}
-	for _, c := range r.Clusters {
-		add(c.GetName(), c)
-	}
-	for _, e := range r.Endpoints {
-		add(e.GetClusterName(), e)
-	}
-	for i, o := range r.Other {
-		if o.Resource == nil {
-			errs = append(errs, fmt.Errorf("testutil: Update: Resources.Other[%d] (%q) has no Resource", i, o.Name))
-			continue
-		}
-		add(o.Name, o.Resource)
-	}
+	errs = append(errs, r.eachResource("testutil: Update", add)...)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
