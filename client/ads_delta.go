@@ -181,7 +181,7 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 		for n, rs := range ts.entries {
 			// Versions are the server's own: a value persisted (stale) or
 			// sent by another server of the list must come again.
-			if rs.value != nil && !rs.stale && rs.from == ts.ch.sc.ServerURI {
+			if rs.value != nil && !rs.stale && rs.fromURI() == ts.ch.sc.ServerURI {
 				if req.InitialResourceVersions == nil {
 					req.InitialResourceVersions = make(map[string]string)
 				}
@@ -515,9 +515,11 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []rep
 				continue
 			}
 			c.resourceValidLocked(rs, it.d, it.version, now, fc)
-			rs.delta = nil
 			if it.name != rs.name || len(it.aliases) > 0 {
-				rs.delta = &deltaNames{name: it.name, aliases: it.aliases}
+				rs.extLocked().delta = &deltaNames{name: it.name, aliases: it.aliases}
+			} else if rs.extra != nil && rs.extra.delta != nil {
+				rs.extra.delta = nil
+				rs.tidyExtLocked()
 			}
 			ts.delta.sawAliases = ts.delta.sawAliases || len(it.aliases) > 0 || rs.name != it.name
 		}
@@ -560,7 +562,7 @@ func (p *deltaProtocol) removalTargetsLocked(ts *typeState, name string) []*reso
 	}
 	for _, n := range sortedKeys(ts.entries) {
 		rs := ts.entries[n]
-		if n != name && rs.value != nil && rs.delta != nil && (rs.delta.name == name || slices.Contains(rs.delta.aliases, name)) {
+		if dn := rs.ext().delta; n != name && rs.value != nil && dn != nil && (dn.name == name || slices.Contains(dn.aliases, name)) {
 			out = append(out, rs)
 		}
 	}

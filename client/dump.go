@@ -43,22 +43,23 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 			}
 			if rs.value != nil {
 				g.XdsConfig = &anypb.Any{TypeUrl: t.TypeURL(), Value: bytes.Clone(rs.raw)}
-				g.LastUpdated = timestamppb.New(rs.lastUpdated)
+				g.LastUpdated = timestamppb.New(rs.updated())
 			}
-			if rs.nack != nil {
+			ext := rs.ext()
+			if ext.nack != nil {
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(rs.nack.time),
-					Details:           rs.nack.err.Error(),
-					VersionInfo:       rs.nack.version,
+					LastUpdateAttempt: timestamppb.New(ext.nack.time),
+					Details:           ext.nack.err.Error(),
+					VersionInfo:       ext.nack.version,
 				}
 			}
 			if rs.stale {
 				g.ErrorState = &v3adminpb.UpdateFailureState{Details: c.staleError(rs).Error()}
 			}
-			if rs.serverErr != nil {
+			if ext.serverErr != nil {
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(rs.serverErr.time),
-					Details:           rs.serverErr.err.Error(),
+					LastUpdateAttempt: timestamppb.New(ext.serverErr.time),
+					Details:           ext.serverErr.err.Error(),
 				}
 			}
 			cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, g)

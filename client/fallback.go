@@ -358,5 +358,5 @@ func (c *Client) ResourceOrigin(typeURL, name string) (ResourceOrigin, bool) {
 	if rs == nil || rs.value == nil {
 		return ResourceOrigin{}, false
 	}
-	return ResourceOrigin{ServerURI: rs.from, Stale: rs.stale}, true
+	return ResourceOrigin{ServerURI: rs.fromURI(), Stale: rs.stale}, true
 }

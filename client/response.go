@@ -28,7 +28,7 @@ type decoded struct {
 	name  string
 	value any
 	raw   []byte // the unwrapped Any's value
-	err   error      // per-resource validation error
+	err   error  // per-resource validation error
 	ttl   time.Duration
 }
 
@@ -239,7 +239,7 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 // deletion. The resource's TTL is set from d.
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
-	hadTTL := rs.ttl != nil
+	hadTTL := rs.ext().ttl != nil
 	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
@@ -251,20 +251,19 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// decodeAll compared against the cache as it was before decoding;
 	// compare again, as the entry may have been replaced since (a watch
 	// cancelled and started anew). The bytes are already hot.
-	changed := rs.value == nil || rs.nack != nil || rs.serverErr != nil || rs.stale ||
+	ext := rs.ext()
+	changed := rs.value == nil || ext.nack != nil || ext.serverErr != nil || rs.stale ||
 		!bytes.Equal(rs.raw, d.raw)
 	rs.version = version
-	rs.lastUpdated = now
-	rs.from = rs.ch.sc.ServerURI
+	rs.lastUpdated = now.UnixNano()
+	rs.from = &rs.ch.sc.ServerURI
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
-	rs.dneReason = ""
-	rs.nack = nil
-	rs.serverErr = nil
+	rs.clearErrorsLocked()
 	rs.stale = false
 	if !changed {
 		// The stored copy has the same bytes; its version may lag. A TTL
 		// added or removed changes whether it is stored (persistLocked).
-		if hadTTL != (rs.ttl != nil) {
+		if hadTTL != (ext.ttl != nil) {
 			c.persistLocked(rs)
 		}
 		return
@@ -288,9 +287,11 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 	rs.skipDeletion = false
 	rs.ttlExpired = false
 	dropped := rs.ch.dropOnDataErrorLocked(rs)
-	repeat := !dropped && rs.nack != nil && rs.nack.err.Error() == err.Error()
-	rs.serverErr = nil
-	rs.nack = &nackState{err: err, version: version, time: now}
+	prev := rs.ext().nack
+	repeat := !dropped && prev != nil && prev.err.Error() == err.Error()
+	ext := rs.extLocked()
+	ext.serverErr = nil
+	ext.nack = &nackState{err: err, version: version, time: now}
 	rs.status = v3adminpb.ClientResourceStatus_NACKED
 	if repeat {
 		return
@@ -353,10 +354,10 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	rs.timerState = timerReceived
 	rs.ttlExpired = false
 	c.dropValueLocked(rs)
-	rs.nack = nil
-	rs.serverErr = nil
+	ext := rs.extLocked()
+	ext.nack, ext.serverErr = nil, nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	rs.dneReason = reason
+	ext.dneReason = reason
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })

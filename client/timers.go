@@ -31,7 +31,7 @@ func (c *Client) watchExpired(rs *resourceState, gen uint32) {
 	rs.timer = nil
 	rs.timerState = timerReceived
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	rs.dneReason = fmt.Sprintf("not received within %v of being requested", c.opts.watchExpiryTimeout)
+	rs.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", c.opts.watchExpiryTimeout)
 	c.logger.Warn("resource does not exist: watch expired", "type", rs.typ.TypeName(), "resource", rs.name)
 	err := c.notFoundError(rs)
 	for _, we := range rs.watchers {

@@ -240,6 +240,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 // is only requested. These calls are not tied to a response, so their
 // done is not flow control.
 func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
+	ext := rs.ext()
 	switch {
 	case rs.value != nil:
 		v, version := rs.value, rs.version
@@ -248,22 +249,22 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 			err := c.staleError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
-		if rs.nack != nil {
+		if ext.nack != nil {
 			err := c.invalidError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
-		if rs.serverErr != nil {
-			err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
+		if ext.serverErr != nil {
+			err := c.resourceError(rs.typ, rs.name, ext.serverErr.err)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
 	case rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
 		err := c.notFoundError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case rs.nack != nil:
+	case ext.nack != nil:
 		err := c.invalidError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case rs.serverErr != nil:
-		err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
+	case ext.serverErr != nil:
+		err := c.resourceError(rs.typ, rs.name, ext.serverErr.err)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
 }
@@ -335,11 +336,11 @@ func (c *Client) resourceError(typ resources.ResourceType, name string, err erro
 
 // notFoundError is the error for watchers of a resource that does not exist.
 func (c *Client) notFoundError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: %s", ErrResourceNotFound, rs.dneReason))
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: %s", ErrResourceNotFound, rs.ext().dneReason))
 }
 
 // invalidError is the error for watchers of a resource whose last received
 // version was NACKed.
 func (c *Client) invalidError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.nack.version, rs.nack.err))
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.ext().nack.version, rs.ext().nack.err))
 }
