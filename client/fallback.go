@@ -314,9 +314,12 @@ func (ch *channel) releaseLocked(rs *resourceState) {
 		return
 	}
 	delete(ts.entries, rs.name)
-	if len(rs.watchers) > 0 {
-		ts.subs--
+	if len(rs.watchers) == 0 {
+		// Not subscribed here: its unsubscription is recorded already.
+		ch.changedLocked(ts, rs.name, false)
+		return
 	}
+	ts.subs--
 	ch.subscriptionChangedLocked(ts, rs.name, false)
 }
 
