@@ -104,10 +104,12 @@ type typeState struct {
 	typ resources.ResourceType // read-only
 	ch  *channel               // read-only; the channel it belongs to
 
-	// entries are the cache entries of the type served by this channel:
+	// entries are the cache entries of the type held by this channel:
 	// those with watchers, whose names are subscribed, those received
 	// through the wildcard only, and those whose last watcher left while
 	// the request that unsubscribes them is not written yet.
+	// Those it serves (resourceState.ch) are the client's cache: see
+	// Client.entryLocked.
 	entries map[string]*resourceState
 	// subs counts the entries with watchers.
 	subs int

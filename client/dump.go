@@ -32,12 +32,10 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 	defer c.mu.Unlock()
 	cc := &v3statuspb.ClientConfig{Node: proto.Clone(c.node).(*v3corepb.Node)}
 	for _, t := range c.registry.Types() {
-		byName := c.resources[t.TypeURL()]
-		for _, name := range sortedKeys(byName) {
-			rs := byName[name]
+		for _, rs := range c.sortedEntriesLocked(t.TypeURL()) {
 			g := &v3statuspb.ClientConfig_GenericXdsConfig{
 				TypeUrl:      t.TypeURL(),
-				Name:         name,
+				Name:         rs.name,
 				VersionInfo:  rs.version,
 				ClientStatus: rs.status,
 			}
@@ -85,7 +83,7 @@ func (c *Client) ResourceVersion(typeURL, name string) string {
 	name = resources.CanonicalName(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rs := c.resources[typeURL][name]
+	rs := c.entryLocked(typeURL, name)
 	if rs == nil || rs.value == nil {
 		return ""
 	}

@@ -165,9 +165,8 @@ func (c *Client) persistenceTimeout() {
 	}
 	c.persist.ready = true
 	for _, t := range c.registry.Types() {
-		byName := c.resources[t.TypeURL()]
-		for _, name := range sortedKeys(byName) {
-			c.servePersistedLocked(byName[name])
+		for _, rs := range c.sortedEntriesLocked(t.TypeURL()) {
+			c.servePersistedLocked(rs)
 		}
 	}
 }

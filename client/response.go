@@ -173,18 +173,12 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 	if !ts.wantsLocked(name) {
 		return nil
 	}
-	byName := c.resources[ts.typ.TypeURL()]
-	if byName == nil {
-		byName = make(map[string]*resourceState)
-		c.resources[ts.typ.TypeURL()] = byName
-	}
-	if byName[name] != nil {
+	if c.entryLocked(ts.typ.TypeURL(), name) != nil {
 		// Served by another channel (an xdstp name of another
 		// authority): not this stream's to change.
 		return nil
 	}
 	rs := &resourceState{typ: ts.typ, name: name, ch: ts.ch, status: v3adminpb.ClientResourceStatus_REQUESTED, timerState: timerReceived}
-	byName[name] = rs
 	ts.entries[name] = rs
 	return rs
 }
@@ -194,8 +188,7 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 func (c *Client) dropEntryLocked(rs *resourceState) {
 	rs.stopTimerLocked()
 	rs.stopTTLLocked()
-	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
-		delete(byName, rs.name)
+	if rs.cachedLocked() {
 		c.entryDroppedLocked(rs)
 	}
 	for _, ch := range c.holdersLocked(rs) {

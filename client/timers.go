@@ -25,7 +25,7 @@ func (c *Client) startTimerLocked(rs *resourceState) {
 func (c *Client) watchExpired(rs *resourceState, gen uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || rs.timerGen != gen || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if c.closed || rs.timerGen != gen || !rs.cachedLocked() {
 		return // stopped, replaced or unsubscribed meanwhile
 	}
 	rs.timer = nil

@@ -113,7 +113,7 @@ func (rs *resourceState) stopTTLLocked() {
 func (c *Client) ttlExpired(rs *resourceState, t *ttlState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || rs.ext().ttl != t || rs.value == nil || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if c.closed || rs.ext().ttl != t || rs.value == nil || !rs.cachedLocked() {
 		return // re-armed, stopped, or no longer cached
 	}
 	ttl := t.d

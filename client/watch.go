@@ -228,19 +228,14 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		return func() { c.unwatchAll(ts, we) }
 	}
 
-	byName := c.resources[rt.TypeURL()]
-	rs := byName[name]
+	rs := c.entryLocked(rt.TypeURL(), name)
 	if rs == nil {
 		ch, l, err := c.channelForLocked(name)
 		if err != nil {
 			return failLocked(err)
 		}
-		if byName == nil {
-			byName = make(map[string]*resourceState)
-			c.resources[rt.TypeURL()] = byName
-		}
+		// In the cache once its channel subscribes it, below.
 		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: v3adminpb.ClientResourceStatus_REQUESTED}
-		byName[name] = rs
 		l.entries++
 	} else if rs.list == nil && len(rs.watchers) == 0 {
 		c.adoptLocked(rs)
@@ -311,7 +306,7 @@ func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool
 func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.removeWatchLocked(&rs.watchers, we) || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if !c.removeWatchLocked(&rs.watchers, we) || !rs.cachedLocked() {
 		return
 	}
 	// The does-not-exist timer keeps running: if the name is watched again
