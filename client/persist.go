@@ -198,7 +198,7 @@ func (c *Client) servePersistedLocked(rs *resourceState) {
 	rs.timerState = timerStarted // not timed while it has a value
 	rs.value, rs.raw, rs.version = v, rec.Resource.GetValue(), rec.Version
 	from := rec.ServerURI
-	rs.lastUpdated, rs.from, rs.stale = rec.Updated.UnixNano(), &from, true
+	rs.lastUpdated, rs.from, rs.stale = unixNanos(rec.Updated), &from, true
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.ch.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, xdslog.KeyVersionInfo, rec.Version, "from", rec.ServerURI)

@@ -44,7 +44,7 @@ type resourceState struct {
 	value       any    // nil when none
 	raw         []byte // the resource as received: the unwrapped Any's value; nil when value is nil
 	version     string // SotW: version_info of the response that last carried it valid; delta: its own version
-	lastUpdated int64  // when value was last received, in Unix nanoseconds (see updated)
+	lastUpdated int64  // when value was last received, in Unix nanoseconds (see unixNanos, updated)
 
 	// extra holds the fields that are rarely set, out of line: tens of
 	// thousands of entries are common (a mesh), and each is then in a
@@ -137,8 +137,22 @@ func (rs *resourceState) clearErrorsLocked() {
 	}
 }
 
-// updated returns when the cached value was last received.
-func (rs *resourceState) updated() time.Time { return time.Unix(0, rs.lastUpdated) }
+// unixNanos returns t in Unix nanoseconds, 0 for the zero time.
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// updated returns when the cached value was last received: the zero time
+// when unknown (a persisted value without a time).
+func (rs *resourceState) updated() time.Time {
+	if rs.lastUpdated == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, rs.lastUpdated)
+}
 
 // fromURI returns the server_uri of the server the cached value came
 // from, "" before the first value.

@@ -248,7 +248,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	changed := rs.value == nil || ext.nack != nil || ext.serverErr != nil || rs.stale ||
 		!bytes.Equal(rs.raw, d.raw)
 	rs.version = version
-	rs.lastUpdated = now.UnixNano()
+	rs.lastUpdated = unixNanos(now)
 	rs.from = &rs.ch.sc.ServerURI
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.clearErrorsLocked()
