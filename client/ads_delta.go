@@ -53,10 +53,15 @@ type deltaProtocol struct {
 // Changes are tracked as they happen, so that a request (an ACK most of
 // all) costs in proportion to the change, not to the subscription: only the
 // first request of a type on a stream walks every name.
+//
+// What the server was told is not kept name by name (at tens of thousands
+// of names, a set of its own is a megabyte): once the type's first request
+// on the stream is sent, the names subscribed on the wire are those of the
+// subscription (typeState.subscribedNamesLocked) that are not in added,
+// and those in removed. Before it, none are.
 type deltaTypeState struct {
-	onWire  map[string]bool // names (and "*") subscribed on the current stream, as last sent
-	added   map[string]bool // to subscribe in the next request
-	removed map[string]bool // to unsubscribe in the next request
+	added   map[string]bool // to subscribe in the next request: subscribed, not on the wire
+	removed map[string]bool // to unsubscribe in the next request: on the wire, not subscribed
 	resub   map[string]bool // to subscribe in the request after the next, which unsubscribes them
 
 	// sawAliases: a resource with aliases, or delivered to an alias's
@@ -83,14 +88,18 @@ func (p *deltaProtocol) subscriptionChangedLocked(ts *typeState, name string, su
 		d.added, d.removed, d.resub = make(map[string]bool), make(map[string]bool), make(map[string]bool)
 	}
 	if !subscribed {
-		delete(d.added, name)
-		delete(d.resub, name)
-		if d.onWire[name] {
+		// name was subscribed: it is on the wire unless its
+		// subscription is still to send (see deltaTypeState).
+		if ts.sentOnStream && !d.added[name] {
 			d.removed[name] = true
 		}
+		delete(d.added, name)
+		delete(d.resub, name)
 		return
 	}
-	if !d.onWire[name] {
+	// name was not subscribed: it is on the wire only while its
+	// unsubscription is still to send.
+	if !ts.sentOnStream || !d.removed[name] {
 		if ts.sentOnStream {
 			d.added[name] = true
 		} // else the stream's first request names every subscription
@@ -170,10 +179,7 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 		// wildcard alone goes in its legacy form, no name at all (see
 		// typeState.legacyWildcard).
 		req.ResourceNamesSubscribe = ts.subscribedNamesLocked()
-		d.onWire = make(map[string]bool, len(req.ResourceNamesSubscribe))
-		for _, n := range req.ResourceNamesSubscribe {
-			d.onWire[n] = true
-		}
+		ts.names = nil // delta needs it no more on this stream: not kept
 		if ts.subs == 0 && len(ts.wildcard) > 0 {
 			ts.legacyWildcard = true
 			req.ResourceNamesSubscribe = nil
@@ -181,7 +187,7 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 		for n, rs := range ts.entries {
 			// Versions are the server's own: a value persisted (stale) or
 			// sent by another server of the list must come again.
-			if rs.value != nil && !rs.stale && rs.from == ts.ch.sc.ServerURI {
+			if rs.value != nil && !rs.stale && rs.fromURI() == ts.ch.sc.ServerURI {
 				if req.InitialResourceVersions == nil {
 					req.InitialResourceVersions = make(map[string]string)
 				}
@@ -198,12 +204,6 @@ func (p *deltaProtocol) buildLocked(ts *typeState) (*v3discoverypb.DeltaDiscover
 		}
 		req.ResourceNamesSubscribe = slices.Sorted(maps.Keys(d.added))
 		req.ResourceNamesUnsubscribe = slices.Sorted(maps.Keys(d.removed))
-		for _, n := range req.ResourceNamesSubscribe {
-			d.onWire[n] = true
-		}
-		for _, n := range req.ResourceNamesUnsubscribe {
-			delete(d.onWire, n)
-		}
 	}
 	clear(d.added)
 	clear(d.removed)
@@ -515,9 +515,11 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []rep
 				continue
 			}
 			c.resourceValidLocked(rs, it.d, it.version, now, fc)
-			rs.delta = nil
 			if it.name != rs.name || len(it.aliases) > 0 {
-				rs.delta = &deltaNames{name: it.name, aliases: it.aliases}
+				rs.extLocked().delta = &deltaNames{name: it.name, aliases: it.aliases}
+			} else if rs.extra != nil && rs.extra.delta != nil {
+				rs.extra.delta = nil
+				rs.tidyExtLocked()
 			}
 			ts.delta.sawAliases = ts.delta.sawAliases || len(it.aliases) > 0 || rs.name != it.name
 		}
@@ -560,7 +562,7 @@ func (p *deltaProtocol) removalTargetsLocked(ts *typeState, name string) []*reso
 	}
 	for _, n := range sortedKeys(ts.entries) {
 		rs := ts.entries[n]
-		if n != name && rs.value != nil && rs.delta != nil && (rs.delta.name == name || slices.Contains(rs.delta.aliases, name)) {
+		if dn := rs.ext().delta; n != name && rs.value != nil && dn != nil && (dn.name == name || slices.Contains(dn.aliases, name)) {
 			out = append(out, rs)
 		}
 	}

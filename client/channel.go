@@ -66,8 +66,9 @@ type adsProtocol interface {
 	method() string
 
 	// subscriptionChangedLocked is called after name joined (subscribed)
-	// or left the wire subscription of ts; name is wildcardName for the
-	// wildcard.
+	// or left the wire subscription of ts (subscribedNamesLocked), once
+	// per change, never for a name that did not change; name is
+	// wildcardName for the wildcard.
 	subscriptionChangedLocked(ts *typeState, name string, subscribed bool)
 
 	// streamStartedLocked resets the per-stream state of ts when a new
@@ -103,10 +104,12 @@ type typeState struct {
 	typ resources.ResourceType // read-only
 	ch  *channel               // read-only; the channel it belongs to
 
-	// entries are the cache entries of the type served by this channel:
+	// entries are the cache entries of the type held by this channel:
 	// those with watchers, whose names are subscribed, those received
 	// through the wildcard only, and those whose last watcher left while
 	// the request that unsubscribes them is not written yet.
+	// Those it serves (resourceState.ch) are the client's cache: see
+	// Client.entryLocked.
 	entries map[string]*resourceState
 	// subs counts the entries with watchers.
 	subs int
@@ -326,10 +329,19 @@ func (ch *channel) unsubscribeLocked(rs *resourceState) {
 	ch.subscriptionChangedLocked(ts, rs.name, false)
 }
 
-// subscriptionChangedLocked marks ts for a request and wakes the stream,
+// subscriptionChangedLocked records that name joined (subscribed) or left
+// the subscription of ts, marks ts for a request and wakes the stream,
 // starting it when it is not running. When nothing is subscribed any more,
 // the channel is retired.
 func (ch *channel) subscriptionChangedLocked(ts *typeState, name string, subscribed bool) {
+	ch.proto.subscriptionChangedLocked(ts, name, subscribed)
+	ch.changedLocked(ts, name, subscribed)
+}
+
+// changedLocked is subscriptionChangedLocked without the protocol's record
+// of the change: for an entry that leaves ts's cache, whose name already
+// left the subscription (releaseLocked).
+func (ch *channel) changedLocked(ts *typeState, name string, subscribed bool) {
 	if !ts.dirty {
 		ts.dirty, ts.changeAt = true, 0
 		if ch.stream != nil {
@@ -337,7 +349,6 @@ func (ch *channel) subscriptionChangedLocked(ts *typeState, name string, subscri
 		}
 	}
 	ts.names = nil
-	ch.proto.subscriptionChangedLocked(ts, name, subscribed)
 	if subscribed && !ch.running && !ch.c.closed {
 		ch.running = true
 		ch.c.wg.Add(1)

@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -45,12 +47,11 @@ type Client struct {
 	// calling a watcher or a transport. Decoders run under it (they are pure
 	// functions of their input).
 	mu         sync.Mutex
-	closed     bool                                 // set by Close
-	channels   map[string]*channel                  // the current channel of each server, by bootstrap.ServerConfig.Key()
-	transports map[string]transport.Transport       // by bootstrap.ServerConfig.Key(); kept until Close
-	resources  map[string]map[string]*resourceState // type URL → resource name → state
-	lists      map[listKey]*serverList              // server lists in use (fallback.go)
-	persist    *persister                           // nil without WithStore (persist.go)
+	closed     bool                           // set by Close
+	channels   map[string]*channel            // the current channel of each server, by bootstrap.ServerConfig.Key()
+	transports map[string]transport.Transport // by bootstrap.ServerConfig.Key(); kept until Close
+	lists      map[listKey]*serverList        // server lists in use (fallback.go)
+	persist    *persister                     // nil without WithStore (persist.go)
 }
 
 // New returns a Client for the management servers of cfg. It does not
@@ -86,7 +87,6 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		serializer: serializer.New(ctx),
 		channels:   make(map[string]*channel),
 		transports: make(map[string]transport.Transport),
-		resources:  make(map[string]map[string]*resourceState),
 		lists:      make(map[listKey]*serverList),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
@@ -108,8 +108,8 @@ func (c *Client) Close() {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		for _, byName := range c.resources {
-			for _, rs := range byName {
+		for _, t := range c.registry.Types() {
+			for rs := range c.entriesLocked(t.TypeURL()) {
 				rs.stopTimerLocked()
 				rs.stopTTLLocked()
 			}
@@ -195,4 +195,64 @@ func (c *Client) channelLocked(l *serverList, i int) (*channel, error) {
 	ch := newChannel(c, sc, key, tr)
 	c.channels[key] = ch
 	return ch, nil
+}
+
+// The cache has no index of its own: an entry is in the cache while the
+// channel that serves it (resourceState.ch) holds it in its typeState's
+// entries. Other channels may hold it too (the higher-priority servers of
+// its list, fallback.go), and a channel holds entries served by others,
+// so each entry is counted once, at its serving channel. A client has a
+// channel per management server in use: few.
+
+// entryLocked returns the cache entry of the resource of type typeURL
+// named name, or nil.
+func (c *Client) entryLocked(typeURL, name string) *resourceState {
+	for _, ch := range c.channels {
+		if ts := ch.types[typeURL]; ts != nil {
+			if rs := ts.entries[name]; rs != nil && rs.ch == ch {
+				return rs
+			}
+		}
+	}
+	return nil
+}
+
+// cachedLocked reports whether rs is in the cache: it was not dropped.
+func (rs *resourceState) cachedLocked() bool {
+	ts := rs.ch.types[rs.typ.TypeURL()]
+	return ts != nil && ts.entries[rs.name] == rs
+}
+
+// entriesLocked yields the cache entries of type typeURL, in no order. The
+// cache must not change meanwhile.
+func (c *Client) entriesLocked(typeURL string) iter.Seq[*resourceState] {
+	return func(yield func(*resourceState) bool) {
+		for _, ch := range c.channels {
+			ts := ch.types[typeURL]
+			if ts == nil {
+				continue
+			}
+			for _, rs := range ts.entries {
+				if rs.ch == ch && !yield(rs) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// sortedEntriesLocked returns the cache entries of type typeURL, sorted by
+// name.
+func (c *Client) sortedEntriesLocked(typeURL string) []*resourceState {
+	return slices.SortedFunc(c.entriesLocked(typeURL), func(a, b *resourceState) int { return strings.Compare(a.name, b.name) })
+}
+
+// allEntriesLocked returns every cache entry, in no order: a copy, which
+// the caller may change the cache while walking.
+func (c *Client) allEntriesLocked() []*resourceState {
+	var out []*resourceState
+	for _, t := range c.registry.Types() {
+		out = slices.AppendSeq(out, c.entriesLocked(t.TypeURL()))
+	}
+	return out
 }

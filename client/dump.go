@@ -32,33 +32,32 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 	defer c.mu.Unlock()
 	cc := &v3statuspb.ClientConfig{Node: proto.Clone(c.node).(*v3corepb.Node)}
 	for _, t := range c.registry.Types() {
-		byName := c.resources[t.TypeURL()]
-		for _, name := range sortedKeys(byName) {
-			rs := byName[name]
+		for _, rs := range c.sortedEntriesLocked(t.TypeURL()) {
 			g := &v3statuspb.ClientConfig_GenericXdsConfig{
 				TypeUrl:      t.TypeURL(),
-				Name:         name,
+				Name:         rs.name,
 				VersionInfo:  rs.version,
 				ClientStatus: rs.status,
 			}
 			if rs.value != nil {
 				g.XdsConfig = &anypb.Any{TypeUrl: t.TypeURL(), Value: bytes.Clone(rs.raw)}
-				g.LastUpdated = timestamppb.New(rs.lastUpdated)
+				g.LastUpdated = timestamppb.New(rs.updated())
 			}
-			if rs.nack != nil {
+			ext := rs.ext()
+			if ext.nack != nil {
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(rs.nack.time),
-					Details:           rs.nack.err.Error(),
-					VersionInfo:       rs.nack.version,
+					LastUpdateAttempt: timestamppb.New(ext.nack.time),
+					Details:           ext.nack.err.Error(),
+					VersionInfo:       ext.nack.version,
 				}
 			}
 			if rs.stale {
 				g.ErrorState = &v3adminpb.UpdateFailureState{Details: c.staleError(rs).Error()}
 			}
-			if rs.serverErr != nil {
+			if ext.serverErr != nil {
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(rs.serverErr.time),
-					Details:           rs.serverErr.err.Error(),
+					LastUpdateAttempt: timestamppb.New(ext.serverErr.time),
+					Details:           ext.serverErr.err.Error(),
 				}
 			}
 			cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, g)
@@ -84,7 +83,7 @@ func (c *Client) ResourceVersion(typeURL, name string) string {
 	name = resources.CanonicalName(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rs := c.resources[typeURL][name]
+	rs := c.entryLocked(typeURL, name)
 	if rs == nil || rs.value == nil {
 		return ""
 	}

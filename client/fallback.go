@@ -63,7 +63,7 @@ type serverList struct {
 	keys    []string // servers[i].Key()
 	active  int      // index in servers of the server in use
 	reached bool     // a server of the list accepted a response since New (persist.go)
-	entries int      // cache entries (Client.resources) whose list this is
+	entries int      // cache entries whose list this is
 }
 
 // listKey identifies a server list of the (immutable) bootstrap config.
@@ -226,14 +226,12 @@ func (ch *channel) fallbackLocked() map[*serverList]bool {
 		fell[l] = true
 		ch.logger.Warn("management server unreachable with resources never received: falling back to the next server",
 			"fallback_server_uri", next.sc.ServerURI)
-		for _, byName := range c.resources {
-			for _, rs := range byName {
-				if rs.list != l || len(rs.watchers) == 0 {
-					continue
-				}
-				rs.ch = next
-				next.subscribeLocked(rs)
+		for _, rs := range c.allEntriesLocked() { // a copy: entries change servers
+			if rs.list != l || len(rs.watchers) == 0 {
+				continue
 			}
+			rs.ch = next
+			next.subscribeLocked(rs)
 		}
 	}
 	return fell
@@ -283,22 +281,20 @@ func (ch *channel) revertLocked() {
 		lower := c.channelsLocked(l)[i+1:]
 		l.active = i
 		ch.logger.Info("higher-priority management server reachable again: reverting to it")
-		for _, byName := range c.resources {
-			for _, rs := range byName {
-				if rs.list != l {
-					continue
-				}
-				if len(rs.watchers) == 0 && rs.ch != ch {
-					// Unwatched, its unsubscription not written yet:
-					// the server it was unsubscribed from goes.
-					c.dropEntryLocked(rs)
-					continue
-				}
-				rs.ch = ch
-				for _, lc := range lower {
-					if lc != nil {
-						lc.releaseLocked(rs)
-					}
+		for _, rs := range c.allEntriesLocked() { // a copy: entries change servers
+			if rs.list != l {
+				continue
+			}
+			if len(rs.watchers) == 0 && rs.ch != ch {
+				// Unwatched, its unsubscription not written yet:
+				// the server it was unsubscribed from goes.
+				c.dropEntryLocked(rs)
+				continue
+			}
+			rs.ch = ch
+			for _, lc := range lower {
+				if lc != nil {
+					lc.releaseLocked(rs)
 				}
 			}
 		}
@@ -314,9 +310,12 @@ func (ch *channel) releaseLocked(rs *resourceState) {
 		return
 	}
 	delete(ts.entries, rs.name)
-	if len(rs.watchers) > 0 {
-		ts.subs--
+	if len(rs.watchers) == 0 {
+		// Not subscribed here: its unsubscription is recorded already.
+		ch.changedLocked(ts, rs.name, false)
+		return
 	}
+	ts.subs--
 	ch.subscriptionChangedLocked(ts, rs.name, false)
 }
 
@@ -354,9 +353,9 @@ func (c *Client) ResourceOrigin(typeURL, name string) (ResourceOrigin, bool) {
 	name = resources.CanonicalName(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rs := c.resources[typeURL][name]
+	rs := c.entryLocked(typeURL, name)
 	if rs == nil || rs.value == nil {
 		return ResourceOrigin{}, false
 	}
-	return ResourceOrigin{ServerURI: rs.from, Stale: rs.stale}, true
+	return ResourceOrigin{ServerURI: rs.fromURI(), Stale: rs.stale}, true
 }

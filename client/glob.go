@@ -103,7 +103,7 @@ func (c *Client) watchGlobLocked(rt resources.ResourceType, name string, we *wat
 // unsubscribes from it and forgets, once that is written, the members that
 // nothing else wants.
 func (c *Client) unwatchGlob(ts *typeState, name string, we *watchEntry) {
-	we.cancelled.Store(true)
+	we.target.Store(nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ws := ts.globs[name]

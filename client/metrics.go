@@ -389,9 +389,9 @@ func (c *Client) Gauges() Gauges {
 
 	type bucket struct{ authority, typeURL, state string }
 	counts := make(map[bucket]int64)
-	for typeURL, byName := range c.resources {
-		for name, rs := range byName {
-			counts[bucket{nameAuthority(name), typeURL, cacheState(rs)}]++
+	for _, t := range c.registry.Types() {
+		for rs := range c.entriesLocked(t.TypeURL()) {
+			counts[bucket{nameAuthority(rs.name), t.TypeURL(), cacheState(rs)}]++
 		}
 	}
 	for b, n := range counts {

@@ -165,9 +165,8 @@ func (c *Client) persistenceTimeout() {
 	}
 	c.persist.ready = true
 	for _, t := range c.registry.Types() {
-		byName := c.resources[t.TypeURL()]
-		for _, name := range sortedKeys(byName) {
-			c.servePersistedLocked(byName[name])
+		for _, rs := range c.sortedEntriesLocked(t.TypeURL()) {
+			c.servePersistedLocked(rs)
 		}
 	}
 }
@@ -198,7 +197,8 @@ func (c *Client) servePersistedLocked(rs *resourceState) {
 	rs.stopTimerLocked()
 	rs.timerState = timerStarted // not timed while it has a value
 	rs.value, rs.raw, rs.version = v, rec.Resource.GetValue(), rec.Version
-	rs.lastUpdated, rs.from, rs.stale = rec.Updated, rec.ServerURI, true
+	from := rec.ServerURI
+	rs.lastUpdated, rs.from, rs.stale = unixNanos(rec.Updated), &from, true
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
 	rs.ch.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, xdslog.KeyVersionInfo, rec.Version, "from", rec.ServerURI)
@@ -209,7 +209,7 @@ func (c *Client) servePersistedLocked(rs *resourceState) {
 
 // staleError is the AmbientError of a resource served from persistence.
 func (c *Client) staleError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q from %s, received %v", ErrStale, rs.version, rs.from, rs.lastUpdated.UTC().Format(time.RFC3339)))
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q from %s, received %v", ErrStale, rs.version, rs.fromURI(), rs.updated().UTC().Format(time.RFC3339)))
 }
 
 // persistLocked queues the write of rs's value, or of its deletion when it
@@ -218,13 +218,13 @@ func (c *Client) staleError(rs *resourceState) error {
 // which is when a stored value would be served.
 func (c *Client) persistLocked(rs *resourceState) {
 	p := c.persist
-	if p == nil || rs.stale || rs.from == "" {
+	if p == nil || rs.stale || rs.from == nil {
 		return
 	}
-	k := persistKey{rs.from, rs.typ.TypeURL(), rs.name}
+	k := persistKey{*rs.from, rs.typ.TypeURL(), rs.name}
 	var r *PersistedResource
-	if rs.value != nil && rs.ttl == nil {
-		r = &PersistedResource{ServerURI: rs.from, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: &anypb.Any{TypeUrl: k.typeURL, Value: rs.raw}, Updated: rs.lastUpdated}
+	if rs.value != nil && rs.ext().ttl == nil {
+		r = &PersistedResource{ServerURI: k.server, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: &anypb.Any{TypeUrl: k.typeURL, Value: rs.raw}, Updated: rs.updated()}
 	}
 	if _, ok := p.pending[k]; !ok {
 		p.order = append(p.order, k)

@@ -111,12 +111,14 @@ func (ch *channel) serverErrorLocked(rs *resourceState, st *statuspb.Status, now
 	} else {
 		err = fmt.Errorf("%w: %w", ErrServerReported, serr)
 	}
-	repeat := rs.serverErr != nil && rs.serverErr.err.Error() == err.Error() && hadValue == (rs.value != nil)
-	rs.nack = nil
-	rs.serverErr = &serverErrState{err: err, time: now}
+	prev := rs.ext().serverErr
+	repeat := prev != nil && prev.err.Error() == err.Error() && hadValue == (rs.value != nil)
+	ext := rs.extLocked()
+	ext.nack = nil
+	ext.serverErr = &serverErrState{err: err, time: now}
 	if code == codes.NotFound && rs.value == nil {
 		rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-		rs.dneReason = fmt.Sprintf("reported by the management server (%v)", serr)
+		ext.dneReason = fmt.Sprintf("reported by the management server (%v)", serr)
 	} else {
 		rs.status = v3adminpb.ClientResourceStatus_RECEIVED_ERROR
 	}

@@ -32,33 +32,24 @@ type resourceState struct {
 	name string                 // read-only; canonical
 	list *serverList            // the servers that may serve it; nil: received through a wildcard or glob, until watched by name (adoptLocked)
 	ch   *channel               // the channel of the server that serves it: the list's active one (R-15, fallback.go)
-	from string                 // server_uri of the server the cached value came from
+	// from is the server_uri of the server the cached value came from:
+	// the ServerURI of that server's bootstrap.ServerConfig, which the
+	// config keeps, so that no entry holds a string of its own; nil
+	// before the first value.
+	from *string
 
 	watchers []*watchEntry // in registration order
 
 	// The cache: the last valid value and its bytes.
-	value       any       // nil when none
-	raw         []byte    // the resource as received: the unwrapped Any's value; nil when value is nil
-	version     string    // SotW: version_info of the response that last carried it valid; delta: its own version
-	lastUpdated time.Time // when value was last received
+	value       any    // nil when none
+	raw         []byte // the resource as received: the unwrapped Any's value; nil when value is nil
+	version     string // SotW: version_info of the response that last carried it valid; delta: its own version
+	lastUpdated int64  // when value was last received, in Unix nanoseconds (see unixNanos, updated)
 
-	dneReason string // why status is DOES_NOT_EXIST
-
-	// The fields below that are pointers are rarely set: they are kept
-	// out of line, as tens of thousands of entries are common (a mesh).
-
-	// The last NACK of this resource; nil when the last received version
-	// was valid.
-	nack *nackState
-	// The error the management server last reported for the resource in
-	// resource_errors; nil once a valid version, a NACK or a
-	// deletion followed. See serverErrorLocked.
-	serverErr *serverErrState
-	// Delta only: the Resource.name and aliases of the cached value, when
-	// they are not just name: it came for an alias.
-	delta *deltaNames
-	// The TTL of the cached value, while one is set.
-	ttl *ttlState
+	// extra holds the fields that are rarely set, out of line: tens of
+	// thousands of entries are common (a mesh), and each is then in a
+	// smaller size class. nil while every field of it is zero.
+	extra *entryExtra
 
 	timer *time.Timer // running does-not-exist timer, if any
 	// timerGen is incremented whenever timer is replaced or stopped. 32
@@ -92,6 +83,84 @@ type resourceState struct {
 	// nothing was received for the resource since. It is then not cached,
 	// and counts for fallback as never received.
 	ttlExpired bool
+}
+
+// entryExtra are the fields of a resourceState that are rarely set. Read
+// them with resourceState.ext, set them with extLocked.
+type entryExtra struct {
+	dneReason string // why status is DOES_NOT_EXIST
+
+	// The last NACK of this resource; nil when the last received version
+	// was valid.
+	nack *nackState
+	// The error the management server last reported for the resource in
+	// resource_errors; nil once a valid version, a NACK or a
+	// deletion followed. See serverErrorLocked.
+	serverErr *serverErrState
+	// Delta only: the Resource.name and aliases of the cached value, when
+	// they are not just name: it came for an alias.
+	delta *deltaNames
+	// The TTL of the cached value, while one is set.
+	ttl *ttlState
+}
+
+// ext returns a copy of the rarely set fields of rs (zero when none is
+// set); it never allocates.
+func (rs *resourceState) ext() entryExtra {
+	if rs.extra == nil {
+		return entryExtra{}
+	}
+	return *rs.extra
+}
+
+// extLocked returns the rarely set fields of rs, for setting one.
+func (rs *resourceState) extLocked() *entryExtra {
+	if rs.extra == nil {
+		rs.extra = new(entryExtra)
+	}
+	return rs.extra
+}
+
+// tidyExtLocked releases the rarely set fields of rs once all are zero.
+func (rs *resourceState) tidyExtLocked() {
+	if rs.extra != nil && *rs.extra == (entryExtra{}) {
+		rs.extra = nil
+	}
+}
+
+// clearErrorsLocked clears the last NACK, the error reported by the
+// server and the reason for DOES_NOT_EXIST.
+func (rs *resourceState) clearErrorsLocked() {
+	if e := rs.extra; e != nil {
+		e.dneReason, e.nack, e.serverErr = "", nil, nil
+		rs.tidyExtLocked()
+	}
+}
+
+// unixNanos returns t in Unix nanoseconds, 0 for the zero time.
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// updated returns when the cached value was last received: the zero time
+// when unknown (a persisted value without a time).
+func (rs *resourceState) updated() time.Time {
+	if rs.lastUpdated == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, rs.lastUpdated)
+}
+
+// fromURI returns the server_uri of the server the cached value came
+// from, "" before the first value.
+func (rs *resourceState) fromURI() string {
+	if rs.from == nil {
+		return ""
+	}
+	return *rs.from
 }
 
 // nackState is the last NACK of a resource.

@@ -173,18 +173,12 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 	if !ts.wantsLocked(name) {
 		return nil
 	}
-	byName := c.resources[ts.typ.TypeURL()]
-	if byName == nil {
-		byName = make(map[string]*resourceState)
-		c.resources[ts.typ.TypeURL()] = byName
-	}
-	if byName[name] != nil {
+	if c.entryLocked(ts.typ.TypeURL(), name) != nil {
 		// Served by another channel (an xdstp name of another
 		// authority): not this stream's to change.
 		return nil
 	}
 	rs := &resourceState{typ: ts.typ, name: name, ch: ts.ch, status: v3adminpb.ClientResourceStatus_REQUESTED, timerState: timerReceived}
-	byName[name] = rs
 	ts.entries[name] = rs
 	return rs
 }
@@ -194,8 +188,7 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 func (c *Client) dropEntryLocked(rs *resourceState) {
 	rs.stopTimerLocked()
 	rs.stopTTLLocked()
-	if byName := c.resources[rs.typ.TypeURL()]; byName[rs.name] == rs {
-		delete(byName, rs.name)
+	if rs.cachedLocked() {
 		c.entryDroppedLocked(rs)
 	}
 	for _, ch := range c.holdersLocked(rs) {
@@ -239,7 +232,7 @@ func (c *Client) watchersLocked(rs *resourceState) []*watchEntry {
 // deletion. The resource's TTL is set from d.
 func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version string, now time.Time, fc *flowControl) {
 	rs.stopTimerLocked()
-	hadTTL := rs.ttl != nil
+	hadTTL := rs.ext().ttl != nil
 	c.setTTLLocked(rs, d.ttl, now)
 	rs.timerState = timerReceived
 	rs.skipDeletion = false
@@ -251,20 +244,19 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// decodeAll compared against the cache as it was before decoding;
 	// compare again, as the entry may have been replaced since (a watch
 	// cancelled and started anew). The bytes are already hot.
-	changed := rs.value == nil || rs.nack != nil || rs.serverErr != nil || rs.stale ||
+	ext := rs.ext()
+	changed := rs.value == nil || ext.nack != nil || ext.serverErr != nil || rs.stale ||
 		!bytes.Equal(rs.raw, d.raw)
 	rs.version = version
-	rs.lastUpdated = now
-	rs.from = rs.ch.sc.ServerURI
+	rs.lastUpdated = unixNanos(now)
+	rs.from = &rs.ch.sc.ServerURI
 	rs.status = v3adminpb.ClientResourceStatus_ACKED
-	rs.dneReason = ""
-	rs.nack = nil
-	rs.serverErr = nil
+	rs.clearErrorsLocked()
 	rs.stale = false
 	if !changed {
 		// The stored copy has the same bytes; its version may lag. A TTL
 		// added or removed changes whether it is stored (persistLocked).
-		if hadTTL != (rs.ttl != nil) {
+		if hadTTL != (ext.ttl != nil) {
 			c.persistLocked(rs)
 		}
 		return
@@ -288,9 +280,11 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 	rs.skipDeletion = false
 	rs.ttlExpired = false
 	dropped := rs.ch.dropOnDataErrorLocked(rs)
-	repeat := !dropped && rs.nack != nil && rs.nack.err.Error() == err.Error()
-	rs.serverErr = nil
-	rs.nack = &nackState{err: err, version: version, time: now}
+	prev := rs.ext().nack
+	repeat := !dropped && prev != nil && prev.err.Error() == err.Error()
+	ext := rs.extLocked()
+	ext.serverErr = nil
+	ext.nack = &nackState{err: err, version: version, time: now}
 	rs.status = v3adminpb.ClientResourceStatus_NACKED
 	if repeat {
 		return
@@ -353,10 +347,10 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	rs.timerState = timerReceived
 	rs.ttlExpired = false
 	c.dropValueLocked(rs)
-	rs.nack = nil
-	rs.serverErr = nil
+	ext := rs.extLocked()
+	ext.nack, ext.serverErr = nil, nil
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	rs.dneReason = reason
+	ext.dneReason = reason
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
 		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })

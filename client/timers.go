@@ -25,13 +25,13 @@ func (c *Client) startTimerLocked(rs *resourceState) {
 func (c *Client) watchExpired(rs *resourceState, gen uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || rs.timerGen != gen || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if c.closed || rs.timerGen != gen || !rs.cachedLocked() {
 		return // stopped, replaced or unsubscribed meanwhile
 	}
 	rs.timer = nil
 	rs.timerState = timerReceived
 	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	rs.dneReason = fmt.Sprintf("not received within %v of being requested", c.opts.watchExpiryTimeout)
+	rs.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", c.opts.watchExpiryTimeout)
 	c.logger.Warn("resource does not exist: watch expired", "type", rs.typ.TypeName(), "resource", rs.name)
 	err := c.notFoundError(rs)
 	for _, we := range rs.watchers {

@@ -79,9 +79,9 @@ func (c *Client) applyHeartbeatsLocked(ts *typeState, beats []heartbeat, now tim
 // . A heartbeat that adds or removes the TTL changes what is
 // persisted: a value with a TTL is not (see persistLocked).
 func (c *Client) heartbeatLocked(rs *resourceState, ttl time.Duration, now time.Time) {
-	had := rs.ttl != nil
+	had := rs.ext().ttl != nil
 	c.setTTLLocked(rs, ttl, now)
-	if had != (rs.ttl != nil) {
+	if had != (rs.ext().ttl != nil) {
 		c.persistLocked(rs)
 	}
 }
@@ -96,14 +96,15 @@ func (c *Client) setTTLLocked(rs *resourceState, ttl time.Duration, now time.Tim
 	}
 	t := &ttlState{d: ttl}
 	t.timer = time.AfterFunc(time.Until(now.Add(ttl)), func() { c.ttlExpired(rs, t) })
-	rs.ttl = t
+	rs.extLocked().ttl = t
 }
 
 // stopTTLLocked stops the TTL timer of rs, if any.
 func (rs *resourceState) stopTTLLocked() {
-	if rs.ttl != nil {
-		rs.ttl.timer.Stop()
-		rs.ttl = nil
+	if e := rs.extra; e != nil && e.ttl != nil {
+		e.ttl.timer.Stop()
+		e.ttl = nil
+		rs.tidyExtLocked()
 	}
 }
 
@@ -112,11 +113,12 @@ func (rs *resourceState) stopTTLLocked() {
 func (c *Client) ttlExpired(rs *resourceState, t *ttlState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || rs.ttl != t || rs.value == nil || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if c.closed || rs.ext().ttl != t || rs.value == nil || !rs.cachedLocked() {
 		return // re-armed, stopped, or no longer cached
 	}
 	ttl := t.d
-	rs.ttl = nil
+	rs.extra.ttl = nil
+	rs.tidyExtLocked()
 	rs.ch.logger.Warn("resource expired: its TTL ran out without an update or heartbeat", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, "ttl", ttl)
 	c.resourceDeletedLocked(rs, fmt.Sprintf("TTL of %v expired without an update or heartbeat", ttl), nil)

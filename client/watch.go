@@ -108,22 +108,49 @@ type Versioned[T any] struct {
 // newer response is being applied). The name "*" watches every resource,
 // as WatchAll.
 func WatchVersioned[T any](c *Client, typ resources.Type[T], name string, w watcher.Watcher[Versioned[T]]) (cancel func()) {
-	return c.watch(typ, name, &watchEntry{erasedWatcher: versionedWatcher[T]{w}})
+	return c.watch(typ, name, newEntry(versionedWatcher[T]{w}))
 }
 
 // newWatchEntry erases the type of w.
 func newWatchEntry[T any](w watcher.Watcher[T]) *watchEntry {
-	return &watchEntry{erasedWatcher: typedWatcher[T]{w}}
+	return newEntry(typedWatcher[T]{w})
+}
+
+// newEntry returns a watch of ew, not cancelled.
+func newEntry(ew erasedWatcher) *watchEntry {
+	we := &watchEntry{erasedWatcher: ew}
+	we.target.Store(notByName)
+	return we
 }
 
 func sameType[T any](rt resources.ResourceType) bool { _, ok := rt.(resources.Type[T]); return ok }
 
-// watchEntry is one watch, with the watcher's methods type-erased. It is
-// two small allocations per watch (the entry and the adapter behind
-// erasedWatcher), which matters at tens of thousands of watches.
+// watchEntry is one watch, with the watcher's methods type-erased. A
+// watch by name costs three small allocations (the entry, the adapter
+// behind erasedWatcher, and its cancel, the method value we.cancel, two
+// words), which matters at tens of thousands of watches.
 type watchEntry struct {
 	erasedWatcher
-	cancelled atomic.Bool // set by cancel; callbacks check it before running
+	c *Client // set by watch, for cancel
+	// target is the cache entry a watch by name watches (set by watch),
+	// notByName for any other watch, and nil once the watch is cancelled:
+	// callbacks check it before running (cancelled).
+	target atomic.Pointer[resourceState]
+}
+
+// notByName is the target of a watch that is not by name: a WatchAll, a
+// glob collection, or one that failed.
+var notByName = new(resourceState)
+
+// cancelled reports whether the watch was cancelled.
+func (we *watchEntry) cancelled() bool { return we.target.Load() == nil }
+
+// cancel cancels a watch by name. It is idempotent: the first call takes
+// the target.
+func (we *watchEntry) cancel() {
+	if rs := we.target.Swap(nil); rs != nil && rs != notByName {
+		we.c.unwatch(rs, we)
+	}
 }
 
 // erasedWatcher is a watcher.Watcher[T] with T erased: values are passed
@@ -201,19 +228,14 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		return func() { c.unwatchAll(ts, we) }
 	}
 
-	byName := c.resources[rt.TypeURL()]
-	rs := byName[name]
+	rs := c.entryLocked(rt.TypeURL(), name)
 	if rs == nil {
 		ch, l, err := c.channelForLocked(name)
 		if err != nil {
 			return failLocked(err)
 		}
-		if byName == nil {
-			byName = make(map[string]*resourceState)
-			c.resources[rt.TypeURL()] = byName
-		}
+		// In the cache once its channel subscribes it, below.
 		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: v3adminpb.ClientResourceStatus_REQUESTED}
-		byName[name] = rs
 		l.entries++
 	} else if rs.list == nil && len(rs.watchers) == 0 {
 		c.adoptLocked(rs)
@@ -227,9 +249,9 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	}
 	c.replayLocked(rs, we)
 	c.servePersistedLocked(rs)
-	// Idempotent without a sync.Once (an allocation per watch): a second
-	// call finds we gone.
-	return func() { c.unwatch(rs, we) }
+	we.c = c
+	we.target.Store(rs)
+	return we.cancel
 }
 
 // replayLocked tells a new watcher we the current state of rs at once
@@ -240,6 +262,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 // is only requested. These calls are not tied to a response, so their
 // done is not flow control.
 func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
+	ext := rs.ext()
 	switch {
 	case rs.value != nil:
 		v, version := rs.value, rs.version
@@ -248,22 +271,22 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 			err := c.staleError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
-		if rs.nack != nil {
+		if ext.nack != nil {
 			err := c.invalidError(rs)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
-		if rs.serverErr != nil {
-			err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
+		if ext.serverErr != nil {
+			err := c.resourceError(rs.typ, rs.name, ext.serverErr.err)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
 	case rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
 		err := c.notFoundError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case rs.nack != nil:
+	case ext.nack != nil:
 		err := c.invalidError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case rs.serverErr != nil:
-		err := c.resourceError(rs.typ, rs.name, rs.serverErr.err)
+	case ext.serverErr != nil:
+		err := c.resourceError(rs.typ, rs.name, ext.serverErr.err)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
 }
@@ -279,11 +302,11 @@ func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool
 	return len(*ws) == 0 && !c.closed
 }
 
+// unwatch removes we, just cancelled, from the watchers of rs.
 func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
-	we.cancelled.Store(true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.removeWatchLocked(&rs.watchers, we) || c.resources[rs.typ.TypeURL()][rs.name] != rs {
+	if !c.removeWatchLocked(&rs.watchers, we) || !rs.cachedLocked() {
 		return
 	}
 	// The does-not-exist timer keeps running: if the name is watched again
@@ -293,7 +316,7 @@ func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
 }
 
 func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {
-	we.cancelled.Store(true)
+	we.target.Store(nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.removeWatchLocked(&ts.wildcard, we) {
@@ -317,7 +340,7 @@ func (c *Client) scheduleLocked(we *watchEntry, fc *flowControl, call func(done 
 		done = fc.add()
 	}
 	ok := c.serializer.Schedule(func() {
-		if we.cancelled.Load() {
+		if we.cancelled() {
 			done()
 			return
 		}
@@ -335,11 +358,11 @@ func (c *Client) resourceError(typ resources.ResourceType, name string, err erro
 
 // notFoundError is the error for watchers of a resource that does not exist.
 func (c *Client) notFoundError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: %s", ErrResourceNotFound, rs.dneReason))
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: %s", ErrResourceNotFound, rs.ext().dneReason))
 }
 
 // invalidError is the error for watchers of a resource whose last received
 // version was NACKed.
 func (c *Client) invalidError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.nack.version, rs.nack.err))
+	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.ext().nack.version, rs.ext().nack.err))
 }
