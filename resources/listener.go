@@ -294,7 +294,7 @@ func httpFiltersFromView(field string, fs []filterView) ([]HTTPFilter, error) {
 		if err != nil {
 			return nil, withFieldPrefix(indexed(field, i)+".typed_config", err)
 		}
-		impl := httpFilters[typeURL]
+		impl := httpFilterFor(typeURL)
 		if impl == nil {
 			if f.optional {
 				continue

@@ -4,7 +4,6 @@ package resources
 
 import (
 	"sync"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -182,7 +181,7 @@ func anyFields(b []byte) (typeURL, value []byte, ok bool) {
 		switch {
 		case it.bytesField(1):
 			// Known type URLs are valid UTF-8; compare before scanning.
-			if !knownTypeURL(it.val) && !utf8.Valid(it.val) {
+			if !knownTypeURL(it.val) && !validUTF8(it.val) {
 				return nil, nil, false
 			}
 			typeURL = it.val

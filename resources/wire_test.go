@@ -3,10 +3,12 @@
 package resources
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -97,5 +99,25 @@ func TestType_NameBytes(t *testing.T) {
 				t.Fatalf("NameBytes() = %q, Name() = %q", b, name)
 			}
 		})
+	}
+}
+
+// TestValidUTF8 checks validUTF8 against utf8.Valid around its eight-byte
+// reads: every length up to 24, with one non-ASCII or invalid byte at
+// each position.
+func TestValidUTF8(t *testing.T) {
+	for n := range 25 {
+		ascii := bytes.Repeat([]byte{'a'}, n)
+		if !validUTF8(ascii) {
+			t.Fatalf("validUTF8(%q) = false", ascii)
+		}
+		for i := range n {
+			for _, bad := range [][]byte{{0xff}, {0x80}, []byte("é"), []byte("€"), {0xe2, 0x82}} {
+				b := append(append(bytes.Clone(ascii[:i]), bad...), ascii[i:]...)
+				if got, want := validUTF8(b), utf8.Valid(b); got != want {
+					t.Fatalf("validUTF8(%q) = %v, utf8.Valid = %v", b, got, want)
+				}
+			}
+		}
 	}
 }
