@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -99,23 +100,79 @@ func (s numberSet) has(n protowire.Number) bool {
 	return n < 128 && s[n/64]&(1<<(n%64)) != 0
 }
 
-// listenerFromWire is the fast path of decodeListener: it returns the name
-// and the hcmView of a client Listener of the usual shape, with ok false
-// when the Listener must go through proto.Unmarshal (which then also
-// reports any error in the bytes). The bytes are checked, as wireCheck
-// does, in the same pass that reads them: the fields the decoder reads
-// are checked as they are read, the others with the plan of their
-// message. The bytes of b are not copied: the view's configs alias them.
-func listenerFromWire(b []byte, v *hcmView) (name string, ok bool) {
+// listenerWire is what the fast path reads of a Listener besides the
+// hcmView's scalars: the strings and filter configs, as bytes of the
+// input, which fill turns into the hcmView's strings and Anys.
+type listenerWire struct {
+	name     []byte // name
+	rdsName  []byte // rds.route_config_name
+	nFilters int
+	filters  [maxWireFilters]wireFilter // http_filters[:nFilters]
+}
+
+// maxWireFilters is the longest chain of HTTP filters the fast path
+// takes; longer ones, rare, go through proto.Unmarshal. A fixed array
+// keeps listenerWire on the stack.
+const maxWireFilters = 4
+
+// wireFilter is one HttpFilter as read from the wire.
+type wireFilter struct {
+	name     []byte
+	typeURL  []byte // typed_config.type_url
+	value    []byte // typed_config.value
+	hasCfg   bool   // typed_config is set
+	optional bool   // is_optional
+}
+
+// fill completes v from w: the strings share one allocation, and the
+// filters, appended to fs, have their configs in cfgs, one per filter. It
+// returns the Listener name and the filters. The configs' values alias
+// the input.
+func (w *listenerWire) fill(v *hcmView, fs []filterView, cfgs []anypb.Any) (name string, _ []filterView) {
+	wfs := w.filters[:w.nFilters]
+	size := len(w.name) + len(w.rdsName)
+	for i := range wfs {
+		size += len(wfs[i].name)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	sb.Write(w.name)
+	sb.Write(w.rdsName)
+	for i := range wfs {
+		sb.Write(wfs[i].name)
+	}
+	s := sb.String()
+	name, s = s[:len(w.name)], s[len(w.name):]
+	v.rdsName, s = s[:len(w.rdsName)], s[len(w.rdsName):]
+	for i := range wfs {
+		f := &wfs[i]
+		fv := filterView{optional: f.optional}
+		fv.name, s = s[:len(f.name)], s[len(f.name):]
+		if f.hasCfg {
+			cfgs[i] = anypb.Any{TypeUrl: filterTypeURL(f.typeURL), Value: f.value}
+			fv.cfg = &cfgs[i]
+		}
+		fs = append(fs, fv)
+	}
+	return name, fs
+}
+
+// listenerFromWire is the fast path of decodeListener: it reads a client
+// Listener of the usual shape into v and w, with ok false when the
+// Listener must go through proto.Unmarshal (which then also reports any
+// error in the bytes). The bytes are checked, as wireCheck does, in the
+// same pass that reads them: the fields the decoder reads are checked as
+// they are read, the others with the plan of their message. The bytes of
+// b are not copied: w aliases them.
+func listenerFromWire(b []byte, v *hcmView, w *listenerWire) (ok bool) {
 	lp := listenerPlan()
 	if lp.unsupported {
-		return "", false
+		return false
 	}
 	depth := wireRecursionLimit - 1
 	var (
-		nameBytes []byte
-		api       []byte
-		apis      int
+		api  []byte
+		apis int
 	)
 	it := wireIter{b: b}
 	for it.next() {
@@ -124,20 +181,17 @@ func listenerFromWire(b []byte, v *hcmView) (name string, ok bool) {
 			continue
 		}
 		if !lp.checkIter(&it, depth) {
-			return "", false
+			return false
 		}
 		if it.bytesField(listenerNameField) {
-			nameBytes = it.val
+			w.name = it.val
 		}
 	}
 	if it.bad || apis != 1 {
-		return "", false
+		return false
 	}
 	typeURL, value, ok := apiListenerFromWire(api, depth-1)
-	if !ok || string(typeURL) != hcmTypeURL || !hcmViewFromWire(value, v) {
-		return "", false
-	}
-	return string(nameBytes), true
+	return ok && string(typeURL) == hcmTypeURL && hcmViewFromWire(value, v, w)
 }
 
 // apiListenerFromWire checks a serialized ApiListener, checked at depth,
@@ -219,20 +273,16 @@ func filterTypeURL(b []byte) string {
 }
 
 // hcmViewFromWire checks and reads the serialized HttpConnectionManager b
-// into v; ok is false when b is invalid or of a shape the fast path
+// into v and w; ok is false when b is invalid or of a shape the fast path
 // leaves to proto.Unmarshal. Like the proto path, which unmarshals the
 // Any's value on its own, it starts at the full recursion limit.
-func hcmViewFromWire(b []byte, v *hcmView) bool {
+func hcmViewFromWire(b []byte, v *hcmView, w *listenerWire) bool {
 	hp := hcmPlan()
 	if hp.unsupported {
 		return false
 	}
 	depth := wireRecursionLimit - 1
-	var (
-		specifiers, commons int
-		filterBuf           [4]filterView // most chains are short
-		filters             = filterBuf[:0]
-	)
+	var specifiers, commons int
 	it := wireIter{b: b}
 	for it.next() {
 		n := it.num
@@ -244,7 +294,7 @@ func hcmViewFromWire(b []byte, v *hcmView) bool {
 			return false // an inline route_config needs the proto
 		case n == hcmRdsField:
 			v.routeSpecifier, specifiers = n, specifiers+1
-			if !rdsFromWire(it.val, v, depth-1) {
+			if !rdsFromWire(it.val, v, w, depth-1) {
 				return false
 			}
 			continue
@@ -253,7 +303,10 @@ func hcmViewFromWire(b []byte, v *hcmView) bool {
 			if !ok {
 				return false
 			}
-			filters = append(filters, f)
+			if w.nFilters == maxWireFilters {
+				return false
+			}
+			w.filters[w.nFilters], w.nFilters = f, w.nFilters+1
 			continue
 		case n == hcmCommonField:
 			commons++
@@ -272,18 +325,12 @@ func hcmViewFromWire(b []byte, v *hcmView) bool {
 	}
 	// Two route specifiers replace or merge each other, as do two
 	// common_http_protocol_options.
-	if it.bad || specifiers > 1 || commons > 1 {
-		return false
-	}
-	if len(filters) > 0 {
-		v.filters = append([]filterView(nil), filters...)
-	}
-	return true
+	return !it.bad && specifiers <= 1 && commons <= 1
 }
 
 // rdsFromWire checks and reads a serialized Rds, checked at depth, into
-// v; ok is false when it is invalid or repeats config_source.
-func rdsFromWire(b []byte, v *hcmView, depth int) bool {
+// v and w; ok is false when it is invalid or repeats config_source.
+func rdsFromWire(b []byte, v *hcmView, w *listenerWire, depth int) bool {
 	p := rdsPlan()
 	var sources int
 	it := wireIter{b: b}
@@ -300,7 +347,7 @@ func rdsFromWire(b []byte, v *hcmView, depth int) bool {
 			return false
 		}
 		if it.bytesField(rdsNameField) {
-			v.rdsName = string(it.val)
+			w.rdsName = it.val
 		}
 	}
 	return !it.bad && sources <= 1
@@ -371,13 +418,10 @@ func durationFromWire(b []byte, depth int) (durationParts, bool) {
 // filterFromWire checks and reads one serialized HttpFilter, checked at
 // depth; ok is false when it is invalid, has config_discovery or repeats
 // typed_config.
-func filterFromWire(b []byte, depth int) (filterView, bool) {
+func filterFromWire(b []byte, depth int) (wireFilter, bool) {
 	p := httpFilterPlan()
 	var (
-		f        filterView
-		name     []byte
-		typeURL  []byte
-		value    []byte
+		f        wireFilter
 		cfgs     int
 		oneofSet protowire.Number
 	)
@@ -391,12 +435,12 @@ func filterFromWire(b []byte, depth int) (filterView, bool) {
 		case n == filterTypedConfField:
 			oneofSet, cfgs = n, cfgs+1
 			var ok bool
-			if typeURL, value, ok = anyFields(it.val); !ok {
+			if f.typeURL, f.value, ok = anyFields(it.val); !ok {
 				return f, false
 			}
 			continue
 		case n == filterNameField:
-			name = it.val
+			f.name = it.val
 		case filterConfigOneof.has(n):
 			oneofSet = n
 		}
@@ -407,9 +451,6 @@ func filterFromWire(b []byte, depth int) (filterView, bool) {
 	if it.bad || cfgs > 1 || (oneofSet != 0 && oneofSet != filterTypedConfField) {
 		return f, false
 	}
-	f.name = string(name)
-	if cfgs == 1 {
-		f.cfg = &anypb.Any{TypeUrl: filterTypeURL(typeURL), Value: value}
-	}
+	f.hasCfg = cfgs == 1
 	return f, true
 }
