@@ -108,20 +108,39 @@ func (it *wireIter) next() bool {
 	if len(b) == 0 {
 		return false
 	}
-	// Inlined: a one-byte tag (field numbers 1 to 15) with a one-byte
-	// length or varint, the common case and most of the fast paths' time.
-	if len(b) >= 2 && b[0] < 0x80 && b[0] >= 1<<3 && b[1] < 0x80 {
-		switch num, typ := protowire.Number(b[0]>>3), protowire.Type(b[0]&7); typ {
+	// Inlined: a tag of one or two bytes (field numbers below 2048) with
+	// a length of one or two bytes (values below 16 KiB) or a one-byte
+	// varint, the common case and most of the fast paths' time. Anything
+	// else, including every error, takes the general path below.
+	var tag uint64
+	i := 1
+	if c := b[0]; c < 0x80 {
+		tag = uint64(c)
+	} else if len(b) >= 2 && b[1] < 0x80 {
+		tag, i = uint64(c&0x7f)|uint64(b[1])<<7, 2
+	}
+	if num, typ := protowire.Number(tag>>3), protowire.Type(tag&7); num != 0 && i < len(b) {
+		switch c := b[i]; typ {
 		case protowire.BytesType:
-			if m := 2 + int(b[1]); m <= len(b) {
-				it.num, it.typ, it.val, it.u = num, typ, b[2:m:m], 0
+			n, j := uint64(c), i+1
+			if c >= 0x80 {
+				if j >= len(b) || b[j] >= 0x80 {
+					break
+				}
+				n, j = uint64(c&0x7f)|uint64(b[j])<<7, j+1
+			}
+			if n <= uint64(len(b)-j) {
+				m := j + int(n)
+				it.num, it.typ, it.val, it.u = num, typ, b[j:m:m], 0
 				it.b = b[m:]
 				return true
 			}
 		case protowire.VarintType:
-			it.num, it.typ, it.val, it.u = num, typ, nil, uint64(b[1])
-			it.b = b[2:]
-			return true
+			if c < 0x80 {
+				it.num, it.typ, it.val, it.u = num, typ, nil, uint64(c)
+				it.b = b[i+1:]
+				return true
+			}
 		}
 	}
 	num, typ, n := protowire.ConsumeTag(it.b)
