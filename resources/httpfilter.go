@@ -182,6 +182,9 @@ func anyIs(typeURL string, name protoreflect.FullName) bool {
 // the latter. Error fields are relative to cfg.
 func filterConfigType(cfg *anypb.Any) (typeURL string, typedStruct bool, err error) {
 	typeURL = cfg.GetTypeUrl()
+	if httpFilterFor(typeURL) != nil {
+		return typeURL, false, nil // a known filter's own config, the usual case
+	}
 	var ts interface{ GetTypeUrl() string }
 	switch {
 	case anyIs(typeURL, "xds.type.v3.TypedStruct"):

@@ -66,16 +66,26 @@ var (
 	filterOptionalField  = fieldNumber(httpFilterDesc, "is_optional")
 	filterConfigOneof    = numberSetOf(httpFilterDesc.Oneofs().ByName("config_type").Fields())
 
-	// The plans of the messages the fused walks read.
-	listenerPlan    = sync.OnceValue(func() *wirePlan { return planFor(listenerDesc) })
-	apiListenerPlan = sync.OnceValue(func() *wirePlan { return planFor(apiListenerDesc) })
-	hcmPlan         = sync.OnceValue(func() *wirePlan { return planFor(hcmDesc) })
-	rdsPlan         = sync.OnceValue(func() *wirePlan { return planFor(rdsDesc) })
-	configSrcPlan   = sync.OnceValue(func() *wirePlan { return planFor(configSrcDesc) })
-	httpOptionsPlan = sync.OnceValue(func() *wirePlan { return planFor(httpOptionsDesc) })
-	httpFilterPlan  = sync.OnceValue(func() *wirePlan { return planFor(httpFilterDesc) })
-	durationPlan    = sync.OnceValue(func() *wirePlan { return planFor(durationDesc) })
+	// listenerPlans are the plans of the messages the fused walks read,
+	// fetched once per Listener.
+	listenerPlans = sync.OnceValue(func() *listenerPlanSet {
+		return &listenerPlanSet{
+			listener:    planFor(listenerDesc),
+			apiListener: planFor(apiListenerDesc),
+			hcm:         planFor(hcmDesc),
+			rds:         planFor(rdsDesc),
+			configSrc:   planFor(configSrcDesc),
+			httpOptions: planFor(httpOptionsDesc),
+			httpFilter:  planFor(httpFilterDesc),
+			duration:    planFor(durationDesc),
+		}
+	})
 )
+
+// listenerPlanSet holds the plan of each message of the Listener fast path.
+type listenerPlanSet struct {
+	listener, apiListener, hcm, rds, configSrc, httpOptions, httpFilter, duration *wirePlan
+}
 
 func fieldNumber(md protoreflect.MessageDescriptor, name protoreflect.Name) protowire.Number {
 	return md.Fields().ByName(name).Number()
@@ -165,7 +175,8 @@ func (w *listenerWire) fill(v *hcmView, fs []filterView, cfgs []anypb.Any) (name
 // they are read, the others with the plan of their message. The bytes of
 // b are not copied: w aliases them.
 func listenerFromWire(b []byte, v *hcmView, w *listenerWire) (ok bool) {
-	lp := listenerPlan()
+	ps := listenerPlans()
+	lp := ps.listener
 	if lp.unsupported {
 		return false
 	}
@@ -190,16 +201,16 @@ func listenerFromWire(b []byte, v *hcmView, w *listenerWire) (ok bool) {
 	if it.bad || apis != 1 {
 		return false
 	}
-	typeURL, value, ok := apiListenerFromWire(api, depth-1)
-	return ok && string(typeURL) == hcmTypeURL && hcmViewFromWire(value, v, w)
+	typeURL, value, ok := apiListenerFromWire(ps, api, depth-1)
+	return ok && string(typeURL) == hcmTypeURL && hcmViewFromWire(ps, value, v, w)
 }
 
 // apiListenerFromWire checks a serialized ApiListener, checked at depth,
 // and returns the type_url and value of its api_listener; ok is false
 // when it is invalid or holds api_listener more than once, which
 // proto.Unmarshal would merge.
-func apiListenerFromWire(b []byte, depth int) (typeURL, value []byte, ok bool) {
-	a, n, ok := checkedSingleField(b, apiListenerPlan(), apiListenerAnyField, depth)
+func apiListenerFromWire(ps *listenerPlanSet, b []byte, depth int) (typeURL, value []byte, ok bool) {
+	a, n, ok := checkedSingleField(b, ps.apiListener, apiListenerAnyField, depth)
 	if !ok || n != 1 {
 		return nil, nil, false
 	}
@@ -234,8 +245,7 @@ func anyFields(b []byte) (typeURL, value []byte, ok bool) {
 	for it.next() {
 		switch {
 		case it.bytesField(1):
-			// Known type URLs are valid UTF-8; compare before scanning.
-			if !knownTypeURL(it.val) && !validUTF8(it.val) {
+			if !validUTF8(it.val) {
 				return nil, nil, false
 			}
 			typeURL = it.val
@@ -244,16 +254,6 @@ func anyFields(b []byte) (typeURL, value []byte, ok bool) {
 		}
 	}
 	return typeURL, value, !it.bad
-}
-
-// knownTypeURL reports whether b is one of the type URLs the Listener
-// fast path expects, which need no UTF-8 check.
-func knownTypeURL(b []byte) bool {
-	switch string(b) {
-	case hcmTypeURL, routerTypeURL, faultTypeURL, rbacTypeURL, xdsTypedStructTypeURL:
-		return true
-	}
-	return false
 }
 
 // filterTypeURL returns the type URL b as a string, without allocating for
@@ -276,8 +276,8 @@ func filterTypeURL(b []byte) string {
 // into v and w; ok is false when b is invalid or of a shape the fast path
 // leaves to proto.Unmarshal. Like the proto path, which unmarshals the
 // Any's value on its own, it starts at the full recursion limit.
-func hcmViewFromWire(b []byte, v *hcmView, w *listenerWire) bool {
-	hp := hcmPlan()
+func hcmViewFromWire(ps *listenerPlanSet, b []byte, v *hcmView, w *listenerWire) bool {
+	hp := ps.hcm
 	if hp.unsupported {
 		return false
 	}
@@ -294,12 +294,12 @@ func hcmViewFromWire(b []byte, v *hcmView, w *listenerWire) bool {
 			return false // an inline route_config needs the proto
 		case n == hcmRdsField:
 			v.routeSpecifier, specifiers = n, specifiers+1
-			if !rdsFromWire(it.val, v, w, depth-1) {
+			if !rdsFromWire(ps, it.val, v, w, depth-1) {
 				return false
 			}
 			continue
 		case n == hcmFiltersField:
-			f, ok := filterFromWire(it.val, depth-1)
+			f, ok := filterFromWire(ps, it.val, depth-1)
 			if !ok {
 				return false
 			}
@@ -310,7 +310,7 @@ func hcmViewFromWire(b []byte, v *hcmView, w *listenerWire) bool {
 			continue
 		case n == hcmCommonField:
 			commons++
-			if !maxStreamFromWire(it.val, v, depth-1) {
+			if !maxStreamFromWire(ps, it.val, v, depth-1) {
 				return false
 			}
 			continue
@@ -330,13 +330,13 @@ func hcmViewFromWire(b []byte, v *hcmView, w *listenerWire) bool {
 
 // rdsFromWire checks and reads a serialized Rds, checked at depth, into
 // v and w; ok is false when it is invalid or repeats config_source.
-func rdsFromWire(b []byte, v *hcmView, w *listenerWire, depth int) bool {
-	p := rdsPlan()
+func rdsFromWire(ps *listenerPlanSet, b []byte, v *hcmView, w *listenerWire, depth int) bool {
+	p := ps.rds
 	var sources int
 	it := wireIter{b: b}
 	for it.next() {
 		if it.bytesField(rdsConfigSourceField) {
-			k, ok := configSourceKindFromWire(it.val, depth-1)
+			k, ok := configSourceKindFromWire(ps.configSrc, it.val, depth-1)
 			if !ok {
 				return false
 			}
@@ -356,8 +356,7 @@ func rdsFromWire(b []byte, v *hcmView, w *listenerWire, depth int) bool {
 // configSourceKindFromWire checks a serialized ConfigSource, checked at
 // depth, and returns its kind: the last member of config_source_specifier
 // wins, as in proto.Unmarshal.
-func configSourceKindFromWire(b []byte, depth int) (configSourceKind, bool) {
-	p := configSrcPlan()
+func configSourceKindFromWire(p *wirePlan, b []byte, depth int) (configSourceKind, bool) {
 	k := configSourceNone
 	it := wireIter{b: b}
 	for it.next() {
@@ -382,21 +381,20 @@ func configSourceKindFromWire(b []byte, depth int) (configSourceKind, bool) {
 // maxStreamFromWire checks a serialized HttpProtocolOptions, checked at
 // depth, and reads its max_stream_duration into v; ok is false when it is
 // invalid or repeats max_stream_duration.
-func maxStreamFromWire(b []byte, v *hcmView, depth int) bool {
-	d, n, ok := checkedSingleField(b, httpOptionsPlan(), httpOptionsMaxStreamField, depth)
+func maxStreamFromWire(ps *listenerPlanSet, b []byte, v *hcmView, depth int) bool {
+	d, n, ok := checkedSingleField(b, ps.httpOptions, httpOptionsMaxStreamField, depth)
 	if !ok || n > 1 {
 		return false
 	}
 	if n == 1 {
-		v.maxStream, ok = durationFromWire(d, depth-1)
+		v.maxStream, ok = durationFromWire(ps.duration, d, depth-1)
 	}
 	return ok
 }
 
 // durationFromWire checks and decodes a serialized Duration, checked at
 // depth.
-func durationFromWire(b []byte, depth int) (durationParts, bool) {
-	p := durationPlan()
+func durationFromWire(p *wirePlan, b []byte, depth int) (durationParts, bool) {
 	d := durationParts{set: true}
 	it := wireIter{b: b}
 	for it.next() {
@@ -418,8 +416,8 @@ func durationFromWire(b []byte, depth int) (durationParts, bool) {
 // filterFromWire checks and reads one serialized HttpFilter, checked at
 // depth; ok is false when it is invalid, has config_discovery or repeats
 // typed_config.
-func filterFromWire(b []byte, depth int) (wireFilter, bool) {
-	p := httpFilterPlan()
+func filterFromWire(ps *listenerPlanSet, b []byte, depth int) (wireFilter, bool) {
+	p := ps.httpFilter
 	var (
 		f        wireFilter
 		cfgs     int
