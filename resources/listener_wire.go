@@ -128,7 +128,7 @@ const maxWireFilters = 4
 // wireFilter is one HttpFilter as read from the wire.
 type wireFilter struct {
 	name     []byte
-	typeURL  []byte // typed_config.type_url
+	typeURL  string // typed_config.type_url
 	value    []byte // typed_config.value
 	hasCfg   bool   // typed_config is set
 	optional bool   // is_optional
@@ -159,7 +159,7 @@ func (w *listenerWire) fill(v *hcmView, fs []filterView, cfgs []anypb.Any) (name
 		fv := filterView{optional: f.optional}
 		fv.name, s = s[:len(f.name)], s[len(f.name):]
 		if f.hasCfg {
-			cfgs[i] = anypb.Any{TypeUrl: filterTypeURL(f.typeURL), Value: f.value}
+			cfgs[i] = anypb.Any{TypeUrl: f.typeURL, Value: f.value}
 			fv.cfg = &cfgs[i]
 		}
 		fs = append(fs, fv)
@@ -202,19 +202,19 @@ func listenerFromWire(b []byte, v *hcmView, w *listenerWire) (ok bool) {
 		return false
 	}
 	typeURL, value, ok := apiListenerFromWire(ps, api, depth-1)
-	return ok && string(typeURL) == hcmTypeURL && hcmViewFromWire(ps, value, v, w)
+	return ok && typeURL == hcmTypeURL && hcmViewFromWire(ps, value, v, w)
 }
 
 // apiListenerFromWire checks a serialized ApiListener, checked at depth,
 // and returns the type_url and value of its api_listener; ok is false
 // when it is invalid or holds api_listener more than once, which
 // proto.Unmarshal would merge.
-func apiListenerFromWire(ps *listenerPlanSet, b []byte, depth int) (typeURL, value []byte, ok bool) {
+func apiListenerFromWire(ps *listenerPlanSet, b []byte, depth int) (typeURL string, value []byte, ok bool) {
 	a, n, ok := checkedSingleField(b, ps.apiListener, apiListenerAnyField, depth)
 	if !ok || n != 1 {
-		return nil, nil, false
+		return "", nil, false
 	}
-	return anyFields(a)
+	return anyFields(a, knownHCMTypeURL)
 }
 
 // checkedSingleField returns the value of the singular message or string
@@ -238,27 +238,51 @@ func checkedSingleField(b []byte, p *wirePlan, num protowire.Number, depth int) 
 
 // anyFields checks a serialized Any and returns its type_url and value,
 // the last of each as proto.Unmarshal keeps. An Any has no nested
-// messages: wireIter's framing checks and the type URL's UTF-8 are all
-// there is to check.
-func anyFields(b []byte) (typeURL, value []byte, ok bool) {
+// messages: wireIter's framing checks and the type URLs' UTF-8 are all
+// there is to check. known returns the constant equal to a type URL the
+// caller expects, "" for others: the constants are valid UTF-8, so that
+// the last type URL, the one kept, is only scanned when it is not one of
+// them (a type URL replaced by a later one is always scanned).
+func anyFields(b []byte, known func([]byte) string) (typeURL string, value []byte, ok bool) {
+	var (
+		last []byte
+		n    int
+	)
 	it := wireIter{b: b}
 	for it.next() {
 		switch {
 		case it.bytesField(1):
-			if !validUTF8(it.val) {
-				return nil, nil, false
+			if n > 0 && !validUTF8(last) {
+				return "", nil, false
 			}
-			typeURL = it.val
+			last, n = it.val, n+1
 		case it.bytesField(2):
 			value = it.val
 		}
 	}
-	return typeURL, value, !it.bad
+	if it.bad {
+		return "", nil, false
+	}
+	if typeURL = known(last); typeURL == "" && len(last) > 0 {
+		if !validUTF8(last) {
+			return "", nil, false
+		}
+		typeURL = string(last)
+	}
+	return typeURL, value, true
 }
 
-// filterTypeURL returns the type URL b as a string, without allocating for
-// the HTTP filter types this package knows.
-func filterTypeURL(b []byte) string {
+// knownHCMTypeURL is the known func of anyFields for api_listener.
+func knownHCMTypeURL(b []byte) string {
+	if string(b) == hcmTypeURL {
+		return hcmTypeURL
+	}
+	return ""
+}
+
+// knownFilterTypeURL is the known func of anyFields for HTTP filter
+// configs: the types this package knows.
+func knownFilterTypeURL(b []byte) string {
 	switch string(b) {
 	case routerTypeURL:
 		return routerTypeURL
@@ -269,7 +293,7 @@ func filterTypeURL(b []byte) string {
 	case xdsTypedStructTypeURL:
 		return xdsTypedStructTypeURL
 	}
-	return string(b)
+	return ""
 }
 
 // hcmViewFromWire checks and reads the serialized HttpConnectionManager b
@@ -433,7 +457,7 @@ func filterFromWire(ps *listenerPlanSet, b []byte, depth int) (wireFilter, bool)
 		case n == filterTypedConfField:
 			oneofSet, cfgs = n, cfgs+1
 			var ok bool
-			if f.typeURL, f.value, ok = anyFields(it.val); !ok {
+			if f.typeURL, f.value, ok = anyFields(it.val, knownFilterTypeURL); !ok {
 				return f, false
 			}
 			continue
