@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"strconv"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -11,6 +12,7 @@ import (
 
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	v3faultpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	v3httppb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 )
 
@@ -124,6 +126,37 @@ func TestListener_WireAnyTypeURLs(t *testing.T) {
 			checkListenerPaths(t, tc.in)
 			if _, _, err := decodeListener(tc.in); (err != nil) != tc.wantErr {
 				t.Fatalf("decodeListener() error = %v, want error: %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestListener_WireFilterChainLengths checks chains of one to six HTTP
+// filters: the fast path takes up to maxWireFilters of them, in one block
+// for one or two, and longer ones go through the proto path; the result
+// is the same either way.
+func TestListener_WireFilterChainLengths(t *testing.T) {
+	for n := 1; n <= maxWireFilters+2; n++ {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			var fs []*v3httppb.HttpFilter
+			for i := range n - 1 {
+				fs = append(fs, httpFilter(t, "fault"+strconv.Itoa(i), &v3faultpb.HTTPFault{}))
+			}
+			in := mustAny(t, listener(t, "l", hcm(t, "r", withFilters(append(fs, routerFilter(t))...))))
+			checkListenerPaths(t, in)
+			var (
+				v hcmView
+				w listenerWire
+			)
+			if got, want := listenerFromWire(in.GetValue(), &v, &w), n <= maxWireFilters; got != want {
+				t.Fatalf("listenerFromWire() = %v, want %v", got, want)
+			}
+			_, l, err := decodeListener(in)
+			if err != nil {
+				t.Fatalf("decodeListener() error = %v", err)
+			}
+			if len(l.HTTPFilters) != n || l.HTTPFilters[n-1].Name != "router" || l.HTTPFilters[0].Config.GetTypeUrl() == "" {
+				t.Fatalf("decodeListener() filters = %+v, want %d ending with the router", l.HTTPFilters, n)
 			}
 		})
 	}
