@@ -168,17 +168,25 @@ type addressArena struct {
 
 // joinHostPort is net.JoinHostPort for a numeric port, in the arena.
 func (a *addressArena) joinHostPort(host string, port uint32) string {
+	var digits [10]byte // the decimal port, written from the end
+	i := len(digits)
+	for {
+		i--
+		digits[i] = byte('0' + port%10)
+		if port /= 10; port == 0 {
+			break
+		}
+	}
 	start := a.sb.Len()
 	if strings.IndexByte(host, ':') >= 0 {
 		a.sb.WriteByte('[')
 		a.sb.WriteString(host)
-		a.sb.WriteByte(']')
+		a.sb.WriteString("]:")
 	} else {
 		a.sb.WriteString(host)
+		a.sb.WriteByte(':')
 	}
-	a.sb.WriteByte(':')
-	var digits [10]byte
-	a.sb.Write(strconv.AppendUint(digits[:0], uint64(port), 10))
+	a.sb.Write(digits[i:])
 	return a.sb.String()[start:]
 }
 

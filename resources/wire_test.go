@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -195,4 +197,22 @@ func FuzzWireIter(f *testing.F) {
 			t.Fatalf("wireIter fields differ from the protowire walk (-want, +got):\n%s", diff)
 		}
 	})
+}
+
+// TestAddressArena checks addressArena.joinHostPort against
+// net.JoinHostPort, and that its strings stay intact as it grows past
+// its initial size.
+func TestAddressArena(t *testing.T) {
+	var a addressArena
+	a.sb.Grow(8)
+	var got, want []string
+	for _, host := range []string{"10.0.0.1", "::1", "fe80::1%eth0", "example.com", ""} {
+		for _, port := range []uint32{0, 9, 10, 99, 100, 8080, 65535, math.MaxUint32} {
+			got = append(got, a.joinHostPort(host, port))
+			want = append(want, net.JoinHostPort(host, strconv.FormatUint(uint64(port), 10)))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("joinHostPort (-net.JoinHostPort, +got):\n%s", diff)
+	}
 }
