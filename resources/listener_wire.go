@@ -26,8 +26,11 @@ import (
 // the bytes proto.Unmarshal accepts without allocating, and its few fields
 // are read with protowire into the same hcmView the proto path builds.
 // Anything unusual (an inline route_config, a singular message field sent
-// twice, which protobuf merges, config_discovery) falls back to the proto
-// path. FuzzDecodeListener checks that both paths agree.
+// twice, which protobuf merges, config_discovery, more than
+// maxWireFilters filters) falls back to the proto path.
+// FuzzDecodeListener checks that both paths agree. The decoded Listener
+// takes two allocations: one block for the Listener, its filters and
+// their configs (newListener), one string for the names (fill).
 
 // Field numbers, from the descriptors so that they cannot drift.
 var (
