@@ -128,23 +128,15 @@ func decodeListener(inner *anypb.Any) (string, *Listener, error) {
 
 // newListener returns a Listener, an empty slice with room for n HTTP
 // filters and n Anys for their configs. The three have the same lifetime,
-// and for the usual short chains they are one allocation.
+// and for the usual chains of one or two filters they are one allocation.
 func newListener(n int) (*Listener, []HTTPFilter, []anypb.Any) {
-	switch n {
-	case 1:
-		b := new(struct {
-			l Listener
-			f [1]HTTPFilter
-			c [1]anypb.Any
-		})
-		return &b.l, b.f[:0], b.c[:]
-	case 2:
+	if n <= 2 {
 		b := new(struct {
 			l Listener
 			f [2]HTTPFilter
 			c [2]anypb.Any
 		})
-		return &b.l, b.f[:0], b.c[:]
+		return &b.l, b.f[:0:n], b.c[:n]
 	}
 	return new(Listener), make([]HTTPFilter, 0, n), make([]anypb.Any, n)
 }
