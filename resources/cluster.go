@@ -5,6 +5,7 @@ package resources
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -126,9 +127,22 @@ func (k ClusterKind) String() string {
 	}
 }
 
+// clusterMsgs recycles the top-level message decodeCluster unmarshals
+// into: a v3clusterpb.Cluster is large (every field of every cluster type),
+// and allocating and scanning it is a good part of the cost of decoding
+// beyond the unmarshal itself. The decoded Cluster keeps no pointer to it,
+// only to its sub-messages and strings, which protobuf allocates on their
+// own; it is reset before it is put back, so that the pool keeps nothing
+// of a resource alive.
+var clusterMsgs = sync.Pool{New: func() any { return new(v3clusterpb.Cluster) }}
+
 // decodeCluster decodes a Cluster.
 func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
-	c := &v3clusterpb.Cluster{}
+	c := clusterMsgs.Get().(*v3clusterpb.Cluster)
+	defer func() {
+		proto.Reset(c)
+		clusterMsgs.Put(c)
+	}()
 	if err := unmarshalResource(inner, c, "Cluster"); err != nil {
 		return "", nil, err
 	}

@@ -158,21 +158,36 @@ func addWeight(sum *uint64, w uint32) bool {
 	return *sum <= math.MaxUint32
 }
 
-// joinHostPort is net.JoinHostPort for a numeric port, built in one
-// allocation (the string itself) for the usual lengths of a host.
-func joinHostPort(host string, port uint32) string {
-	var buf [64]byte
-	b := buf[:0]
-	if len(host) > len(buf)-16 {
-		b = make([]byte, 0, len(host)+16)
+// addressArena builds the "host:port" addresses of one resource in one
+// allocation, when it is sized beforehand: they have the resource's
+// lifetime, and one allocation instead of one per endpoint is much of the
+// cost of converting a ClusterLoadAssignment. The zero value is ready.
+type addressArena struct {
+	sb strings.Builder // written only by appending: earlier strings stay valid
+}
+
+// joinHostPort is net.JoinHostPort for a numeric port, in the arena.
+func (a *addressArena) joinHostPort(host string, port uint32) string {
+	var digits [10]byte // the decimal port, written from the end
+	i := len(digits)
+	for {
+		i--
+		digits[i] = byte('0' + port%10)
+		if port /= 10; port == 0 {
+			break
+		}
 	}
+	start := a.sb.Len()
 	if strings.IndexByte(host, ':') >= 0 {
-		b = append(append(append(b, '['), host...), ']')
+		a.sb.WriteByte('[')
+		a.sb.WriteString(host)
+		a.sb.WriteString("]:")
 	} else {
-		b = append(b, host...)
+		a.sb.WriteString(host)
+		a.sb.WriteByte(':')
 	}
-	b = strconv.AppendUint(append(b, ':'), uint64(port), 10)
-	return string(b)
+	a.sb.Write(digits[i:])
+	return a.sb.String()[start:]
 }
 
 // oneofName returns the name of the field set in the oneof named oneof of

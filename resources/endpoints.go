@@ -176,7 +176,8 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 
 	type priorityState struct {
 		weightSum  uint64
-		localities map[LocalityID]struct{}
+		count      int                     // localities with a non-zero weight
+		localities map[LocalityID]struct{} // for many localities only
 	}
 	var (
 		priorities []priorityState // indexed by priority, up to the highest seen
@@ -184,13 +185,23 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 		maxPrio    = -1
 	)
 	locs := cla.GetEndpoints()
+	var addrs addressArena
 	if len(locs) > 0 {
 		e.Localities = make([]Locality, 0, len(locs))
-		n := 0
+		n, size := 0, 0
 		for _, lp := range locs {
-			n += len(lp.GetLbEndpoints())
+			for _, lb := range lp.GetLbEndpoints() {
+				n++
+				ep := lb.GetEndpoint()
+				size += len(ep.GetAddress().GetSocketAddress().GetAddress()) + len("[]:65535")
+				for _, aa := range ep.GetAdditionalAddresses() {
+					n++
+					size += len(aa.GetAddress().GetSocketAddress().GetAddress()) + len("[]:65535")
+				}
+			}
 		}
 		seenAddrs = make(map[string]struct{}, n) // sized once: no rehash
+		addrs.sb.Grow(size)
 	}
 	for i, lp := range locs {
 		l := lp.GetLocality()
@@ -216,16 +227,26 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 			return nil, invalid(indexed("endpoints", i)+".load_balancing_weight", "sum of locality weights of priority %d exceeds the uint32 range", prio)
 		}
 		id := LocalityID{Region: intern(l.GetRegion()), Zone: intern(l.GetZone()), SubZone: intern(l.GetSubZone())}
-		if ps.localities == nil {
-			ps.localities = make(map[LocalityID]struct{}, 1)
+		dup := false
+		if len(locs) <= 16 {
+			// Few localities, the usual case: a scan costs less than a map.
+			for _, o := range e.Localities {
+				dup = dup || (o.Priority == prio && o.ID == id)
+			}
+		} else {
+			if ps.localities == nil {
+				ps.localities = make(map[LocalityID]struct{}, 1)
+			}
+			_, dup = ps.localities[id]
+			ps.localities[id] = struct{}{}
 		}
-		if _, dup := ps.localities[id]; dup {
+		if dup {
 			return nil, invalid(indexed("endpoints", i)+".locality", "locality %v appears twice in priority %d", id, prio)
 		}
-		ps.localities[id] = struct{}{}
+		ps.count++
 		maxPrio = max(maxPrio, int(prio))
 
-		eps, err := endpointsOfLocality(lp.GetLbEndpoints(), seenAddrs)
+		eps, err := endpointsOfLocality(lp.GetLbEndpoints(), seenAddrs, &addrs)
 		if err != nil {
 			return nil, withFieldPrefix(indexed("endpoints", i), err)
 		}
@@ -234,7 +255,7 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 	// priorities must be 0..N-1 without gaps, after dropping
 	// weight-0 localities.
 	for p := 0; p <= maxPrio; p++ {
-		if priorities[p].localities == nil {
+		if priorities[p].count == 0 {
 			return nil, invalid("endpoints", "priority %d has no locality with a non-zero weight, but priority %d has", p, maxPrio)
 		}
 	}
@@ -243,8 +264,9 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 
 // endpointsOfLocality converts the lb_endpoints of one locality; error
 // fields are relative to the LocalityLbEndpoints. seen holds the addresses
-// of the resource so far (R-17.5: no duplicates).
-func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{}) ([]Endpoint, error) {
+// of the resource so far (R-17.5: no duplicates); the addresses are built
+// in arena.
+func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{}, arena *addressArena) ([]Endpoint, error) {
 	if len(lbs) == 0 {
 		return nil, nil
 	}
@@ -276,13 +298,13 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 			return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "missing")
 		}
 		first := len(addrBuf)
-		a, err := socketAddress(ep.GetAddress())
+		a, err := socketAddress(ep.GetAddress(), arena)
 		if err != nil {
 			return nil, withFieldPrefix(indexed("lb_endpoints", j)+".endpoint.address", err)
 		}
 		addrBuf = append(addrBuf, a)
 		for k, aa := range ep.GetAdditionalAddresses() {
-			a, err := socketAddress(aa.GetAddress())
+			a, err := socketAddress(aa.GetAddress(), arena)
 			if err != nil {
 				return nil, withFieldPrefix(indexed(indexed("lb_endpoints", j)+".endpoint.additional_addresses", k)+".address", err)
 			}
@@ -290,10 +312,10 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 		}
 		addrs := addrBuf[first:len(addrBuf):len(addrBuf)]
 		for _, a := range addrs {
-			if _, dup := seen[a]; dup {
+			n := len(seen)
+			if seen[a] = struct{}{}; len(seen) == n {
 				return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "duplicate address %s", a)
 			}
-			seen[a] = struct{}{}
 		}
 		eps = append(eps, Endpoint{
 			Addresses:    addrs,
@@ -326,7 +348,7 @@ func hashKey(lb *v3endpointpb.LbEndpoint) string {
 // empty host or a named port into the address ":0" (or "host:0") and
 // accepts it: such an endpoint cannot be reached. gRPC C++ rejects all
 // three (and further requires an IP literal, which grpc-go does not).
-func socketAddress(a *v3corepb.Address) (string, error) {
+func socketAddress(a *v3corepb.Address, arena *addressArena) (string, error) {
 	sa := a.GetSocketAddress()
 	if sa == nil {
 		return "", invalid("socket_address", "missing")
@@ -337,7 +359,7 @@ func socketAddress(a *v3corepb.Address) (string, error) {
 	if _, ok := sa.GetPortSpecifier().(*v3corepb.SocketAddress_NamedPort); ok {
 		return "", invalid("socket_address.named_port", "named ports are not supported")
 	}
-	return joinHostPort(sa.GetAddress(), sa.GetPortValue()), nil
+	return arena.joinHostPort(sa.GetAddress(), sa.GetPortValue()), nil
 }
 
 // intern returns s, sharing the memory of an equal string still in use:

@@ -185,8 +185,11 @@ func TestListener_WireAndProtoPathsAgree(t *testing.T) {
 		t.Fatalf("route_specifier has %d members; listener_wire.go knows 3", n)
 	}
 	// The wire path must actually be taken for the usual shape.
-	var v hcmView
-	if _, ok := listenerFromWire(mustAny(t, listener(t, "l", hcm(t, "r"))).GetValue(), &v); !ok {
+	var (
+		v hcmView
+		w listenerWire
+	)
+	if !listenerFromWire(mustAny(t, listener(t, "l", hcm(t, "r"))).GetValue(), &v, &w) {
 		t.Fatal("listenerFromWire() did not take the usual Listener")
 	}
 }

@@ -5,6 +5,7 @@ package resources
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -52,45 +53,58 @@ type httpFilterImpl struct {
 	parseOverride func(cfg *anypb.Any, typedStruct bool) error
 }
 
-// httpFilters maps config type URLs to the filters gRPC clients know. It is
-// never modified.
-var httpFilters = map[string]*httpFilterImpl{
-	routerTypeURL: {
+// The filters gRPC clients know, by config type. They are never modified.
+var (
+	routerImpl = &httpFilterImpl{
 		terminal: true,
 		client:   true,
 		parse: func(cfg *anypb.Any, typedStruct bool) error {
-			return checkFilterConfig(cfg, typedStruct, routerDesc)
+			return checkFilterConfig(cfg, typedStruct, routerDesc, routerPlan)
 		},
 		parseOverride: func(*anypb.Any, bool) error {
 			// grpc-go's router rejects any override.
 			return invalid("", "the router filter takes no per-route override")
 		},
-	},
-	faultTypeURL: {
+	}
+	faultImpl = &httpFilterImpl{
 		client: true,
 		parse: func(cfg *anypb.Any, typedStruct bool) error {
-			return checkFilterConfig(cfg, typedStruct, faultDesc)
+			return checkFilterConfig(cfg, typedStruct, faultDesc, faultPlan)
 		},
 		parseOverride: func(cfg *anypb.Any, typedStruct bool) error {
-			return checkFilterConfig(cfg, typedStruct, faultDesc)
+			return checkFilterConfig(cfg, typedStruct, faultDesc, faultPlan)
 		},
-	},
+	}
 	// RBAC is a server-side filter (gRFC A41). Its configs are validated
 	// wherever they appear, as grpc-go does: an RBAC per-route override in
 	// a RouteConfiguration shared with servers must be valid.
-	rbacTypeURL: {
+	rbacImpl = &httpFilterImpl{
 		parse:         parseRBACConfig,
 		parseOverride: parseRBACOverride,
-	},
-	rbacPerRouteTypeURL: {
-		parse:         parseRBACConfig,
-		parseOverride: parseRBACOverride,
-	},
+	}
+)
+
+// httpFilterFor returns the filter whose configs have type typeURL, nil if
+// gRPC clients do not know it. A switch rather than a map: the type URLs
+// differ in length, so that a lookup is one comparison, which matters on
+// the path of every Listener.
+func httpFilterFor(typeURL string) *httpFilterImpl {
+	switch typeURL {
+	case routerTypeURL:
+		return routerImpl
+	case faultTypeURL:
+		return faultImpl
+	case rbacTypeURL, rbacPerRouteTypeURL:
+		return rbacImpl
+	}
+	return nil
 }
 
 var (
 	routerDesc = (*v3routerpb.Router)(nil).ProtoReflect().Descriptor()
 	faultDesc  = (*v3faultpb.HTTPFault)(nil).ProtoReflect().Descriptor()
+	routerPlan = sync.OnceValue(func() *wirePlan { return planFor(routerDesc) })
+	faultPlan  = sync.OnceValue(func() *wirePlan { return planFor(faultDesc) })
 )
 
 func parseRBACConfig(cfg *anypb.Any, typedStruct bool) error {
@@ -126,15 +140,16 @@ func unmarshalFilterConfig(cfg *anypb.Any, typedStruct bool, m proto.Message) er
 }
 
 // checkFilterConfig checks that cfg is a valid serialized message of type
-// md, without keeping it; error fields are relative to the config.
-func checkFilterConfig(cfg *anypb.Any, typedStruct bool, md protoreflect.MessageDescriptor) error {
+// md, whose wire plan is plan, without keeping it; error fields are
+// relative to the config.
+func checkFilterConfig(cfg *anypb.Any, typedStruct bool, md protoreflect.MessageDescriptor, plan func() *wirePlan) error {
 	if typedStruct {
 		return invalid("", "a %s config must be given as the message, not in a TypedStruct", md.FullName())
 	}
 	if !anyIs(cfg.GetTypeUrl(), md.FullName()) {
 		return invalid("", "type URL %q, want %s", cfg.GetTypeUrl(), md.FullName())
 	}
-	if wireCheck(cfg.GetValue(), md) == nil {
+	if plan().check(cfg.GetValue(), wireRecursionLimit) == nil {
 		return nil
 	}
 	// Invalid or not checkable: proto.Unmarshal decides, with its error.
@@ -167,6 +182,9 @@ func anyIs(typeURL string, name protoreflect.FullName) bool {
 // the latter. Error fields are relative to cfg.
 func filterConfigType(cfg *anypb.Any) (typeURL string, typedStruct bool, err error) {
 	typeURL = cfg.GetTypeUrl()
+	if httpFilterFor(typeURL) != nil {
+		return typeURL, false, nil // a known filter's own config, the usual case
+	}
 	var ts interface{ GetTypeUrl() string }
 	switch {
 	case anyIs(typeURL, "xds.type.v3.TypedStruct"):
@@ -230,7 +248,7 @@ func filterOverridesFromProto(cfgs map[string]*anypb.Any) (map[string]FilterOver
 		if err != nil {
 			return nil, withFieldPrefix(field, err)
 		}
-		impl := httpFilters[typeURL]
+		impl := httpFilterFor(typeURL)
 		if impl == nil {
 			if optional {
 				continue

@@ -293,13 +293,13 @@ func lbEntryFromWire(b []byte, depth int) (e lbEntry, ok bool) {
 	if !ok || n > 1 {
 		return e, false
 	}
-	typeURL, value, ok := anyFields(tc)
-	return lbEntry{typeURL: lbTypeURL(typeURL), value: value}, ok
+	typeURL, value, ok := anyFields(tc, knownLBTypeURL)
+	return lbEntry{typeURL: typeURL, value: value}, ok
 }
 
-// lbTypeURL returns the type URL b as a string, without allocating for
-// the types this package knows.
-func lbTypeURL(b []byte) string {
+// knownLBTypeURL is the known func of anyFields for load balancing
+// policies: the types this package knows.
+func knownLBTypeURL(b []byte) string {
 	switch string(b) {
 	case lbRoundRobinTypeURL:
 		return lbRoundRobinTypeURL
@@ -314,7 +314,7 @@ func lbTypeURL(b []byte) string {
 	case lbWRRLocalityTypeURL:
 		return lbWRRLocalityTypeURL
 	}
-	return string(b)
+	return ""
 }
 
 // wrrLocalityPolicy converts a serialized WrrLocality met at depth; error

@@ -106,19 +106,39 @@ type HTTPFilter struct {
 // paths feed listenerFromView, so they accept and reject the same
 // resources with the same errors.
 func decodeListener(inner *anypb.Any) (string, *Listener, error) {
-	var v hcmView
-	if name, ok := listenerFromWire(inner.GetValue(), &v); ok {
-		if name == "" {
-			return "", nil, errEmptyName("name")
-		}
-		out, err := listenerFromView(name, &v)
-		if err != nil {
-			return name, nil, err
-		}
-		out.raw = inner.GetValue()
-		return name, out, nil
+	var (
+		v    hcmView
+		w    listenerWire
+		fbuf [maxWireFilters]filterView
+	)
+	if !listenerFromWire(inner.GetValue(), &v, &w) {
+		return decodeListenerProto(inner)
 	}
-	return decodeListenerProto(inner)
+	if len(w.name) == 0 {
+		return "", nil, errEmptyName("name")
+	}
+	out, filters, cfgs := newListener(w.nFilters)
+	name, fs := w.fill(&v, fbuf[:0], cfgs)
+	if err := listenerFromView(name, &v, fs, out, filters); err != nil {
+		return name, nil, err
+	}
+	out.raw = inner.GetValue()
+	return name, out, nil
+}
+
+// newListener returns a Listener, an empty slice with room for n HTTP
+// filters and n Anys for their configs. The three have the same lifetime,
+// and for the usual chains of one or two filters they are one allocation.
+func newListener(n int) (*Listener, []HTTPFilter, []anypb.Any) {
+	if n <= 2 {
+		b := new(struct {
+			l Listener
+			f [2]HTTPFilter
+			c [2]anypb.Any
+		})
+		return &b.l, b.f[:0:n], b.c[:n]
+	}
+	return new(Listener), make([]HTTPFilter, 0, n), make([]anypb.Any, n)
 }
 
 // decodeListenerProto is the proto path of decodeListener, for every
@@ -132,12 +152,12 @@ func decodeListenerProto(inner *anypb.Any) (string, *Listener, error) {
 	if name == "" {
 		return "", nil, errEmptyName("name")
 	}
-	v, err := hcmViewFromListener(lis)
+	v, fs, err := hcmViewFromListener(lis)
 	if err != nil {
 		return name, nil, err
 	}
-	out, err := listenerFromView(name, v)
-	if err != nil {
+	out := &Listener{}
+	if err := listenerFromView(name, v, fs, out, nil); err != nil {
 		return name, nil, err
 	}
 	out.raw = inner.GetValue()
@@ -155,7 +175,6 @@ type hcmView struct {
 	xffHops        uint32                        // xff_num_trusted_hops
 	originalIPExt  bool                          // original_ip_detection_extensions not empty
 	maxStream      durationParts                 // common_http_protocol_options.max_stream_duration
-	filters        []filterView                  // http_filters
 }
 
 // filterView is one HttpFilter.
@@ -166,21 +185,21 @@ type filterView struct {
 }
 
 // hcmViewFromListener checks the api_listener of lis and returns the view
-// of its HttpConnectionManager.
-func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, error) {
+// of its HttpConnectionManager and its http_filters.
+func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, []filterView, error) {
 	al := lis.GetApiListener()
 	if al == nil {
 		// A Listener without api_listener is a server-side (TCP) listener
 		// which this package does not decode yet.
-		return nil, invalid("api_listener", "missing: this is a server-side listener, which a client cannot use (server-side listeners are not supported)")
+		return nil, nil, invalid("api_listener", "missing: this is a server-side listener, which a client cannot use (server-side listeners are not supported)")
 	}
 	a := al.GetApiListener()
 	if a.GetTypeUrl() != hcmTypeURL {
-		return nil, invalid(hcmField, "type URL %q, want %q", a.GetTypeUrl(), hcmTypeURL)
+		return nil, nil, invalid(hcmField, "type URL %q, want %q", a.GetTypeUrl(), hcmTypeURL)
 	}
 	hcm := &v3httppb.HttpConnectionManager{}
 	if err := proto.Unmarshal(a.GetValue(), hcm); err != nil {
-		return nil, invalid(hcmField, "decoding HttpConnectionManager: %w", err)
+		return nil, nil, invalid(hcmField, "decoding HttpConnectionManager: %w", err)
 	}
 	v := &hcmView{
 		xffHops:       hcm.GetXffNumTrustedHops(),
@@ -197,46 +216,49 @@ func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, error) {
 	case *v3httppb.HttpConnectionManager_ScopedRoutes:
 		v.routeSpecifier = hcmScopedRoutesField
 	}
-	if fs := hcm.GetHttpFilters(); len(fs) > 0 {
-		v.filters = make([]filterView, len(fs))
-		for i, f := range fs {
-			v.filters[i] = filterView{name: f.GetName(), cfg: f.GetTypedConfig(), optional: f.GetIsOptional()}
+	var fs []filterView
+	if hfs := hcm.GetHttpFilters(); len(hfs) > 0 {
+		fs = make([]filterView, len(hfs))
+		for i, f := range hfs {
+			fs[i] = filterView{name: f.GetName(), cfg: f.GetTypedConfig(), optional: f.GetIsOptional()}
 		}
 	}
-	return v, nil
+	return v, fs, nil
 }
 
 // listenerFromView validates the HttpConnectionManager of a client-side
-// Listener named name and converts it.
-func listenerFromView(name string, v *hcmView) (*Listener, error) {
+// Listener named name, with the HTTP filters fs, and converts it
+// into out. filters, when not nil, is an empty slice with room for fs, for
+// out.HTTPFilters.
+func listenerFromView(name string, v *hcmView, fs []filterView, out *Listener, filters []HTTPFilter) error {
 	// gRFC A41: these must be unset, else NACK.
 	if v.xffHops != 0 {
-		return nil, invalid(hcmField+".xff_num_trusted_hops", "must be 0, got %d", v.xffHops)
+		return invalid(hcmField+".xff_num_trusted_hops", "must be 0, got %d", v.xffHops)
 	}
 	if v.originalIPExt {
-		return nil, invalid(hcmField+".original_ip_detection_extensions", "must be empty")
+		return invalid(hcmField+".original_ip_detection_extensions", "must be empty")
 	}
 
-	out := &Listener{Name: CanonicalName(name)}
+	out.Name = CanonicalName(name)
 	switch v.routeSpecifier {
 	case hcmRdsField:
 		if err := checkConfigSourceKind(hcmField+".rds.config_source", v.rdsSource); err != nil {
-			return nil, err
+			return err
 		}
 		if v.rdsName == "" {
-			return nil, invalid(hcmField+".rds.route_config_name", "empty")
+			return invalid(hcmField+".rds.route_config_name", "empty")
 		}
 		out.RouteConfigName = v.rdsName
 	case hcmRouteConfigField:
 		rc, err := routeConfigFromProto(v.routeConfig)
 		if err != nil {
-			return nil, withFieldPrefix(hcmField+".route_config", err)
+			return withFieldPrefix(hcmField+".route_config", err)
 		}
 		out.InlineRouteConfig = rc
 	case hcmScopedRoutesField:
-		return nil, invalid(hcmField+".scoped_routes", "not supported, use rds or route_config")
+		return invalid(hcmField+".scoped_routes", "not supported, use rds or route_config")
 	default:
-		return nil, invalid(hcmField, "no route specifier, want rds or route_config")
+		return invalid(hcmField, "no route specifier, want rds or route_config")
 	}
 
 	if v.maxStream.set {
@@ -244,17 +266,17 @@ func listenerFromView(name string, v *hcmView) (*Listener, error) {
 		// invalid or negative duration is malformed.
 		d, err := v.maxStream.duration(hcmField + ".common_http_protocol_options.max_stream_duration")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out.MaxStreamDuration = d
 	}
 
-	filters, err := httpFiltersFromView(hcmField+".http_filters", v.filters)
+	filters, err := httpFiltersFromView(hcmField+".http_filters", fs, filters)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	out.HTTPFilters = filters
-	return out, nil
+	return nil
 }
 
 // httpFiltersFromView validates the HTTP filter chain of a client-side
@@ -262,9 +284,12 @@ func listenerFromView(name string, v *hcmView) (*Listener, error) {
 // names non-empty and unique; each config resolved through a TypedStruct
 // and valid for a filter gRPC knows; an unknown filter, or one clients do
 // not run, is an error unless is_optional, and then left out; the router
-// last, and only last. Error fields are relative to the Listener.
-func httpFiltersFromView(field string, fs []filterView) ([]HTTPFilter, error) {
-	out := make([]HTTPFilter, 0, len(fs))
+// last, and only last. Error fields are relative to the Listener. out, when
+// not nil, is an empty slice with room for fs, which the result uses.
+func httpFiltersFromView(field string, fs []filterView, out []HTTPFilter) ([]HTTPFilter, error) {
+	if out == nil {
+		out = make([]HTTPFilter, 0, len(fs))
+	}
 	var (
 		seen          map[string]bool // for long chains only
 		firstTerminal = -1            // index in out of the first terminal filter
@@ -294,7 +319,7 @@ func httpFiltersFromView(field string, fs []filterView) ([]HTTPFilter, error) {
 		if err != nil {
 			return nil, withFieldPrefix(indexed(field, i)+".typed_config", err)
 		}
-		impl := httpFilters[typeURL]
+		impl := httpFilterFor(typeURL)
 		if impl == nil {
 			if f.optional {
 				continue

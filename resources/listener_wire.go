@@ -3,8 +3,8 @@
 package resources
 
 import (
+	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -26,8 +26,11 @@ import (
 // the bytes proto.Unmarshal accepts without allocating, and its few fields
 // are read with protowire into the same hcmView the proto path builds.
 // Anything unusual (an inline route_config, a singular message field sent
-// twice, which protobuf merges, config_discovery) falls back to the proto
-// path. FuzzDecodeListener checks that both paths agree.
+// twice, which protobuf merges, config_discovery, more than
+// maxWireFilters filters) falls back to the proto path.
+// FuzzDecodeListener checks that both paths agree. The decoded Listener
+// takes two allocations: one block for the Listener, its filters and
+// their configs (newListener), one string for the names (fill).
 
 // Field numbers, from the descriptors so that they cannot drift.
 var (
@@ -66,16 +69,26 @@ var (
 	filterOptionalField  = fieldNumber(httpFilterDesc, "is_optional")
 	filterConfigOneof    = numberSetOf(httpFilterDesc.Oneofs().ByName("config_type").Fields())
 
-	// The plans of the messages the fused walks read.
-	listenerPlan    = sync.OnceValue(func() *wirePlan { return planFor(listenerDesc) })
-	apiListenerPlan = sync.OnceValue(func() *wirePlan { return planFor(apiListenerDesc) })
-	hcmPlan         = sync.OnceValue(func() *wirePlan { return planFor(hcmDesc) })
-	rdsPlan         = sync.OnceValue(func() *wirePlan { return planFor(rdsDesc) })
-	configSrcPlan   = sync.OnceValue(func() *wirePlan { return planFor(configSrcDesc) })
-	httpOptionsPlan = sync.OnceValue(func() *wirePlan { return planFor(httpOptionsDesc) })
-	httpFilterPlan  = sync.OnceValue(func() *wirePlan { return planFor(httpFilterDesc) })
-	durationPlan    = sync.OnceValue(func() *wirePlan { return planFor(durationDesc) })
+	// listenerPlans are the plans of the messages the fused walks read,
+	// fetched once per Listener.
+	listenerPlans = sync.OnceValue(func() *listenerPlanSet {
+		return &listenerPlanSet{
+			listener:    planFor(listenerDesc),
+			apiListener: planFor(apiListenerDesc),
+			hcm:         planFor(hcmDesc),
+			rds:         planFor(rdsDesc),
+			configSrc:   planFor(configSrcDesc),
+			httpOptions: planFor(httpOptionsDesc),
+			httpFilter:  planFor(httpFilterDesc),
+			duration:    planFor(durationDesc),
+		}
+	})
 )
+
+// listenerPlanSet holds the plan of each message of the Listener fast path.
+type listenerPlanSet struct {
+	listener, apiListener, hcm, rds, configSrc, httpOptions, httpFilter, duration *wirePlan
+}
 
 func fieldNumber(md protoreflect.MessageDescriptor, name protoreflect.Name) protowire.Number {
 	return md.Fields().ByName(name).Number()
@@ -100,23 +113,80 @@ func (s numberSet) has(n protowire.Number) bool {
 	return n < 128 && s[n/64]&(1<<(n%64)) != 0
 }
 
-// listenerFromWire is the fast path of decodeListener: it returns the name
-// and the hcmView of a client Listener of the usual shape, with ok false
-// when the Listener must go through proto.Unmarshal (which then also
-// reports any error in the bytes). The bytes are checked, as wireCheck
-// does, in the same pass that reads them: the fields the decoder reads
-// are checked as they are read, the others with the plan of their
-// message. The bytes of b are not copied: the view's configs alias them.
-func listenerFromWire(b []byte, v *hcmView) (name string, ok bool) {
-	lp := listenerPlan()
+// listenerWire is what the fast path reads of a Listener besides the
+// hcmView's scalars: the strings and filter configs, as bytes of the
+// input, which fill turns into the hcmView's strings and Anys.
+type listenerWire struct {
+	name     []byte // name
+	rdsName  []byte // rds.route_config_name
+	nFilters int
+	filters  [maxWireFilters]wireFilter // http_filters[:nFilters]
+}
+
+// maxWireFilters is the longest chain of HTTP filters the fast path
+// takes; longer ones, rare, go through proto.Unmarshal. A fixed array
+// keeps listenerWire on the stack.
+const maxWireFilters = 4
+
+// wireFilter is one HttpFilter as read from the wire.
+type wireFilter struct {
+	name     []byte
+	typeURL  string // typed_config.type_url
+	value    []byte // typed_config.value
+	hasCfg   bool   // typed_config is set
+	optional bool   // is_optional
+}
+
+// fill completes v from w: the strings share one allocation, and the
+// filters, appended to fs, have their configs in cfgs, one per filter. It
+// returns the Listener name and the filters. The configs' values alias
+// the input.
+func (w *listenerWire) fill(v *hcmView, fs []filterView, cfgs []anypb.Any) (name string, _ []filterView) {
+	wfs := w.filters[:w.nFilters]
+	size := len(w.name) + len(w.rdsName)
+	for i := range wfs {
+		size += len(wfs[i].name)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	sb.Write(w.name)
+	sb.Write(w.rdsName)
+	for i := range wfs {
+		sb.Write(wfs[i].name)
+	}
+	s := sb.String()
+	name, s = s[:len(w.name)], s[len(w.name):]
+	v.rdsName, s = s[:len(w.rdsName)], s[len(w.rdsName):]
+	for i := range wfs {
+		f := &wfs[i]
+		fv := filterView{optional: f.optional}
+		fv.name, s = s[:len(f.name)], s[len(f.name):]
+		if f.hasCfg {
+			cfgs[i] = anypb.Any{TypeUrl: f.typeURL, Value: f.value}
+			fv.cfg = &cfgs[i]
+		}
+		fs = append(fs, fv)
+	}
+	return name, fs
+}
+
+// listenerFromWire is the fast path of decodeListener: it reads a client
+// Listener of the usual shape into v and w, with ok false when the
+// Listener must go through proto.Unmarshal (which then also reports any
+// error in the bytes). The bytes are checked, as wireCheck does, in the
+// same pass that reads them: the fields the decoder reads are checked as
+// they are read, the others with the plan of their message. The bytes of
+// b are not copied: w aliases them.
+func listenerFromWire(b []byte, v *hcmView, w *listenerWire) (ok bool) {
+	ps := listenerPlans()
+	lp := ps.listener
 	if lp.unsupported {
-		return "", false
+		return false
 	}
 	depth := wireRecursionLimit - 1
 	var (
-		nameBytes []byte
-		api       []byte
-		apis      int
+		api  []byte
+		apis int
 	)
 	it := wireIter{b: b}
 	for it.next() {
@@ -125,32 +195,29 @@ func listenerFromWire(b []byte, v *hcmView) (name string, ok bool) {
 			continue
 		}
 		if !lp.checkIter(&it, depth) {
-			return "", false
+			return false
 		}
 		if it.bytesField(listenerNameField) {
-			nameBytes = it.val
+			w.name = it.val
 		}
 	}
 	if it.bad || apis != 1 {
-		return "", false
+		return false
 	}
-	typeURL, value, ok := apiListenerFromWire(api, depth-1)
-	if !ok || string(typeURL) != hcmTypeURL || !hcmViewFromWire(value, v) {
-		return "", false
-	}
-	return string(nameBytes), true
+	typeURL, value, ok := apiListenerFromWire(ps, api, depth-1)
+	return ok && typeURL == hcmTypeURL && hcmViewFromWire(ps, value, v, w)
 }
 
 // apiListenerFromWire checks a serialized ApiListener, checked at depth,
 // and returns the type_url and value of its api_listener; ok is false
 // when it is invalid or holds api_listener more than once, which
 // proto.Unmarshal would merge.
-func apiListenerFromWire(b []byte, depth int) (typeURL, value []byte, ok bool) {
-	a, n, ok := checkedSingleField(b, apiListenerPlan(), apiListenerAnyField, depth)
+func apiListenerFromWire(ps *listenerPlanSet, b []byte, depth int) (typeURL string, value []byte, ok bool) {
+	a, n, ok := checkedSingleField(b, ps.apiListener, apiListenerAnyField, depth)
 	if !ok || n != 1 {
-		return nil, nil, false
+		return "", nil, false
 	}
-	return anyFields(a)
+	return anyFields(a, knownHCMTypeURL)
 }
 
 // checkedSingleField returns the value of the singular message or string
@@ -174,38 +241,51 @@ func checkedSingleField(b []byte, p *wirePlan, num protowire.Number, depth int) 
 
 // anyFields checks a serialized Any and returns its type_url and value,
 // the last of each as proto.Unmarshal keeps. An Any has no nested
-// messages: wireIter's framing checks and the type URL's UTF-8 are all
-// there is to check.
-func anyFields(b []byte) (typeURL, value []byte, ok bool) {
+// messages: wireIter's framing checks and the type URLs' UTF-8 are all
+// there is to check. known returns the constant equal to a type URL the
+// caller expects, "" for others: the constants are valid UTF-8, so that
+// the last type URL, the one kept, is only scanned when it is not one of
+// them (a type URL replaced by a later one is always scanned).
+func anyFields(b []byte, known func([]byte) string) (typeURL string, value []byte, ok bool) {
+	var (
+		last []byte
+		n    int
+	)
 	it := wireIter{b: b}
 	for it.next() {
 		switch {
 		case it.bytesField(1):
-			// Known type URLs are valid UTF-8; compare before scanning.
-			if !knownTypeURL(it.val) && !utf8.Valid(it.val) {
-				return nil, nil, false
+			if n > 0 && !validUTF8(last) {
+				return "", nil, false
 			}
-			typeURL = it.val
+			last, n = it.val, n+1
 		case it.bytesField(2):
 			value = it.val
 		}
 	}
-	return typeURL, value, !it.bad
-}
-
-// knownTypeURL reports whether b is one of the type URLs the Listener
-// fast path expects, which need no UTF-8 check.
-func knownTypeURL(b []byte) bool {
-	switch string(b) {
-	case hcmTypeURL, routerTypeURL, faultTypeURL, rbacTypeURL, xdsTypedStructTypeURL:
-		return true
+	if it.bad {
+		return "", nil, false
 	}
-	return false
+	if typeURL = known(last); typeURL == "" && len(last) > 0 {
+		if !validUTF8(last) {
+			return "", nil, false
+		}
+		typeURL = string(last)
+	}
+	return typeURL, value, true
 }
 
-// filterTypeURL returns the type URL b as a string, without allocating for
-// the HTTP filter types this package knows.
-func filterTypeURL(b []byte) string {
+// knownHCMTypeURL is the known func of anyFields for api_listener.
+func knownHCMTypeURL(b []byte) string {
+	if string(b) == hcmTypeURL {
+		return hcmTypeURL
+	}
+	return ""
+}
+
+// knownFilterTypeURL is the known func of anyFields for HTTP filter
+// configs: the types this package knows.
+func knownFilterTypeURL(b []byte) string {
 	switch string(b) {
 	case routerTypeURL:
 		return routerTypeURL
@@ -216,24 +296,20 @@ func filterTypeURL(b []byte) string {
 	case xdsTypedStructTypeURL:
 		return xdsTypedStructTypeURL
 	}
-	return string(b)
+	return ""
 }
 
 // hcmViewFromWire checks and reads the serialized HttpConnectionManager b
-// into v; ok is false when b is invalid or of a shape the fast path
+// into v and w; ok is false when b is invalid or of a shape the fast path
 // leaves to proto.Unmarshal. Like the proto path, which unmarshals the
 // Any's value on its own, it starts at the full recursion limit.
-func hcmViewFromWire(b []byte, v *hcmView) bool {
-	hp := hcmPlan()
+func hcmViewFromWire(ps *listenerPlanSet, b []byte, v *hcmView, w *listenerWire) bool {
+	hp := ps.hcm
 	if hp.unsupported {
 		return false
 	}
 	depth := wireRecursionLimit - 1
-	var (
-		specifiers, commons int
-		filterBuf           [4]filterView // most chains are short
-		filters             = filterBuf[:0]
-	)
+	var specifiers, commons int
 	it := wireIter{b: b}
 	for it.next() {
 		n := it.num
@@ -245,20 +321,23 @@ func hcmViewFromWire(b []byte, v *hcmView) bool {
 			return false // an inline route_config needs the proto
 		case n == hcmRdsField:
 			v.routeSpecifier, specifiers = n, specifiers+1
-			if !rdsFromWire(it.val, v, depth-1) {
+			if !rdsFromWire(ps, it.val, v, w, depth-1) {
 				return false
 			}
 			continue
 		case n == hcmFiltersField:
-			f, ok := filterFromWire(it.val, depth-1)
+			f, ok := filterFromWire(ps, it.val, depth-1)
 			if !ok {
 				return false
 			}
-			filters = append(filters, f)
+			if w.nFilters == maxWireFilters {
+				return false
+			}
+			w.filters[w.nFilters], w.nFilters = f, w.nFilters+1
 			continue
 		case n == hcmCommonField:
 			commons++
-			if !maxStreamFromWire(it.val, v, depth-1) {
+			if !maxStreamFromWire(ps, it.val, v, depth-1) {
 				return false
 			}
 			continue
@@ -273,24 +352,18 @@ func hcmViewFromWire(b []byte, v *hcmView) bool {
 	}
 	// Two route specifiers replace or merge each other, as do two
 	// common_http_protocol_options.
-	if it.bad || specifiers > 1 || commons > 1 {
-		return false
-	}
-	if len(filters) > 0 {
-		v.filters = append([]filterView(nil), filters...)
-	}
-	return true
+	return !it.bad && specifiers <= 1 && commons <= 1
 }
 
 // rdsFromWire checks and reads a serialized Rds, checked at depth, into
-// v; ok is false when it is invalid or repeats config_source.
-func rdsFromWire(b []byte, v *hcmView, depth int) bool {
-	p := rdsPlan()
+// v and w; ok is false when it is invalid or repeats config_source.
+func rdsFromWire(ps *listenerPlanSet, b []byte, v *hcmView, w *listenerWire, depth int) bool {
+	p := ps.rds
 	var sources int
 	it := wireIter{b: b}
 	for it.next() {
 		if it.bytesField(rdsConfigSourceField) {
-			k, ok := configSourceKindFromWire(it.val, depth-1)
+			k, ok := configSourceKindFromWire(ps.configSrc, it.val, depth-1)
 			if !ok {
 				return false
 			}
@@ -301,7 +374,7 @@ func rdsFromWire(b []byte, v *hcmView, depth int) bool {
 			return false
 		}
 		if it.bytesField(rdsNameField) {
-			v.rdsName = string(it.val)
+			w.rdsName = it.val
 		}
 	}
 	return !it.bad && sources <= 1
@@ -310,8 +383,7 @@ func rdsFromWire(b []byte, v *hcmView, depth int) bool {
 // configSourceKindFromWire checks a serialized ConfigSource, checked at
 // depth, and returns its kind: the last member of config_source_specifier
 // wins, as in proto.Unmarshal.
-func configSourceKindFromWire(b []byte, depth int) (configSourceKind, bool) {
-	p := configSrcPlan()
+func configSourceKindFromWire(p *wirePlan, b []byte, depth int) (configSourceKind, bool) {
 	k := configSourceNone
 	it := wireIter{b: b}
 	for it.next() {
@@ -336,21 +408,20 @@ func configSourceKindFromWire(b []byte, depth int) (configSourceKind, bool) {
 // maxStreamFromWire checks a serialized HttpProtocolOptions, checked at
 // depth, and reads its max_stream_duration into v; ok is false when it is
 // invalid or repeats max_stream_duration.
-func maxStreamFromWire(b []byte, v *hcmView, depth int) bool {
-	d, n, ok := checkedSingleField(b, httpOptionsPlan(), httpOptionsMaxStreamField, depth)
+func maxStreamFromWire(ps *listenerPlanSet, b []byte, v *hcmView, depth int) bool {
+	d, n, ok := checkedSingleField(b, ps.httpOptions, httpOptionsMaxStreamField, depth)
 	if !ok || n > 1 {
 		return false
 	}
 	if n == 1 {
-		v.maxStream, ok = durationFromWire(d, depth-1)
+		v.maxStream, ok = durationFromWire(ps.duration, d, depth-1)
 	}
 	return ok
 }
 
 // durationFromWire checks and decodes a serialized Duration, checked at
 // depth.
-func durationFromWire(b []byte, depth int) (durationParts, bool) {
-	p := durationPlan()
+func durationFromWire(p *wirePlan, b []byte, depth int) (durationParts, bool) {
 	d := durationParts{set: true}
 	it := wireIter{b: b}
 	for it.next() {
@@ -372,13 +443,10 @@ func durationFromWire(b []byte, depth int) (durationParts, bool) {
 // filterFromWire checks and reads one serialized HttpFilter, checked at
 // depth; ok is false when it is invalid, has config_discovery or repeats
 // typed_config.
-func filterFromWire(b []byte, depth int) (filterView, bool) {
-	p := httpFilterPlan()
+func filterFromWire(ps *listenerPlanSet, b []byte, depth int) (wireFilter, bool) {
+	p := ps.httpFilter
 	var (
-		f        filterView
-		name     []byte
-		typeURL  []byte
-		value    []byte
+		f        wireFilter
 		cfgs     int
 		oneofSet protowire.Number
 	)
@@ -392,12 +460,12 @@ func filterFromWire(b []byte, depth int) (filterView, bool) {
 		case n == filterTypedConfField:
 			oneofSet, cfgs = n, cfgs+1
 			var ok bool
-			if typeURL, value, ok = anyFields(it.val); !ok {
+			if f.typeURL, f.value, ok = anyFields(it.val, knownFilterTypeURL); !ok {
 				return f, false
 			}
 			continue
 		case n == filterNameField:
-			name = it.val
+			f.name = it.val
 		case filterConfigOneof.has(n):
 			oneofSet = n
 		}
@@ -408,9 +476,6 @@ func filterFromWire(b []byte, depth int) (filterView, bool) {
 	if it.bad || cfgs > 1 || (oneofSet != 0 && oneofSet != filterTypedConfField) {
 		return f, false
 	}
-	f.name = string(name)
-	if cfgs == 1 {
-		f.cfg = &anypb.Any{TypeUrl: filterTypeURL(typeURL), Value: value}
-	}
+	f.hasCfg = cfgs == 1
 	return f, true
 }

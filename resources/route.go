@@ -27,6 +27,7 @@ func routesFromProto(routes []*v3routepb.Route, plugins map[string]*pluginState)
 		return nil, nil
 	}
 	out := make([]Route, 0, len(routes))
+	var durs durationSlab
 	for i, r := range routes {
 		m := r.GetMatch()
 		if m == nil {
@@ -40,7 +41,8 @@ func routesFromProto(routes []*v3routepb.Route, plugins map[string]*pluginState)
 		if err := routeMatchFromProto(&route.Match, m); err != nil {
 			return nil, withFieldPrefix(indexed("routes", i)+".match", err)
 		}
-		ok, err := routeActionFromProto(&route.Action, r, plugins)
+		durs.n = len(routes) - i // the most the remaining routes need
+		ok, err := routeActionFromProto(&route.Action, r, plugins, &durs)
 		if err != nil {
 			return nil, withFieldPrefix(indexed("routes", i), err)
 		}
@@ -190,7 +192,7 @@ func hasUpper(s string) bool {
 // fields are relative to the Route. ok is false when the route is to be
 // left out: an unsupported cluster specifier, or a cluster
 // specifier plugin that is optional and unsupported.
-func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[string]*pluginState) (ok bool, err error) {
+func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[string]*pluginState, durs *durationSlab) (ok bool, err error) {
 	var a *v3routepb.RouteAction
 	switch act := r.GetAction().(type) {
 	case *v3routepb.Route_Route:
@@ -252,7 +254,7 @@ func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[stri
 			if err != nil {
 				return false, err
 			}
-			out.MaxStreamDuration = &v
+			out.MaxStreamDuration = durs.new(v)
 		}
 	}
 	if rp := a.GetRetryPolicy(); rp != nil {
@@ -261,6 +263,25 @@ func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[stri
 		}
 	}
 	return true, nil
+}
+
+// durationSlab hands out the *time.Duration values of one
+// RouteConfiguration's routes from one allocation instead of one each: they
+// share the resource's lifetime. n is how many the rest of the routes may
+// need at most, the size of the next allocation.
+type durationSlab struct {
+	free []time.Duration
+	n    int
+}
+
+// new returns a pointer to a copy of v.
+func (s *durationSlab) new(v time.Duration) *time.Duration {
+	if len(s.free) == 0 {
+		s.free = make([]time.Duration, max(s.n, 1))
+	}
+	p := &s.free[0]
+	*p, s.free = v, s.free[1:]
+	return p
 }
 
 // weightedClustersFromProto converts the clusters of a weighted_clusters

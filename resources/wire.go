@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -76,7 +77,7 @@ func scanBytesField(b []byte, num int32) ([]byte, bool) {
 		}
 		b = b[size:]
 	}
-	if !found || !utf8.Valid(val) {
+	if !found || !validUTF8(val) {
 		return nil, false
 	}
 	return val, true
@@ -107,20 +108,39 @@ func (it *wireIter) next() bool {
 	if len(b) == 0 {
 		return false
 	}
-	// Inlined: a one-byte tag (field numbers 1 to 15) with a one-byte
-	// length or varint, the common case and most of the fast paths' time.
-	if len(b) >= 2 && b[0] < 0x80 && b[0] >= 1<<3 && b[1] < 0x80 {
-		switch num, typ := protowire.Number(b[0]>>3), protowire.Type(b[0]&7); typ {
+	// Inlined: a tag of one or two bytes (field numbers below 2048) with
+	// a length of one or two bytes (values below 16 KiB) or a one-byte
+	// varint, the common case and most of the fast paths' time. Anything
+	// else, including every error, takes the general path below.
+	var tag uint64
+	i := 1
+	if c := b[0]; c < 0x80 {
+		tag = uint64(c)
+	} else if len(b) >= 2 && b[1] < 0x80 {
+		tag, i = uint64(c&0x7f)|uint64(b[1])<<7, 2
+	}
+	if num, typ := protowire.Number(tag>>3), protowire.Type(tag&7); num != 0 && i < len(b) {
+		switch c := b[i]; typ {
 		case protowire.BytesType:
-			if m := 2 + int(b[1]); m <= len(b) {
-				it.num, it.typ, it.val, it.u = num, typ, b[2:m:m], 0
+			n, j := uint64(c), i+1
+			if c >= 0x80 {
+				if j >= len(b) || b[j] >= 0x80 {
+					break
+				}
+				n, j = uint64(c&0x7f)|uint64(b[j])<<7, j+1
+			}
+			if n <= uint64(len(b)-j) {
+				m := j + int(n)
+				it.num, it.typ, it.val, it.u = num, typ, b[j:m:m], 0
 				it.b = b[m:]
 				return true
 			}
 		case protowire.VarintType:
-			it.num, it.typ, it.val, it.u = num, typ, nil, uint64(b[1])
-			it.b = b[2:]
-			return true
+			if c < 0x80 {
+				it.num, it.typ, it.val, it.u = num, typ, nil, uint64(c)
+				it.b = b[i+1:]
+				return true
+			}
 		}
 	}
 	num, typ, n := protowire.ConsumeTag(it.b)
@@ -150,4 +170,26 @@ func (it *wireIter) next() bool {
 // num.
 func (it *wireIter) bytesField(num protowire.Number) bool {
 	return it.num == num && it.typ == protowire.BytesType
+}
+
+// validUTF8 is utf8.Valid, faster for ASCII, the usual content of names
+// and type URLs: it reads eight bytes at a time and leaves any other
+// input to utf8.Valid. The decoders check every string field they read,
+// as proto.Unmarshal does, and this is most of the cost.
+func validUTF8(b []byte) bool {
+	const high = 0x8080808080808080
+	if n := len(b); n >= 8 {
+		var acc uint64
+		for i := 0; i+8 <= n; i += 8 {
+			acc |= binary.LittleEndian.Uint64(b[i:])
+		}
+		acc |= binary.LittleEndian.Uint64(b[n-8:]) // the tail, overlapping
+		return acc&high == 0 || utf8.Valid(b)
+	}
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(b)
+		}
+	}
+	return true
 }

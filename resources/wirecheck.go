@@ -5,7 +5,6 @@ package resources
 import (
 	"errors"
 	"sync"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -226,7 +225,7 @@ func (fp *wireFieldPlan) checkBytes(v []byte, depth int) error {
 		return fp.msg.check(v, depth)
 	case fp.mapKey != nil:
 		return fp.checkMapEntry(v, depth)
-	case fp.utf8 && !utf8.Valid(v):
+	case fp.utf8 && !validUTF8(v):
 		return errWireInvalid
 	}
 	return nil
