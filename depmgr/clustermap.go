@@ -56,20 +56,25 @@ func (b *clusterMapBuilder) writable(name string) map[string]*ClusterResult {
 	return b.m.shards[i]
 }
 
-func (b *clusterMapBuilder) set(name string, r *ClusterResult) {
-	s := b.writable(name)
-	if _, ok := s[name]; !ok {
+func (b *clusterMapBuilder) get(name string) *ClusterResult { return b.m.get(name) }
+
+// set records r as the result of the cluster r.Name.
+func (b *clusterMapBuilder) set(r *ClusterResult) {
+	s := b.writable(r.Name)
+	if _, ok := s[r.Name]; !ok {
 		b.m.n++
 	}
-	s[name] = r
+	s[r.Name] = r
 }
 
-func (b *clusterMapBuilder) delete(name string) {
+// delete removes the result of name, and reports whether there was one.
+func (b *clusterMapBuilder) delete(name string) bool {
 	if b.m.get(name) == nil {
-		return
+		return false
 	}
 	delete(b.writable(name), name)
 	b.m.n--
+	return true
 }
 
 // snapshot returns an immutable copy of the map, which shares every shard
