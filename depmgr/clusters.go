@@ -92,8 +92,78 @@ type endpointsNode struct {
 	cancel  func()               // cancels the client watch
 	value   *resources.Endpoints // empty after a resource error; nil before anything is received
 	version string               // value's version_info
-	note    error                // the resource error, if any
-	users   []*clusterNode       // the cluster nodes bound to it
+	user    *clusterNode         // the first cluster node bound to it; its users are user and rare.users
+	rare    *endpointsRare       // nil with one user and no resource error
+	// 80 bytes, a size class, where a users slice and the note took 96
+	// and an allocation per node.
+}
+
+// endpointsRare is what an endpoints node has beyond the common case of
+// one cluster node bound to it and no resource error.
+type endpointsRare struct {
+	note  error          // the resource error, if any
+	users []*clusterNode // the cluster nodes bound to it after the first
+}
+
+func (e *endpointsNode) noteLocked() error {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.note
+}
+
+func (e *endpointsNode) rareLocked() *endpointsRare {
+	if e.rare == nil {
+		e.rare = &endpointsRare{}
+	}
+	return e.rare
+}
+
+// setNoteLocked sets the resource error of e; nil clears it.
+func (e *endpointsNode) setNoteLocked(err error) {
+	if err != nil {
+		e.rareLocked().note = err
+		return
+	}
+	if e.rare != nil {
+		e.rare.note = nil
+		e.trimRareLocked()
+	}
+}
+
+func (e *endpointsNode) trimRareLocked() {
+	if r := e.rare; r.note == nil && len(r.users) == 0 {
+		e.rare = nil
+	}
+}
+
+// addUserLocked and removeUserLocked maintain the users of e.
+func (e *endpointsNode) addUserLocked(u *clusterNode) {
+	if e.user == nil {
+		e.user = u
+		return
+	}
+	r := e.rareLocked()
+	r.users = append(r.users, u)
+}
+
+func (e *endpointsNode) removeUserLocked(u *clusterNode) {
+	r := e.rare
+	switch {
+	case e.user == u && (r == nil || len(r.users) == 0):
+		e.user = nil
+		return
+	case e.user == u:
+		e.user = r.users[0]
+		r.users = slices.Delete(r.users, 0, 1)
+	case r != nil:
+		if i := slices.Index(r.users, u); i >= 0 {
+			r.users = slices.Delete(r.users, i, i+1)
+		}
+	}
+	if r != nil {
+		e.trimRareLocked()
+	}
 }
 
 func (n *clusterNode) isRoot() bool { return n.static || n.dynamic > 0 }
@@ -485,7 +555,7 @@ func (m *Manager) refreshLeafLocked(n *clusterNode) bool {
 	)
 	switch {
 	case n.eds != nil && n.eds.value != nil:
-		eps, version, note = n.eds.value, n.eds.version, n.eds.note
+		eps, version, note = n.eds.value, n.eds.version, n.eds.noteLocked()
 	case n.dns != nil && n.dns.received:
 		eps, note = n.dns.value, n.dns.note
 	default:
@@ -521,7 +591,7 @@ func (m *Manager) acquireEndpointsLocked(name string, user *clusterNode) *endpoi
 		m.endpoints[name] = e
 		e.cancel = client.WatchVersioned(m.client, resources.EndpointsType, name, e)
 	}
-	e.users = append(e.users, user)
+	e.addUserLocked(user)
 	return e
 }
 
@@ -530,10 +600,8 @@ func (m *Manager) acquireEndpointsLocked(name string, user *clusterNode) *endpoi
 func (m *Manager) releaseEndpointsLocked(n *clusterNode) {
 	e := n.eds
 	n.eds = nil
-	if i := slices.Index(e.users, n); i >= 0 {
-		e.users = slices.Delete(e.users, i, i+1)
-	}
-	if len(e.users) == 0 {
+	e.removeUserLocked(n)
+	if e.user == nil {
 		m.logger.Debug("cancelling the watch of an unreachable ClusterLoadAssignment", xdslog.KeyResource, e.name)
 		e.cancel()
 		delete(m.endpoints, e.name)
@@ -547,12 +615,12 @@ func (e *endpointsNode) ResourceChanged(ver client.Versioned[*resources.Endpoint
 	v := ver.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.endpoints[e.name] != e || (e.value == v && e.note == nil) {
+	if m.closed || m.endpoints[e.name] != e || (e.value == v && e.noteLocked() == nil) {
 		return
 	}
-	e.value, e.note = v, nil
-	e.version = ver.Version
-	m.endpointsChangedLocked(e.users)
+	e.value, e.version = v, ver.Version
+	e.setNoteLocked(nil)
+	e.changedLocked()
 }
 
 // ResourceError records that the endpoints are unusable: the clusters
@@ -566,8 +634,9 @@ func (e *endpointsNode) ResourceError(err error, done func()) {
 		return
 	}
 	m.logger.Warn("endpoints unusable", xdslog.KeyResource, e.name, xdslog.KeyError, err)
-	e.value, e.version, e.note = &resources.Endpoints{ClusterName: e.name}, "", err
-	m.endpointsChangedLocked(e.users)
+	e.value, e.version = &resources.Endpoints{ClusterName: e.name}, ""
+	e.setNoteLocked(err)
+	e.changedLocked()
 }
 
 // AmbientError leaves the last endpoints in use.
@@ -576,15 +645,34 @@ func (e *endpointsNode) AmbientError(err error, done func()) {
 	e.m.logger.Info("ambient error of endpoints; the last ones stay", xdslog.KeyResource, e.name, xdslog.KeyError, err)
 }
 
+// changedLocked refreshes the leaf configs of e's users after e changed,
+// and resolves the roots that reach them.
+func (e *endpointsNode) changedLocked() {
+	m := e.m
+	m.leafChangedLocked(e.user)
+	if e.rare != nil {
+		for _, u := range e.rare.users {
+			m.leafChangedLocked(u)
+		}
+	}
+	m.updateLocked()
+}
+
 // endpointsChangedLocked refreshes the leaf configs of users after their
 // endpoints changed, and resolves the roots that reach them.
 func (m *Manager) endpointsChangedLocked(users []*clusterNode) {
 	for _, u := range users {
-		if m.refreshLeafLocked(u) {
-			m.markDirtyLocked(u)
-		}
+		m.leafChangedLocked(u)
 	}
 	m.updateLocked()
+}
+
+// leafChangedLocked refreshes the leaf config of n after its endpoints
+// changed, and marks the roots that reach it dirty if it did.
+func (m *Manager) leafChangedLocked(n *clusterNode) {
+	if m.refreshLeafLocked(n) {
+		m.markDirtyLocked(n)
+	}
 }
 
 // sameResult reports whether a and b say the same: the same resources, by
