@@ -15,14 +15,26 @@ const clusterShards = 256
 // into shards by a hash of the name so that a snapshot can share every
 // shard that did not change with the previous snapshot: publishing after
 // one cluster changed copies one shard (about 40 entries with 10,000
-// clusters) and the shard table (6 KiB), not every entry. A shard is a
-// slice of results sorted by name, searched by bisection: 8 bytes per
-// cluster, where a map takes about 44. A clusterMap in a snapshot is never
+// clusters) and the shard table (2 KiB), not every entry. A shard holds
+// results sorted by name, searched by bisection: 8 bytes per cluster,
+// where a map takes about 44. A clusterMap in a snapshot is never
 // modified.
 type clusterMap struct {
 	seed   maphash.Seed
 	n      int // entries in all shards
-	shards [clusterShards][]*ClusterResult
+	shards [clusterShards]*shard
+}
+
+// shard is one shard of a clusterMap; nil is empty.
+type shard struct {
+	results []*ClusterResult // sorted by Name
+}
+
+func (s *shard) all() []*ClusterResult {
+	if s == nil {
+		return nil
+	}
+	return s.results
 }
 
 func (c *clusterMap) shard(name string) int {
@@ -37,7 +49,7 @@ func search(s []*ClusterResult, name string) (int, bool) {
 }
 
 func (c *clusterMap) get(name string) *ClusterResult {
-	s := c.shards[c.shard(name)]
+	s := c.shards[c.shard(name)].all()
 	if i, ok := search(s, name); ok {
 		return s[i]
 	}
@@ -61,34 +73,36 @@ func (b *clusterMapBuilder) get(name string) *ClusterResult { return b.m.get(nam
 // set records r as the result of the cluster r.Name.
 func (b *clusterMapBuilder) set(r *ClusterResult) {
 	i := b.m.shard(r.Name)
-	s := b.m.shards[i]
-	j, found := search(s, r.Name)
-	if !b.owned[i] {
-		s = slices.Grow(slices.Clip(s), 1) // a copy: the snapshots keep theirs
-		b.owned[i] = true
-	}
+	s := b.writable(i, 1)
+	j, found := search(s.results, r.Name)
 	if found {
-		s[j] = r
+		s.results[j] = r
 	} else {
-		s = slices.Insert(s, j, r)
+		s.results = slices.Insert(s.results, j, r)
 		b.m.n++
 	}
-	b.m.shards[i] = s
+}
+
+// writable returns shard i, copying it first (with room for grow more
+// entries) if it is shared with a snapshot.
+func (b *clusterMapBuilder) writable(i, grow int) *shard {
+	if !b.owned[i] {
+		old := b.m.shards[i].all()
+		b.m.shards[i] = &shard{results: append(make([]*ClusterResult, 0, len(old)+grow), old...)}
+		b.owned[i] = true
+	}
+	return b.m.shards[i]
 }
 
 // delete removes the result of name, and reports whether there was one.
 func (b *clusterMapBuilder) delete(name string) bool {
 	i := b.m.shard(name)
-	s := b.m.shards[i]
-	j, found := search(s, name)
+	j, found := search(b.m.shards[i].all(), name)
 	if !found {
 		return false
 	}
-	if !b.owned[i] {
-		s = slices.Clone(s)
-		b.owned[i] = true
-	}
-	b.m.shards[i] = slices.Delete(s, j, j+1)
+	s := b.writable(i, 0)
+	s.results = slices.Delete(s.results, j, j+1)
 	b.m.n--
 	return true
 }
@@ -99,8 +113,8 @@ func (b *clusterMapBuilder) delete(name string) bool {
 // would not use: its next write to them copies them.
 func (b *clusterMapBuilder) snapshot() *clusterMap {
 	for i, owned := range b.owned {
-		if s := b.m.shards[i]; owned && cap(s)-len(s) > len(s)/8 {
-			b.m.shards[i] = slices.Clone(s)
+		if s := b.m.shards[i]; owned && cap(s.results)-len(s.results) > len(s.results)/8 {
+			s.results = slices.Clone(s.results)
 		}
 	}
 	s := b.m // copies the shard table
