@@ -224,8 +224,8 @@ func (m *Manager) markDirtyLocked(n *clusterNode) {
 // subscribed to; new ones are created. names is not kept: the roots'
 // static flags are the set.
 func (m *Manager) setStaticRootsLocked(names map[string]struct{}) {
-	for name, n := range m.clusters {
-		if _, ok := names[name]; ok || !n.static {
+	for n := range m.clusters.all() {
+		if _, ok := names[n.name]; ok || !n.static {
 			continue
 		}
 		m.setRootStaticLocked(n, false)
@@ -308,14 +308,14 @@ func (m *Manager) unlinkLocked(n *clusterNode, r *clusterNode) {
 func (m *Manager) dropOrphansLocked() {
 	for i, n := range m.orphans {
 		m.orphans[i] = nil
-		if n.reachedLocked() || m.clusters[n.name] != n {
+		if n.reachedLocked() || m.clusters.get(n.name) != n {
 			continue
 		}
 		m.logger.Debug("cancelling the watch of an unreachable Cluster", xdslog.KeyResource, n.name)
 		n.cancel()
 		n.value = nil
 		m.bindLocked(n)
-		delete(m.clusters, n.name)
+		m.clusters.delete(n.name)
 	}
 	m.orphans = m.orphans[:0]
 }
@@ -323,10 +323,10 @@ func (m *Manager) dropOrphansLocked() {
 // clusterNodeLocked returns the node of the cluster name, creating it and
 // starting its watch if needed.
 func (m *Manager) clusterNodeLocked(name string) *clusterNode {
-	n := m.clusters[name]
+	n := m.clusters.get(name)
 	if n == nil {
 		n = &clusterNode{m: m, name: name}
-		m.clusters[name] = n
+		m.clusters.add(n)
 		n.cancel = client.WatchVersioned(m.client, resources.ClusterType, name, n)
 	}
 	return n
@@ -476,7 +476,7 @@ func (n *clusterNode) ResourceChanged(v client.Versioned[*resources.Cluster], do
 	c := v.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.clusters[n.name] != n || n.value == c {
+	if m.closed || m.clusters.get(n.name) != n || n.value == c {
 		return // cancelled while this call was queued, or the same value again
 	}
 	n.value, n.version, n.own = c, v.Version, nil
@@ -494,7 +494,7 @@ func (n *clusterNode) ResourceError(err error, done func()) {
 	m := n.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.clusters[n.name] != n {
+	if m.closed || m.clusters.get(n.name) != n {
 		return
 	}
 	n.value, n.version, n.own = nil, "", &ClusterResult{Name: n.name, Err: err}
@@ -585,10 +585,10 @@ func (m *Manager) refreshLeafLocked(n *clusterNode) bool {
 // acquireEndpointsLocked returns the endpoints node name with user among
 // its users, creating it and starting its watch if needed.
 func (m *Manager) acquireEndpointsLocked(name string, user *clusterNode) *endpointsNode {
-	e := m.endpoints[name]
+	e := m.endpoints.get(name)
 	if e == nil {
 		e = &endpointsNode{m: m, name: name}
-		m.endpoints[name] = e
+		m.endpoints.add(e)
 		e.cancel = client.WatchVersioned(m.client, resources.EndpointsType, name, e)
 	}
 	e.addUserLocked(user)
@@ -604,7 +604,7 @@ func (m *Manager) releaseEndpointsLocked(n *clusterNode) {
 	if e.user == nil {
 		m.logger.Debug("cancelling the watch of an unreachable ClusterLoadAssignment", xdslog.KeyResource, e.name)
 		e.cancel()
-		delete(m.endpoints, e.name)
+		m.endpoints.delete(e.name)
 	}
 }
 
@@ -615,7 +615,7 @@ func (e *endpointsNode) ResourceChanged(ver client.Versioned[*resources.Endpoint
 	v := ver.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.endpoints[e.name] != e || (e.value == v && e.noteLocked() == nil) {
+	if m.closed || m.endpoints.get(e.name) != e || (e.value == v && e.noteLocked() == nil) {
 		return
 	}
 	e.value, e.version = v, ver.Version
@@ -630,7 +630,7 @@ func (e *endpointsNode) ResourceError(err error, done func()) {
 	m := e.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.endpoints[e.name] != e {
+	if m.closed || m.endpoints.get(e.name) != e {
 		return
 	}
 	m.logger.Warn("endpoints unusable", xdslog.KeyResource, e.name, xdslog.KeyError, err)

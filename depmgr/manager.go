@@ -97,8 +97,8 @@ type Manager struct {
 	cur        current             // what is in use; zero when no configuration is usable
 
 	// The clusters.
-	clusters  map[string]*clusterNode   // every Cluster watch, by cluster name; roots included
-	endpoints map[string]*endpointsNode // every ClusterLoadAssignment watch, by name
+	clusters  nameIndex[*clusterNode]   // every Cluster watch, by cluster name; roots included
+	endpoints nameIndex[*endpointsNode] // every ClusterLoadAssignment watch, by name
 	dns       map[string]*dnsNode       // every DNS lookup, by host:port
 	dirty     []*clusterNode            // roots to resolve again
 	orphans   []*clusterNode            // cluster nodes that lost their last root in this update
@@ -154,8 +154,8 @@ func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Mana
 		ctx:          ctx,
 		cancel:       cancel,
 		serializer:   serializer.New(ctx),
-		clusters:     make(map[string]*clusterNode),
-		endpoints:    make(map[string]*endpointsNode),
+		clusters:     newNameIndex[*clusterNode](),
+		endpoints:    newNameIndex[*endpointsNode](),
 		dns:          make(map[string]*dnsNode),
 		results:      newClusterMapBuilder(),
 	}
@@ -176,17 +176,17 @@ func (m *Manager) Close() {
 		m.closed = true
 		m.lisCancel()
 		m.stopRDSLocked()
-		for _, n := range m.clusters {
+		for n := range m.clusters.all() {
 			n.cancel()
 		}
-		for _, e := range m.endpoints {
+		for e := range m.endpoints.all() {
 			e.cancel()
 		}
 		for _, d := range m.dns {
 			d.cancel()
 		}
-		clear(m.clusters)
-		clear(m.endpoints)
+		m.clusters.clear()
+		m.endpoints.clear()
 		clear(m.dns)
 		m.dirty = nil
 		m.mu.Unlock()
