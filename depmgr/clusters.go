@@ -31,10 +31,12 @@ import (
 // it, whatever the number of clusters.
 //
 // The common graph is a route table naming leaf clusters: every cluster
-// node is a root that reaches only itself. It costs one cluster node, its
-// map entry and its leaf result per cluster: what only aggregate graphs
-// need is in graphLinks, allocated when a node is reached from another
-// root.
+// node is a root that reaches only itself. It costs per cluster one
+// cluster node, one endpoints node, their index slots (nameIndex) and a
+// leafResult: what only aggregate graphs need is in graphLinks, allocated
+// when a node is reached from another root, and what only shared or
+// failed ClusterLoadAssignments need is in endpointsRare. TestDepMgr_NodeSizes
+// keeps the nodes in their size classes.
 
 // clusterNode is the watch of one Cluster resource, and a top-level
 // cluster while static or dynamic. It implements
@@ -318,6 +320,9 @@ func (m *Manager) dropOrphansLocked() {
 		m.clusters.delete(n.name)
 	}
 	m.orphans = m.orphans[:0]
+	if cap(m.orphans) > maxKeptQueue {
+		m.orphans = nil
+	}
 }
 
 // clusterNodeLocked returns the node of the cluster name, creating it and

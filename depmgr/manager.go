@@ -251,18 +251,24 @@ func (m *Manager) ResolveNow() {
 func (m *Manager) updateLocked() {
 	for len(m.dirty) > 0 {
 		r := m.dirty[len(m.dirty)-1]
+		m.dirty[len(m.dirty)-1] = nil
 		m.dirty = m.dirty[:len(m.dirty)-1]
 		r.dirty = false
 		if r.isRoot() { // else removed since it was marked
 			m.resolveRootLocked(r)
 		}
 	}
-	if cap(m.dirty) > 64 {
+	if cap(m.dirty) > maxKeptQueue {
 		m.dirty = nil // the roots of a new route table: not kept for the next update
 	}
 	m.dropOrphansLocked()
 	m.maybePublishLocked()
 }
+
+// maxKeptQueue is the capacity up to which the Manager keeps its work
+// queues (dirty, orphans) for the next update: a route table of 10,000
+// clusters fills them once, and most updates need a few entries.
+const maxKeptQueue = 64
 
 // maybePublishLocked publishes a snapshot when the configuration is
 // complete and differs from the last one delivered.
