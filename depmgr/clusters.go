@@ -295,11 +295,12 @@ func (m *Manager) removeRootLocked(r *clusterNode) {
 // from under an aggregate to the route table), and its watch and cached
 // value are then kept.
 func (m *Manager) unlinkLocked(n *clusterNode, r *clusterNode) {
-	l := n.links
-	if i := slices.Index(l.roots, r); i >= 0 {
-		l.roots = slices.Delete(l.roots, i, i+1)
+	if l := n.links; l != nil { // always: r reached n
+		if i := slices.Index(l.roots, r); i >= 0 {
+			l.roots = slices.Delete(l.roots, i, i+1)
+		}
+		n.trimLinksLocked()
 	}
-	n.trimLinksLocked()
 	if !n.reachedLocked() {
 		m.orphans = append(m.orphans, n)
 	}
