@@ -217,3 +217,47 @@ func TestDepMgr_Aggregate_ChildMovesToRouteTable(t *testing.T) {
 		}
 	}
 }
+
+// TestDepMgr_Aggregate_RootBecomesChildOnly checks a cluster that is both
+// a top-level cluster and a child of an aggregate: when the route table
+// stops naming it, it leaves the top-level clusters but stays watched and
+// among the aggregate's leaves with the same config; when the route table
+// names it again alone, the aggregate and its other child are no longer
+// watched and its config is still the same.
+//
+//	routes: agg, c1 → agg → routes: c1
+//	agg → [c1, c2]
+func TestDepMgr_Aggregate_RootBecomesChildOnly(t *testing.T) {
+	ctx := testContext(t)
+	cs, es := edsChain("c1", "c2")
+	res := testutil.Resources{
+		Listeners: listeners(testutil.Listener("svc", "route-svc")),
+		Routes:    routes(testutil.RouteConfigToClusters("route-svc", "svc", "agg", "c1")),
+		Clusters:  append(cs, testutil.AggregateCluster("agg", "c1", "c2")),
+		Endpoints: es,
+	}
+	e := newEnv(t, res)
+	first := e.rec.waitForUpdate(ctx, t, "agg and c1", func(*depmgr.XDSConfig) bool { return true })
+	c1 := first.Cluster("c1").Config
+	if got := leafNames(first.Cluster("agg").Config); !slices.Equal(got, []string{"c1", "c2"}) || first.Cluster("agg").Config.Leaves[0] != c1 {
+		t.Fatalf("agg's leaves = %q, want [c1 c2], c1's config shared", got)
+	}
+
+	res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", "agg"))
+	e.ms.Update("", res)
+	cfg := e.rec.waitForUpdate(ctx, t, "agg only", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c1") == nil })
+	if got := cfg.ClusterNames(); !slices.Equal(got, []string{"agg"}) || cfg.Cluster("agg") != first.Cluster("agg") {
+		t.Fatalf("clusters = %q, agg's result new: %t; want [agg], the same result", got, cfg.Cluster("agg") != first.Cluster("agg"))
+	}
+	waitForSubscription(ctx, t, e.ms, resources.ClusterTypeURL, "agg", "c1", "c2")
+
+	res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1"))
+	e.ms.Update("", res)
+	cfg = e.rec.waitForUpdate(ctx, t, "c1 only", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("agg") == nil })
+	if got := cfg.ClusterNames(); !slices.Equal(got, []string{"c1"}) || cfg.Cluster("c1").Config != c1 {
+		t.Fatalf("clusters = %q, c1's config new: %t; want [c1], the same config", got, cfg.Cluster("c1").Config != c1)
+	}
+	waitForSubscription(ctx, t, e.ms, resources.ClusterTypeURL, "c1")
+	waitForSubscription(ctx, t, e.ms, resources.EndpointsTypeURL, "eds-c1")
+	e.rec.expectNoCall(t)
+}

@@ -19,19 +19,19 @@ func TestDepMgr_ClusterMap_CopyOnWrite(t *testing.T) {
 	for i := range n {
 		name := fmt.Sprint("c", i)
 		r := &ClusterResult{Name: name}
-		b.set(name, r)
+		b.set(r)
 		want[name] = r
 	}
 	s1 := b.snapshot()
 	want1 := maps.Clone(want)
 
 	changed := &ClusterResult{Name: "c7"}
-	b.set("c7", changed)
+	b.set(changed)
 	b.delete("c8")
 	b.delete("absent")
-	b.set("new", &ClusterResult{Name: "new"})
+	b.set(&ClusterResult{Name: "new"})
 	s2 := b.snapshot()
-	b.set("c9", &ClusterResult{Name: "c9"}) // after s2: must not show in it
+	b.set(&ClusterResult{Name: "c9"}) // after s2: must not show in it
 
 	check := func(name string, s *clusterMap, want map[string]*ClusterResult) {
 		t.Helper()

@@ -15,33 +15,31 @@ import (
 	"github.com/proxyless/xds/resources"
 )
 
-// The cluster graph. Roots are the top-level clusters; cluster nodes are
-// the Cluster watches, shared by every root that reaches them; a leaf
-// cluster node is bound to the endpoints node (EDS) or DNS node
-// (LOGICAL_DNS) its value names, shared by every cluster that names it.
+// The cluster graph. Cluster nodes are the Cluster watches; a root is a
+// cluster node that is a top-level cluster, and a cluster node is shared by
+// every root that reaches it; a leaf cluster node is bound to the endpoints
+// node (EDS) or DNS node (LOGICAL_DNS) its value names, shared by every
+// cluster that names it.
 //
-// A node exists while something reaches it: a cluster node while a root's
-// last resolution visited it (its roots), an endpoints or DNS node while a
-// cluster node is bound to it (its users). When the last one lets go, its
-// watch is cancelled, by the end of the update. A change of a node's data marks the roots
-// that reach it dirty, and updateLocked resolves only those again: one
+// A node exists while something reaches it: a cluster node while it is a
+// root or another root's last resolution visited it (its links' roots), an
+// endpoints or DNS node while a cluster node is bound to it (its users).
+// When the last one lets go, its watch is cancelled, by the end of the
+// update. A change of a node's data marks the roots that reach it
+// dirty, and updateLocked resolves only those again: one
 // ClusterLoadAssignment change costs a walk of the subtrees that lead to
 // it, whatever the number of clusters.
+//
+// The common graph is a route table naming leaf clusters: every cluster
+// node is a root that reaches only itself. It costs per cluster one
+// cluster node, one endpoints node, their index slots (nameIndex) and a
+// leafResult: what only aggregate graphs need is in graphLinks, allocated
+// when a node is reached from another root, and what only shared or
+// failed ClusterLoadAssignments need is in endpointsRare. TestDepMgr_NodeSizes
+// keeps the nodes in their size classes.
 
-// root is a top-level cluster. Guarded by m.mu.
-type root struct {
-	name     string         // canonical
-	dynamic  int            // SubscribeToCluster references not cancelled
-	result   *ClusterResult // the result of the last complete resolution; nil before one
-	reach    []*clusterNode // the cluster nodes the last resolution visited
-	static   bool           // named by a route of the virtual host in use
-	dirty    bool           // queued in m.dirty
-	removed  bool           // no longer a root; ignore if dirty
-	complete bool           // the last resolution found every resource of the subtree
-	// The bools last: 64 bytes, a size class, where the order above took 72.
-}
-
-// clusterNode is the watch of one Cluster resource. It implements
+// clusterNode is the watch of one Cluster resource, and a top-level
+// cluster while static or dynamic. It implements
 // watcher.Watcher[*resources.Cluster]; its callbacks act only while it is
 // the Manager's node of its name.
 type clusterNode struct {
@@ -49,17 +47,41 @@ type clusterNode struct {
 	name string   // read-only; canonical
 
 	// Guarded by m.mu.
-	cancel   func()             // cancels the client watch
-	received bool               // a value or a resource error was received
-	value    *resources.Cluster // nil before a value and after a resource error
-	version  string             // value's version_info
-	err      error              // the resource error; nil when value is set
-	eds      *endpointsNode     // the endpoints of an EDS value
-	dns      *dnsNode           // the addresses of a LOGICAL_DNS value
-	leaf     *ClusterConfig     // the config of a leaf value whose endpoints are known; else nil
-	result   *ClusterResult     // leaf or err as a result, made on demand; nil when stale
-	roots    []*root            // the roots whose last resolution visited the node
-	visited  uint64             // the epoch of the last resolution that visited it
+	cancel  func()             // cancels the client watch
+	value   *resources.Cluster // nil before a value and after a resource error
+	version string             // value's version_info
+	// own is the node's result of its own: its resource error (value is
+	// then nil), or the config of a leaf value whose endpoints are known
+	// (a *leafResult's). nil before anything is received, for an
+	// aggregate value, and for a leaf value waiting for its endpoints.
+	own   *ClusterResult
+	eds   *endpointsNode // the endpoints of an EDS value
+	dns   *dnsNode       // the addresses of a LOGICAL_DNS value
+	links *graphLinks    // nil until the node is in an aggregate graph
+
+	// As a root; a node is one while static or dynamic. Its last complete
+	// result is its entry in m.results.
+	dynamic  int32 // SubscribeToCluster references not cancelled
+	static   bool  // named by a route of the virtual host in use
+	dirty    bool  // queued in m.dirty
+	complete bool  // the last resolution found every resource of the subtree
+	// 96 bytes, a size class: keep new fields out of here (graphLinks, or
+	// derive them).
+}
+
+// graphLinks are the edges of a cluster node to other roots than itself:
+// a root always reaches its own node, which is not listed.
+type graphLinks struct {
+	reach   []*clusterNode // as a root: the other nodes its last resolution visited
+	roots   []*clusterNode // the other roots whose last resolution visited the node
+	visited uint64         // the epoch of the last resolution that visited it under another root
+}
+
+// leafResult is a leaf cluster's config and its result, allocated
+// together.
+type leafResult struct {
+	result ClusterResult
+	config ClusterConfig
 }
 
 // endpointsNode is the watch of one ClusterLoadAssignment. It implements
@@ -72,23 +94,115 @@ type endpointsNode struct {
 	cancel  func()               // cancels the client watch
 	value   *resources.Endpoints // empty after a resource error; nil before anything is received
 	version string               // value's version_info
-	note    error                // the resource error, if any
-	users   []*clusterNode       // the cluster nodes bound to it
+	user    *clusterNode         // the first cluster node bound to it; its users are user and rare.users
+	rare    *endpointsRare       // nil with one user and no resource error
+	// 80 bytes, a size class, where a users slice and the note took 96
+	// and an allocation per node.
 }
 
-// rootLocked returns the root name, creating it (dirty, so that it is
-// resolved by the next updateLocked) if needed.
-func (m *Manager) rootLocked(name string) *root {
-	r := m.roots[name]
-	if r == nil {
-		r = &root{name: name}
-		m.roots[name] = r
-		m.markRootDirtyLocked(r)
+// endpointsRare is what an endpoints node has beyond the common case of
+// one cluster node bound to it and no resource error.
+type endpointsRare struct {
+	note  error          // the resource error, if any
+	users []*clusterNode // the cluster nodes bound to it after the first
+}
+
+func (e *endpointsNode) noteLocked() error {
+	if e.rare == nil {
+		return nil
 	}
-	return r
+	return e.rare.note
 }
 
-func (m *Manager) markRootDirtyLocked(r *root) {
+func (e *endpointsNode) rareLocked() *endpointsRare {
+	if e.rare == nil {
+		e.rare = &endpointsRare{}
+	}
+	return e.rare
+}
+
+// setNoteLocked sets the resource error of e; nil clears it.
+func (e *endpointsNode) setNoteLocked(err error) {
+	if err != nil {
+		e.rareLocked().note = err
+		return
+	}
+	if e.rare != nil {
+		e.rare.note = nil
+		e.trimRareLocked()
+	}
+}
+
+func (e *endpointsNode) trimRareLocked() {
+	if r := e.rare; r.note == nil && len(r.users) == 0 {
+		e.rare = nil
+	}
+}
+
+// addUserLocked and removeUserLocked maintain the users of e.
+func (e *endpointsNode) addUserLocked(u *clusterNode) {
+	if e.user == nil {
+		e.user = u
+		return
+	}
+	r := e.rareLocked()
+	r.users = append(r.users, u)
+}
+
+func (e *endpointsNode) removeUserLocked(u *clusterNode) {
+	r := e.rare
+	switch {
+	case e.user == u && (r == nil || len(r.users) == 0):
+		e.user = nil
+		return
+	case e.user == u:
+		e.user = r.users[0]
+		r.users = slices.Delete(r.users, 0, 1)
+	case r != nil:
+		if i := slices.Index(r.users, u); i >= 0 {
+			r.users = slices.Delete(r.users, i, i+1)
+		}
+	}
+	if r != nil {
+		e.trimRareLocked()
+	}
+}
+
+func (n *clusterNode) isRoot() bool { return n.static || n.dynamic > 0 }
+
+// reachedLocked reports whether n is a root or another root reaches it.
+func (n *clusterNode) reachedLocked() bool {
+	return n.isRoot() || (n.links != nil && len(n.links.roots) > 0)
+}
+
+// linksLocked returns n's links, allocating them if needed.
+func (n *clusterNode) linksLocked() *graphLinks {
+	if n.links == nil {
+		n.links = &graphLinks{}
+	}
+	return n.links
+}
+
+// trimLinksLocked lets go of n's links once they are empty.
+func (n *clusterNode) trimLinksLocked() {
+	if l := n.links; l != nil && len(l.reach) == 0 && len(l.roots) == 0 {
+		n.links = nil
+	}
+}
+
+// addRootLocked returns the node of the cluster name, which the caller
+// makes a root (static or dynamic); one that was not a root is marked
+// dirty, so that it is resolved by the next updateLocked.
+func (m *Manager) addRootLocked(name string) *clusterNode {
+	n := m.clusterNodeLocked(name)
+	if !n.isRoot() {
+		m.setRootCompleteLocked(n, false)
+		m.markRootDirtyLocked(n)
+	}
+	return n
+}
+
+func (m *Manager) markRootDirtyLocked(r *clusterNode) {
 	if !r.dirty {
 		r.dirty = true
 		m.dirty = append(m.dirty, r)
@@ -97,8 +211,13 @@ func (m *Manager) markRootDirtyLocked(r *root) {
 
 // markDirtyLocked marks every root that reaches n dirty.
 func (m *Manager) markDirtyLocked(n *clusterNode) {
-	for _, r := range n.roots {
-		m.markRootDirtyLocked(r)
+	if n.isRoot() {
+		m.markRootDirtyLocked(n)
+	}
+	if n.links != nil {
+		for _, r := range n.links.roots {
+			m.markRootDirtyLocked(r)
+		}
 	}
 }
 
@@ -107,23 +226,23 @@ func (m *Manager) markDirtyLocked(n *clusterNode) {
 // subscribed to; new ones are created. names is not kept: the roots'
 // static flags are the set.
 func (m *Manager) setStaticRootsLocked(names map[string]struct{}) {
-	for name, r := range m.roots {
-		if _, ok := names[name]; ok || !r.static {
+	for n := range m.clusters.all() {
+		if _, ok := names[n.name]; ok || !n.static {
 			continue
 		}
-		m.setRootStaticLocked(r, false)
-		if r.dynamic == 0 {
-			m.removeRootLocked(r) // deleting the entry being visited is safe
+		m.setRootStaticLocked(n, false)
+		if n.dynamic == 0 {
+			m.removeRootLocked(n)
 		}
 	}
 	for name := range names {
-		m.setRootStaticLocked(m.rootLocked(name), true)
+		m.setRootStaticLocked(m.addRootLocked(name), true)
 	}
 }
 
 // setRootStaticLocked and setRootCompleteLocked keep incompleteStatic in
 // step with the roots' flags.
-func (m *Manager) setRootStaticLocked(r *root, static bool) {
+func (m *Manager) setRootStaticLocked(r *clusterNode, static bool) {
 	if r.static == static {
 		return
 	}
@@ -137,7 +256,7 @@ func (m *Manager) setRootStaticLocked(r *root, static bool) {
 	}
 }
 
-func (m *Manager) setRootCompleteLocked(r *root, complete bool) {
+func (m *Manager) setRootCompleteLocked(r *clusterNode, complete bool) {
 	if r.complete == complete {
 		return
 	}
@@ -151,59 +270,69 @@ func (m *Manager) setRootCompleteLocked(r *root, complete bool) {
 	}
 }
 
-// removeRootLocked removes r, which is neither static nor subscribed to,
-// and lets go of what it reached.
-func (m *Manager) removeRootLocked(r *root) {
-	r.removed = true
-	for _, n := range r.reach {
-		m.unlinkLocked(n, r)
+// removeRootLocked makes r, which is neither static nor subscribed to any
+// more, a plain cluster node, and lets go of what it reached. It is
+// dropped with the orphans unless another root reaches it.
+func (m *Manager) removeRootLocked(r *clusterNode) {
+	if r.links != nil {
+		for _, n := range r.links.reach {
+			m.unlinkLocked(n, r)
+		}
+		r.links.reach = nil
+		r.trimLinksLocked()
 	}
-	r.reach = nil
-	delete(m.roots, r.name)
-	if r.result != nil {
-		m.results.delete(r.name)
+	if m.results.delete(r.name) {
 		m.changed = true
+	}
+	if !r.reachedLocked() {
+		m.orphans = append(m.orphans, r)
 	}
 }
 
-// unlinkLocked removes r from the roots of n. A node no root reaches any
+// unlinkLocked removes r from the roots of n. A node nothing reaches any
 // more is dropped by dropOrphansLocked, at the end of the update: a root
 // resolved later in the same update may reach it again (a cluster moved
 // from under an aggregate to the route table), and its watch and cached
 // value are then kept.
-func (m *Manager) unlinkLocked(n *clusterNode, r *root) {
-	if i := slices.Index(n.roots, r); i >= 0 {
-		n.roots = slices.Delete(n.roots, i, i+1)
+func (m *Manager) unlinkLocked(n *clusterNode, r *clusterNode) {
+	if l := n.links; l != nil { // always: r reached n
+		if i := slices.Index(l.roots, r); i >= 0 {
+			l.roots = slices.Delete(l.roots, i, i+1)
+		}
+		n.trimLinksLocked()
 	}
-	if len(n.roots) == 0 {
+	if !n.reachedLocked() {
 		m.orphans = append(m.orphans, n)
 	}
 }
 
-// dropOrphansLocked cancels the watches of the cluster nodes no root
+// dropOrphansLocked cancels the watches of the cluster nodes nothing
 // reaches any more, and lets go of their endpoints and DNS nodes.
 func (m *Manager) dropOrphansLocked() {
 	for i, n := range m.orphans {
 		m.orphans[i] = nil
-		if len(n.roots) > 0 || m.clusters[n.name] != n {
+		if n.reachedLocked() || m.clusters.get(n.name) != n {
 			continue
 		}
 		m.logger.Debug("cancelling the watch of an unreachable Cluster", xdslog.KeyResource, n.name)
 		n.cancel()
 		n.value = nil
 		m.bindLocked(n)
-		delete(m.clusters, n.name)
+		m.clusters.delete(n.name)
 	}
 	m.orphans = m.orphans[:0]
+	if cap(m.orphans) > maxKeptQueue {
+		m.orphans = nil
+	}
 }
 
 // clusterNodeLocked returns the node of the cluster name, creating it and
 // starting its watch if needed.
 func (m *Manager) clusterNodeLocked(name string) *clusterNode {
-	n := m.clusters[name]
+	n := m.clusters.get(name)
 	if n == nil {
 		n = &clusterNode{m: m, name: name}
-		m.clusters[name] = n
+		m.clusters.add(n)
 		n.cancel = client.WatchVersioned(m.client, resources.ClusterType, name, n)
 	}
 	return n
@@ -212,16 +341,20 @@ func (m *Manager) clusterNodeLocked(name string) *clusterNode {
 // resolveRootLocked walks the subtree of r again: it starts the watches of
 // the clusters it meets for the first time, lets go of those r no longer
 // reaches, and records r's result if the subtree is complete.
-func (m *Manager) resolveRootLocked(r *root) {
+func (m *Manager) resolveRootLocked(r *clusterNode) {
 	m.epoch++
 	t := traversal{m: m, root: r, epoch: m.epoch}
-	complete, graphErr := t.visit(r.name, 0)
-	for _, n := range r.reach {
-		if n.visited != m.epoch {
-			m.unlinkLocked(n, r)
+	complete, graphErr := t.visitNode(r, 0)
+	if r.links != nil || len(t.reach) > 0 {
+		l := r.linksLocked()
+		for _, n := range l.reach {
+			if n.links == nil || n.links.visited != m.epoch {
+				m.unlinkLocked(n, r)
+			}
 		}
+		l.reach = t.reach
+		r.trimLinksLocked()
 	}
-	r.reach = t.reach
 	m.setRootCompleteLocked(r, complete)
 
 	var res *ClusterResult
@@ -235,14 +368,13 @@ func (m *Manager) resolveRootLocked(r *root) {
 	default:
 		res = t.result()
 	}
-	if r.result != nil && sameResult(r.result, res) {
+	if last := m.results.get(r.name); last != nil && sameResult(last, res) {
 		return
 	}
 	if graphErr != nil || res.Err != nil {
 		m.logger.Warn("cluster unusable", xdslog.KeyResource, r.name, xdslog.KeyError, res.Err)
 	}
-	r.result = res
-	m.results.set(r.name, res)
+	m.results.set(res)
 	m.changed = true
 }
 
@@ -250,13 +382,12 @@ func (m *Manager) resolveRootLocked(r *root) {
 // order.
 type traversal struct {
 	m     *Manager
-	root  *root
+	root  *clusterNode
 	epoch uint64
 
-	reach   []*clusterNode   // nodes visited, in order
+	reach   []*clusterNode   // nodes visited under the root, in order
 	path    []string         // the aggregate clusters from the root to the current node
-	top     *clusterNode     // the root's own node
-	leaves  []*ClusterConfig // leaf configs met, each once
+	leaves  []*ClusterConfig // leaf configs met under the root, each once
 	skipped []*ClusterResult // clusters with an error met under the root
 }
 
@@ -270,28 +401,33 @@ func (t *traversal) visit(name string, depth int) (complete bool, graphErr error
 	if i := slices.Index(t.path, name); i >= 0 {
 		return true, fmt.Errorf("%w: %s -> %s", ErrAggregateCycle, strings.Join(t.path[i:], " -> "), name)
 	}
-	n := t.m.clusterNodeLocked(name)
-	if n.visited == t.epoch {
-		return true, nil // met before on another path: its leaves are listed already
-	}
-	n.visited = t.epoch
-	t.reach = append(t.reach, n)
-	if !slices.Contains(n.roots, t.root) {
-		n.roots = append(n.roots, t.root)
-	}
-	if depth == 0 {
-		t.top = n
+	return t.visitNode(t.m.clusterNodeLocked(name), depth)
+}
+
+// visitNode walks n, met at depth. Under the root, n is a node of another
+// name than the root's (visit found no cycle).
+func (t *traversal) visitNode(n *clusterNode, depth int) (complete bool, graphErr error) {
+	if depth > 0 {
+		l := n.linksLocked()
+		if l.visited == t.epoch {
+			return true, nil // met before on another path: its leaves are listed already
+		}
+		l.visited = t.epoch
+		t.reach = append(t.reach, n)
+		if !slices.Contains(l.roots, t.root) {
+			l.roots = append(l.roots, t.root)
+		}
 	}
 	switch {
-	case !n.received:
-		return false, nil
-	case n.err != nil:
+	case n.value == nil && n.own == nil:
+		return false, nil // nothing received
+	case n.value == nil: // a resource error
 		if depth > 0 {
-			t.skipped = append(t.skipped, n.resultLocked())
+			t.skipped = append(t.skipped, n.own)
 		}
 		return true, nil
 	case n.value.Kind == resources.ClusterKindAggregate:
-		t.path = append(t.path, name)
+		t.path = append(t.path, n.name)
 		complete = true
 		for _, child := range n.value.AggregateClusters {
 			c, err := t.visit(resources.CanonicalName(child), depth+1)
@@ -302,19 +438,21 @@ func (t *traversal) visit(name string, depth int) (complete bool, graphErr error
 		}
 		t.path = t.path[:len(t.path)-1]
 		return complete, nil
-	case n.leaf == nil:
+	case n.own == nil:
 		return false, nil // waiting for its endpoints
 	default:
-		t.leaves = append(t.leaves, n.leaf)
+		if depth > 0 {
+			t.leaves = append(t.leaves, n.own.Config)
+		}
 		return true, nil
 	}
 }
 
 // result is the result of a complete walk without graph error.
 func (t *traversal) result() *ClusterResult {
-	n := t.top
-	if n.err != nil || n.value.Kind != resources.ClusterKindAggregate {
-		return n.resultLocked()
+	n := t.root
+	if n.value == nil || n.value.Kind != resources.ClusterKindAggregate {
+		return n.own // its error, or its leaf config
 	}
 	if len(t.leaves) == 0 {
 		err := fmt.Errorf("%w under %q", ErrNoLeafClusters, n.name)
@@ -337,19 +475,6 @@ func (t *traversal) result() *ClusterResult {
 	}}
 }
 
-// resultLocked returns n's leaf config or error as a result, reusing the
-// last one made while they are unchanged.
-func (n *clusterNode) resultLocked() *ClusterResult {
-	if n.result == nil {
-		if n.err != nil {
-			n.result = &ClusterResult{Name: n.name, Err: n.err}
-		} else {
-			n.result = &ClusterResult{Name: n.name, Config: n.leaf}
-		}
-	}
-	return n.result
-}
-
 // ResourceChanged records a new value of the Cluster.
 func (n *clusterNode) ResourceChanged(v client.Versioned[*resources.Cluster], done func()) {
 	defer done() // after the rebuild: the client reads on once it is taken in
@@ -357,11 +482,10 @@ func (n *clusterNode) ResourceChanged(v client.Versioned[*resources.Cluster], do
 	c := v.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.clusters[n.name] != n || n.value == c {
+	if m.closed || m.clusters.get(n.name) != n || n.value == c {
 		return // cancelled while this call was queued, or the same value again
 	}
-	n.received, n.value, n.err, n.result = true, c, nil, nil
-	n.version = v.Version
+	n.value, n.version, n.own = c, v.Version, nil
 	m.bindLocked(n)
 	m.refreshLeafLocked(n)
 	m.markDirtyLocked(n)
@@ -376,12 +500,11 @@ func (n *clusterNode) ResourceError(err error, done func()) {
 	m := n.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.clusters[n.name] != n {
+	if m.closed || m.clusters.get(n.name) != n {
 		return
 	}
-	n.received, n.value, n.version, n.err, n.result = true, nil, "", err, nil
+	n.value, n.version, n.own = nil, "", &ClusterResult{Name: n.name, Err: err}
 	m.bindLocked(n)
-	m.refreshLeafLocked(n)
 	m.markDirtyLocked(n)
 	m.updateLocked()
 }
@@ -423,10 +546,14 @@ func (m *Manager) bindLocked(n *clusterNode) {
 	}
 }
 
-// refreshLeafLocked updates n's leaf config from its value and its
-// endpoints, and reports whether it changed. An unchanged config keeps its
-// identity.
+// refreshLeafLocked updates the leaf result of n, a node with a value,
+// from its value and its endpoints, and reports whether it changed. An
+// unchanged result keeps its identity. A node with a resource error keeps
+// its error.
 func (m *Manager) refreshLeafLocked(n *clusterNode) bool {
+	if n.value == nil {
+		return false
+	}
 	var (
 		eps     *resources.Endpoints
 		version string
@@ -434,43 +561,43 @@ func (m *Manager) refreshLeafLocked(n *clusterNode) bool {
 	)
 	switch {
 	case n.eds != nil && n.eds.value != nil:
-		eps, version, note = n.eds.value, n.eds.version, n.eds.note
+		eps, version, note = n.eds.value, n.eds.version, n.eds.noteLocked()
 	case n.dns != nil && n.dns.received:
 		eps, note = n.dns.value, n.dns.note
 	default:
-		changed := n.leaf != nil
-		n.leaf = nil
-		if changed {
-			n.result = nil
-		}
+		changed := n.own != nil
+		n.own = nil
 		return changed
 	}
-	if l := n.leaf; l != nil && l.Cluster == n.value && l.ClusterVersion == n.version &&
-		l.Endpoints == eps && l.EndpointsVersion == version && sameError(l.ResolutionNote, note) {
-		return false
+	if n.own != nil {
+		if l := n.own.Config; l.Cluster == n.value && l.ClusterVersion == n.version &&
+			l.Endpoints == eps && l.EndpointsVersion == version && sameError(l.ResolutionNote, note) {
+			return false
+		}
 	}
-	n.leaf = &ClusterConfig{
+	lr := &leafResult{config: ClusterConfig{
 		Name:             n.name,
 		Cluster:          n.value,
 		ClusterVersion:   n.version,
 		Endpoints:        eps,
 		EndpointsVersion: version,
 		ResolutionNote:   note,
-	}
-	n.result = nil
+	}}
+	lr.result = ClusterResult{Name: n.name, Config: &lr.config}
+	n.own = &lr.result
 	return true
 }
 
 // acquireEndpointsLocked returns the endpoints node name with user among
 // its users, creating it and starting its watch if needed.
 func (m *Manager) acquireEndpointsLocked(name string, user *clusterNode) *endpointsNode {
-	e := m.endpoints[name]
+	e := m.endpoints.get(name)
 	if e == nil {
 		e = &endpointsNode{m: m, name: name}
-		m.endpoints[name] = e
+		m.endpoints.add(e)
 		e.cancel = client.WatchVersioned(m.client, resources.EndpointsType, name, e)
 	}
-	e.users = append(e.users, user)
+	e.addUserLocked(user)
 	return e
 }
 
@@ -479,13 +606,11 @@ func (m *Manager) acquireEndpointsLocked(name string, user *clusterNode) *endpoi
 func (m *Manager) releaseEndpointsLocked(n *clusterNode) {
 	e := n.eds
 	n.eds = nil
-	if i := slices.Index(e.users, n); i >= 0 {
-		e.users = slices.Delete(e.users, i, i+1)
-	}
-	if len(e.users) == 0 {
+	e.removeUserLocked(n)
+	if e.user == nil {
 		m.logger.Debug("cancelling the watch of an unreachable ClusterLoadAssignment", xdslog.KeyResource, e.name)
 		e.cancel()
-		delete(m.endpoints, e.name)
+		m.endpoints.delete(e.name)
 	}
 }
 
@@ -496,12 +621,12 @@ func (e *endpointsNode) ResourceChanged(ver client.Versioned[*resources.Endpoint
 	v := ver.Value
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.endpoints[e.name] != e || (e.value == v && e.note == nil) {
+	if m.closed || m.endpoints.get(e.name) != e || (e.value == v && e.noteLocked() == nil) {
 		return
 	}
-	e.value, e.note = v, nil
-	e.version = ver.Version
-	m.endpointsChangedLocked(e.users)
+	e.value, e.version = v, ver.Version
+	e.setNoteLocked(nil)
+	e.changedLocked()
 }
 
 // ResourceError records that the endpoints are unusable: the clusters
@@ -511,12 +636,13 @@ func (e *endpointsNode) ResourceError(err error, done func()) {
 	m := e.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || m.endpoints[e.name] != e {
+	if m.closed || m.endpoints.get(e.name) != e {
 		return
 	}
 	m.logger.Warn("endpoints unusable", xdslog.KeyResource, e.name, xdslog.KeyError, err)
-	e.value, e.version, e.note = &resources.Endpoints{ClusterName: e.name}, "", err
-	m.endpointsChangedLocked(e.users)
+	e.value, e.version = &resources.Endpoints{ClusterName: e.name}, ""
+	e.setNoteLocked(err)
+	e.changedLocked()
 }
 
 // AmbientError leaves the last endpoints in use.
@@ -525,15 +651,34 @@ func (e *endpointsNode) AmbientError(err error, done func()) {
 	e.m.logger.Info("ambient error of endpoints; the last ones stay", xdslog.KeyResource, e.name, xdslog.KeyError, err)
 }
 
+// changedLocked refreshes the leaf configs of e's users after e changed,
+// and resolves the roots that reach them.
+func (e *endpointsNode) changedLocked() {
+	m := e.m
+	m.leafChangedLocked(e.user)
+	if e.rare != nil {
+		for _, u := range e.rare.users {
+			m.leafChangedLocked(u)
+		}
+	}
+	m.updateLocked()
+}
+
 // endpointsChangedLocked refreshes the leaf configs of users after their
 // endpoints changed, and resolves the roots that reach them.
 func (m *Manager) endpointsChangedLocked(users []*clusterNode) {
 	for _, u := range users {
-		if m.refreshLeafLocked(u) {
-			m.markDirtyLocked(u)
-		}
+		m.leafChangedLocked(u)
 	}
 	m.updateLocked()
+}
+
+// leafChangedLocked refreshes the leaf config of n after its endpoints
+// changed, and marks the roots that reach it dirty if it did.
+func (m *Manager) leafChangedLocked(n *clusterNode) {
+	if m.refreshLeafLocked(n) {
+		m.markDirtyLocked(n)
+	}
 }
 
 // sameResult reports whether a and b say the same: the same resources, by

@@ -5,8 +5,10 @@ package depmgr_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/proxyless/xds/testutil"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 )
 
 // bubbleTimeout bounds waits inside a synctest bubble, in fake time: longer
@@ -319,5 +322,108 @@ func receive[T any](ctx context.Context, ch <-chan T) (T, error) {
 	case <-ctx.Done():
 		var zero T
 		return zero, ctx.Err()
+	}
+}
+
+// TestDepMgr_EDS_SharedByClusters checks clusters that name the same
+// ClusterLoadAssignment: they share one watch and one value, a change of
+// it reaches all of them in the same snapshot, and its watch is cancelled
+// only when the last of them is no longer reached, whichever
+// cluster bound to it first.
+func TestDepMgr_EDS_SharedByClusters(t *testing.T) {
+	ctx := testContext(t)
+	res := testutil.Resources{
+		Listeners: listeners(testutil.Listener("svc", "route-svc")),
+		Routes:    routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1", "c2", "c3")),
+		Clusters: clusters(testutil.Cluster("c1", "eds-shared"), testutil.Cluster("c2", "eds-shared"),
+			testutil.Cluster("c3", "eds-shared"), testutil.Cluster("c4", "eds-c4")),
+		Endpoints: endpoints(testutil.Endpoints("eds-shared", "127.0.0.1", 8000), testutil.Endpoints("eds-c4", "127.0.0.1", 8004)),
+	}
+	e := newEnv(t, res)
+	shared := func(cfg *depmgr.XDSConfig, port string, names ...string) bool {
+		var eps *resources.Endpoints
+		for _, name := range names {
+			r := cfg.Cluster(name)
+			if r == nil || r.Config == nil || (eps != nil && r.Config.Endpoints != eps) {
+				return false
+			}
+			eps = r.Config.Endpoints
+		}
+		return slices.Equal(addresses(eps), []string{"127.0.0.1:" + port})
+	}
+	e.rec.waitForUpdate(ctx, t, "c1, c2 and c3", func(cfg *depmgr.XDSConfig) bool { return shared(cfg, "8000", "c1", "c2", "c3") })
+	waitForSubscription(ctx, t, e.ms, resources.EndpointsTypeURL, "eds-shared")
+
+	res.Endpoints[0] = testutil.Endpoints("eds-shared", "127.0.0.1", 9000)
+	e.ms.Update("", res)
+	cfg := e.rec.waitForUpdate(ctx, t, "the new endpoints", func(cfg *depmgr.XDSConfig) bool {
+		return !shared(cfg, "8000", "c1")
+	})
+	if !shared(cfg, "9000", "c1", "c2", "c3") {
+		t.Fatalf("the first snapshot with the new endpoints is %s, want them in c1, c2 and c3", describe(cfg))
+	}
+
+	for _, keep := range [][]string{{"c2", "c3"}, {"c3"}, {"c4"}} {
+		res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", keep...))
+		e.ms.Update("", res)
+		e.rec.waitForUpdate(ctx, t, fmt.Sprint("clusters ", keep), func(cfg *depmgr.XDSConfig) bool {
+			return slices.Equal(cfg.ClusterNames(), keep)
+		})
+		waitForSubscription(ctx, t, e.ms, resources.ClusterTypeURL, keep...)
+		if keep[0] != "c4" {
+			waitForSubscription(ctx, t, e.ms, resources.EndpointsTypeURL, "eds-shared")
+		} else {
+			waitForSubscription(ctx, t, e.ms, resources.EndpointsTypeURL, "eds-c4")
+		}
+	}
+}
+
+// TestDepMgr_EDS_SharedResourceError checks that a resource error of a
+// ClusterLoadAssignment that several clusters name (here its removal over
+// delta) reaches each of them as ResolutionNote, and that its return
+// clears the note of each.
+func TestDepMgr_EDS_SharedResourceError(t *testing.T) {
+	ctx := testContext(t)
+	res := testutil.Resources{
+		Listeners: listeners(testutil.Listener("svc", "route-svc")),
+		Routes:    routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1", "c2")),
+		Clusters:  clusters(testutil.Cluster("c1", "eds-shared"), testutil.Cluster("c2", "eds-shared")),
+		Endpoints: endpoints(testutil.Endpoints("eds-shared", "127.0.0.1", 8000)),
+	}
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	ms.Update("", res)
+	rec := newRecorder()
+	m := depmgr.New(newClient(t, ms, client.WithDelta()), "svc", rec)
+	defer m.Close()
+	state := func(cfg *depmgr.XDSConfig) string {
+		var out []string
+		for _, name := range []string{"c1", "c2"} {
+			l := cfg.Cluster(name).Config
+			out = append(out, fmt.Sprintf("%s=%v note=%t", name, addresses(l.Endpoints), l.ResolutionNote != nil))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, step := range []struct {
+		endpoints []*v3endpointpb.ClusterLoadAssignment
+		want      string
+	}{
+		{res.Endpoints, "c1=[127.0.0.1:8000] note=false c2=[127.0.0.1:8000] note=false"},
+		{nil, "c1=[] note=true c2=[] note=true"},
+		{endpoints(testutil.Endpoints("eds-shared", "127.0.0.1", 8001)), "c1=[127.0.0.1:8001] note=false c2=[127.0.0.1:8001] note=false"},
+	} {
+		res.Endpoints = step.endpoints
+		ms.Update("", res)
+		var last string
+		ctx, cancel := context.WithTimeout(ctx, defaultTestTimeout)
+		for last != step.want {
+			ev, err := rec.next(ctx)
+			if err != nil {
+				t.Fatalf("the last snapshot is %q, want %q: %v", last, step.want, err)
+			}
+			if ev.cfg != nil && ev.cfg.Cluster("c1") != nil && ev.cfg.Cluster("c2") != nil {
+				last = state(ev.cfg)
+			}
+		}
+		cancel()
 	}
 }

@@ -51,8 +51,8 @@ func (c *XDSConfig) Cluster(name string) *ClusterResult { return c.clusters.get(
 func (c *XDSConfig) Clusters() iter.Seq2[string, *ClusterResult] {
 	return func(yield func(string, *ClusterResult) bool) {
 		for _, s := range c.clusters.shards {
-			for name, r := range s {
-				if !yield(name, r) {
+			for _, r := range s.all() {
+				if !yield(r.Name, r) {
 					return
 				}
 			}

@@ -13,7 +13,7 @@ import (
 // client would be given done).
 func (m *Manager) DeliverEndpoints(name string, v *resources.Endpoints) bool {
 	m.mu.Lock()
-	e := m.endpoints[name]
+	e := m.endpoints.get(name)
 	m.mu.Unlock()
 	if e == nil {
 		return false

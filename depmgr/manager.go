@@ -81,7 +81,7 @@ type Manager struct {
 	closeOnce    sync.Once
 	dnsWG        sync.WaitGroup // the DNS goroutines
 
-	// mu guards everything below, and the fields of the roots and nodes
+	// mu guards everything below, and the fields of the nodes
 	// marked "guarded by m.mu". Client watches are started and cancelled
 	// with mu held: neither waits for a watcher callback, so a callback
 	// blocked on mu cannot deadlock them. mu is never held while a Watcher
@@ -97,11 +97,10 @@ type Manager struct {
 	cur        current             // what is in use; zero when no configuration is usable
 
 	// The clusters.
-	roots     map[string]*root          // every top-level cluster: static or dynamic
-	clusters  map[string]*clusterNode   // every Cluster watch, by cluster name
-	endpoints map[string]*endpointsNode // every ClusterLoadAssignment watch, by name
+	clusters  nameIndex[*clusterNode]   // every Cluster watch, by cluster name; roots included
+	endpoints nameIndex[*endpointsNode] // every ClusterLoadAssignment watch, by name
 	dns       map[string]*dnsNode       // every DNS lookup, by host:port
-	dirty     []*root                   // roots to resolve again
+	dirty     []*clusterNode            // roots to resolve again
 	orphans   []*clusterNode            // cluster nodes that lost their last root in this update
 	epoch     uint64                    // incremented by every root resolution
 	results   *clusterMapBuilder        // the last complete result of every root that has one
@@ -155,9 +154,8 @@ func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Mana
 		ctx:          ctx,
 		cancel:       cancel,
 		serializer:   serializer.New(ctx),
-		roots:        make(map[string]*root),
-		clusters:     make(map[string]*clusterNode),
-		endpoints:    make(map[string]*endpointsNode),
+		clusters:     newNameIndex[*clusterNode](),
+		endpoints:    newNameIndex[*endpointsNode](),
 		dns:          make(map[string]*dnsNode),
 		results:      newClusterMapBuilder(),
 	}
@@ -178,19 +176,18 @@ func (m *Manager) Close() {
 		m.closed = true
 		m.lisCancel()
 		m.stopRDSLocked()
-		for _, n := range m.clusters {
+		for n := range m.clusters.all() {
 			n.cancel()
 		}
-		for _, e := range m.endpoints {
+		for e := range m.endpoints.all() {
 			e.cancel()
 		}
 		for _, d := range m.dns {
 			d.cancel()
 		}
-		clear(m.clusters)
-		clear(m.endpoints)
+		m.clusters.clear()
+		m.endpoints.clear()
 		clear(m.dns)
-		clear(m.roots)
 		m.dirty = nil
 		m.mu.Unlock()
 
@@ -217,7 +214,7 @@ func (m *Manager) SubscribeToCluster(name string) (cancel func()) {
 	if m.closed {
 		return func() {}
 	}
-	r := m.rootLocked(name)
+	r := m.addRootLocked(name)
 	r.dynamic++
 	m.updateLocked()
 	return sync.OnceFunc(func() {
@@ -254,15 +251,24 @@ func (m *Manager) ResolveNow() {
 func (m *Manager) updateLocked() {
 	for len(m.dirty) > 0 {
 		r := m.dirty[len(m.dirty)-1]
+		m.dirty[len(m.dirty)-1] = nil
 		m.dirty = m.dirty[:len(m.dirty)-1]
 		r.dirty = false
-		if !r.removed {
+		if r.isRoot() { // else removed since it was marked
 			m.resolveRootLocked(r)
 		}
+	}
+	if cap(m.dirty) > maxKeptQueue {
+		m.dirty = nil // the roots of a new route table: not kept for the next update
 	}
 	m.dropOrphansLocked()
 	m.maybePublishLocked()
 }
+
+// maxKeptQueue is the capacity up to which the Manager keeps its work
+// queues (dirty, orphans) for the next update: a route table of 10,000
+// clusters fills them once, and most updates need a few entries.
+const maxKeptQueue = 64
 
 // maybePublishLocked publishes a snapshot when the configuration is
 // complete and differs from the last one delivered.

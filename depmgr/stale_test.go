@@ -92,7 +92,7 @@ func TestDepMgr_StaleCallback_CapturedName(t *testing.T) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cur.rc.Name != "route-2" || m.roots["c-stale"] != nil || m.clusters["c2"] != nil || m.endpoints["c2"] != nil {
-		t.Fatalf("a stale callback changed the state: route config %q, roots %v", m.cur.rc.Name, m.roots)
+	if m.cur.rc.Name != "route-2" || m.clusters.get("c-stale") != nil || m.clusters.get("c2") != nil || m.endpoints.get("c2") != nil {
+		t.Fatalf("a stale callback changed the state: route config %q, %d clusters", m.cur.rc.Name, m.clusters.len())
 	}
 }
