@@ -93,3 +93,34 @@ func TestFlowControl_ReleasedWithoutWatcherCalls(t *testing.T) {
 		t.Fatalf("got %+v, want the version 4 value", got)
 	}
 }
+
+// TestFlowControl_DoneIsIdempotent checks the watcher contract that a
+// second call of done has no effect: of two watchers of one
+// response, the first calls done three times; the next response still
+// waits for the second's done.
+func TestFlowControl_DoneIsIdempotent(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	wa, wb := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+	wa.holdDone, wb.holdDone = true, true
+	defer client.Watch(c, resources.ClusterType, "a", wa)()
+	defer client.Watch(c, resources.ClusterType, "b", wb)()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+
+	if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""), testutil.Cluster("b", ""))); err != nil {
+		t.Fatal(err)
+	}
+	heldA := wa.wantKind(ctx, t, changed, nil)
+	heldB := wb.wantKind(ctx, t, changed, nil)
+	heldA.done()
+	heldA.done()
+	heldA.done()
+
+	if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "2", testutil.Cluster("a", "v2"), testutil.Cluster("b", ""))); err != nil {
+		t.Fatal(err)
+	}
+	wa.wantNone(t, defaultTestShortTimeout) // not read: b's done is held
+	heldB.done()
+	wa.wantKind(ctx, t, changed, nil).done()
+}

@@ -331,23 +331,51 @@ func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {
 }
 
 // scheduleLocked queues call for watcher we on the serializer. fc, if not
-// nil, is the flow control of the response that caused the call: its done
-// is what call receives. The call is skipped (and done called) if the
-// watch was cancelled before the call started.
+// nil, is the flow control of the response that caused the call: call then
+// receives a done func that releases it once. The call is skipped (and
+// done called) if the watch was cancelled before the call started.
 func (c *Client) scheduleLocked(we *watchEntry, fc *flowControl, call func(done func())) {
-	done := func() {}
-	if fc != nil {
-		done = fc.add()
+	if fc == nil {
+		c.serializer.Schedule(func() {
+			if !we.cancelled() {
+				call(noop)
+			}
+		})
+		return
 	}
-	ok := c.serializer.Schedule(func() {
-		if we.cancelled() {
-			done()
-			return
-		}
-		call(done)
-	})
-	if !ok {
-		done()
+	fc.add()
+	d := &delivery{we: we, fc: fc, call: call}
+	if !c.serializer.Schedule(d.run) {
+		d.done()
+	}
+}
+
+// noop is the done func of calls that are not flow controlled.
+func noop() {}
+
+// delivery is one flow-controlled watcher call queued on the serializer:
+// one allocation for what sync.OnceFunc and a closure took three, tens of
+// thousands of times per response in a mesh.
+type delivery struct {
+	we       *watchEntry
+	fc       *flowControl
+	call     func(done func())
+	released atomic.Bool
+}
+
+func (d *delivery) run() {
+	if d.we.cancelled() {
+		d.done()
+		return
+	}
+	d.call(d.done)
+}
+
+// done releases d's reference on its flow control, the first time only:
+// watchers may call done more than once.
+func (d *delivery) done() {
+	if d.released.CompareAndSwap(false, true) {
+		d.fc.release()
 	}
 }
 
