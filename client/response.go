@@ -191,7 +191,8 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 	if rs.cachedLocked() {
 		c.entryDroppedLocked(rs)
 	}
-	for _, ch := range c.holdersLocked(rs) {
+	var buf [2]*channel
+	for _, ch := range c.appendHoldersLocked(buf[:0], rs) {
 		delete(ch.types[rs.typ.TypeURL()].entries, rs.name)
 	}
 }
