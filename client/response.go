@@ -266,7 +266,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	c.persistLocked(rs)
 	v := rs.value
 	for _, we := range c.watchersLocked(rs) {
-		c.scheduleLocked(we, fc, func(done func()) { we.changed(v, version, done) })
+		c.scheduleChangedLocked(we, fc, v, version)
 	}
 }
 
