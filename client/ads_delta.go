@@ -395,10 +395,11 @@ type removal struct {
 	err  error
 }
 
-// deltaTargetsLocked returns the entries a resource goes to: its own (created
-// for the wildcard when subscribed) and those of its watched aliases.
-func (c *Client) deltaTargetsLocked(ts *typeState, it *deltaItem) []*resourceState {
-	var out []*resourceState
+// appendDeltaTargetsLocked appends to out the entries a resource goes to:
+// its own (created for the wildcard when subscribed) and those of its
+// watched aliases. Callers pass a small array's slice, which one entry,
+// the common case, fits without allocating.
+func (c *Client) appendDeltaTargetsLocked(out []*resourceState, ts *typeState, it *deltaItem) []*resourceState {
 	if rs := c.entryForLocked(ts, it.name); rs != nil {
 		out = append(out, rs)
 	}
@@ -474,11 +475,12 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []reportedError, removed []removal, now time.Time, fc *flowControl) map[string]error {
 	ch, c := p.ch, p.ch.c
 	resErrs := make(map[string]error)
+	var buf [2]*resourceState // for appendDeltaTargetsLocked
 	for i := range items {
 		it := &items[i]
 		if it.heartbeat {
 			if it.err == nil {
-				for _, rs := range c.deltaTargetsLocked(ts, it) {
+				for _, rs := range c.appendDeltaTargetsLocked(buf[:0], ts, it) {
 					if rs.value != nil {
 						c.heartbeatLocked(rs, it.ttl, now)
 					}
@@ -502,7 +504,7 @@ func (p *deltaProtocol) applyLocked(ts *typeState, items []deltaItem, reps []rep
 		if _, seen := resErrs[it.name]; seen {
 			continue // a duplicate, handled at its first position
 		}
-		targets := c.deltaTargetsLocked(ts, it)
+		targets := c.appendDeltaTargetsLocked(buf[:0], ts, it)
 		if len(targets) == 0 {
 			continue // no longer wanted
 		}

@@ -696,6 +696,7 @@ func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 	if ch.stream != ss || ch.c.closed {
 		return
 	}
+	var et *expiryTimer // one timer for the names this request starts timing
 	for _, name := range req.requested {
 		rs := ts.entries[name]
 		if rs == nil || rs.ch != ch {
@@ -708,8 +709,9 @@ func (ch *channel) requestSentLocked(ss *streamState, req *outgoing) {
 		if len(rs.watchers) == 0 || rs.value != nil || rs.timerState != timerStarted {
 			continue
 		}
-		ch.c.startTimerLocked(rs)
+		ch.c.timeLocked(&et, rs)
 	}
+	ch.c.startExpiryLocked(et)
 }
 
 // connectivityFailure tells every watcher of the channel's resources that

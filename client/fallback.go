@@ -137,15 +137,17 @@ func (c *Client) adoptLocked(rs *resourceState) {
 // unsubscribeAllLocked unsubscribes rs, which lost its last watcher, on
 // every channel that subscribes it.
 func (c *Client) unsubscribeAllLocked(rs *resourceState) {
-	for _, ch := range c.holdersLocked(rs) {
+	var buf [2]*channel
+	for _, ch := range c.appendHoldersLocked(buf[:0], rs) {
 		ch.unsubscribeLocked(rs)
 	}
 }
 
-// holdersLocked returns the channels whose cache holds rs: its serving
-// channel and, for a list, the others of the list that subscribe it.
-func (c *Client) holdersLocked(rs *resourceState) []*channel {
-	var out []*channel
+// appendHoldersLocked appends to out the channels whose cache holds rs: its
+// serving channel and, for a list, the others of the list that subscribe
+// it. Callers pass a small array's slice: one entry or two is the common
+// case, and then nothing is allocated.
+func (c *Client) appendHoldersLocked(out []*channel, rs *resourceState) []*channel {
 	has := func(ch *channel) bool {
 		ts := ch.types[rs.typ.TypeURL()]
 		return ts != nil && ts.entries[rs.name] == rs

@@ -4,7 +4,6 @@ package client
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 )
 
@@ -25,12 +24,9 @@ func newFlowControl() *flowControl {
 	return fc
 }
 
-// add takes a reference for one watcher call and returns its done func,
-// which is idempotent.
-func (fc *flowControl) add() func() {
-	fc.pending.Add(1)
-	return sync.OnceFunc(fc.release)
-}
+// add takes a reference for one watcher call, which the call gives back
+// with release (the done func of one delivery, which makes it idempotent).
+func (fc *flowControl) add() { fc.pending.Add(1) }
 
 // seal gives back the initial reference.
 func (fc *flowControl) seal() { fc.release() }

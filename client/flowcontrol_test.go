@@ -8,6 +8,7 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
@@ -92,4 +93,76 @@ func TestFlowControl_ReleasedWithoutWatcherCalls(t *testing.T) {
 	if got := w.wantKind(ctx, t, changed, nil).value; got.EDSServiceName != "changed" {
 		t.Fatalf("got %+v, want the version 4 value", got)
 	}
+}
+
+// TestFlowControl_DoneIsIdempotent checks the watcher contract that a
+// second call of done has no effect: of two watchers of one
+// response, the first calls done three times; the next response still
+// waits for the second's done.
+func TestFlowControl_DoneIsIdempotent(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	wa, wb := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+	wa.holdDone, wb.holdDone = true, true
+	defer client.Watch(c, resources.ClusterType, "a", wa)()
+	defer client.Watch(c, resources.ClusterType, "b", wb)()
+	waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+
+	if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""), testutil.Cluster("b", ""))); err != nil {
+		t.Fatal(err)
+	}
+	heldA := wa.wantKind(ctx, t, changed, nil)
+	heldB := wb.wantKind(ctx, t, changed, nil)
+	heldA.done()
+	heldA.done()
+	heldA.done()
+
+	if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "2", testutil.Cluster("a", "v2"), testutil.Cluster("b", ""))); err != nil {
+		t.Fatal(err)
+	}
+	wa.wantNone(t, defaultTestShortTimeout) // not read: b's done is held
+	heldB.done()
+	wa.wantKind(ctx, t, changed, nil).done()
+}
+
+// TestFlowControl_CancelledCallReleases checks with a watch
+// cancelled while its call waits behind another watcher's: the call is not
+// made, and it does not hold the stream. a's watcher blocks in its call
+// while b's call is queued; b is cancelled; the next response is read.
+func TestFlowControl_CancelledCallReleases(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
+	c := newClient(t, ms, testutil.BootstrapOptions{})
+	entered, unblock := make(chan string, 10), make(chan struct{})
+	defer client.Watch(c, resources.ClusterType, "a", watcher.Funcs[*resources.Cluster]{OnChanged: func(v *resources.Cluster) {
+		entered <- v.EDSServiceName
+		if v.EDSServiceName == "v1" {
+			<-unblock
+		}
+	}})()
+	wb := newRecorder[*resources.Cluster]()
+	cancelB := client.Watch(c, resources.ClusterType, "b", wb)
+	waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+
+	if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", "v1"), testutil.Cluster("b", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-entered; got != "v1" {
+		t.Fatalf("a's watcher got %q, want v1", got)
+	}
+	cancelB() // b's call is queued behind a's
+	close(unblock)
+	if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "2", testutil.Cluster("a", "v2"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-entered:
+		if got != "v2" {
+			t.Fatalf("a's watcher got %q, want v2", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("the next response was not delivered: the cancelled call holds the stream")
+	}
+	wb.wantNone(t, defaultTestShortTimeout)
 }

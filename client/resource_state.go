@@ -51,11 +51,10 @@ type resourceState struct {
 	// smaller size class. nil while every field of it is zero.
 	extra *entryExtra
 
-	timer *time.Timer // running does-not-exist timer, if any
-	// timerGen is incremented whenever timer is replaced or stopped. 32
-	// bits keep the entry in a smaller size class; a stale timer func
-	// would need 2^32 restarts meanwhile to be taken for the current one.
-	timerGen uint32
+	// timer is the running does-not-exist timer that times the entry,
+	// shared with the other names of the request that started it; nil
+	// when none.
+	timer *expiryTimer
 
 	status     v3adminpb.ClientResourceStatus // REQUESTED, DOES_NOT_EXIST, ACKED, NACKED or RECEIVED_ERROR
 	timerState timerState
@@ -189,12 +188,4 @@ type deltaNames struct {
 type ttlState struct {
 	d     time.Duration
 	timer *time.Timer
-}
-
-func (rs *resourceState) stopTimerLocked() {
-	if rs.timer != nil {
-		rs.timer.Stop()
-		rs.timer = nil
-	}
-	rs.timerGen++
 }

@@ -191,7 +191,8 @@ func (c *Client) dropEntryLocked(rs *resourceState) {
 	if rs.cachedLocked() {
 		c.entryDroppedLocked(rs)
 	}
-	for _, ch := range c.holdersLocked(rs) {
+	var buf [2]*channel
+	for _, ch := range c.appendHoldersLocked(buf[:0], rs) {
 		delete(ch.types[rs.typ.TypeURL()].entries, rs.name)
 	}
 }
@@ -265,7 +266,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	c.persistLocked(rs)
 	v := rs.value
 	for _, we := range c.watchersLocked(rs) {
-		c.scheduleLocked(we, fc, func(done func()) { we.changed(v, version, done) })
+		c.scheduleChangedLocked(we, fc, v, version)
 	}
 }
 

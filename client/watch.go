@@ -331,23 +331,83 @@ func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {
 }
 
 // scheduleLocked queues call for watcher we on the serializer. fc, if not
-// nil, is the flow control of the response that caused the call: its done
-// is what call receives. The call is skipped (and done called) if the
-// watch was cancelled before the call started.
+// nil, is the flow control of the response that caused the call: call then
+// receives a done func that releases it once. The call is skipped (and
+// done called) if the watch was cancelled before the call started.
 func (c *Client) scheduleLocked(we *watchEntry, fc *flowControl, call func(done func())) {
-	done := func() {}
-	if fc != nil {
-		done = fc.add()
+	if fc == nil {
+		c.serializer.Schedule(func() {
+			if !we.cancelled() {
+				call(noop)
+			}
+		})
+		return
 	}
-	ok := c.serializer.Schedule(func() {
-		if we.cancelled() {
-			done()
-			return
+	c.deliverLocked(&delivery{we: we, fc: fc, call: call})
+}
+
+// scheduleChangedLocked is scheduleLocked for a ResourceChanged call with
+// v and version, the most common call, without a closure of its own when
+// flow controlled.
+func (c *Client) scheduleChangedLocked(we *watchEntry, fc *flowControl, v any, version string) {
+	if fc == nil {
+		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
+		return
+	}
+	c.deliverLocked(&delivery{we: we, fc: fc, v: v, version: version})
+}
+
+// noop is the done func of calls that are not flow controlled.
+func noop() {}
+
+// delivery is one flow-controlled watcher call queued on the serializer.
+// Its run method value is both the func the serializer runs and the done
+// func the watcher gets: a mesh's response makes tens of thousands of
+// calls, and each then costs two allocations (the delivery and the method
+// value), where a closure, its done func and sync.OnceFunc took four.
+type delivery struct {
+	we      *watchEntry
+	fc      *flowControl
+	call    func(done func()) // nil: we.changed(v, version, done)
+	v       any
+	version string
+	step    func()        // d.run, set by deliverLocked
+	state   atomic.Uint32 // deliveryQueued, then deliveryCalled, then deliveryDone
+}
+
+const (
+	deliveryQueued uint32 = iota // in the serializer's queue
+	deliveryCalled               // the call was made; done not called yet
+	deliveryDone                 // done was called: fc released
+)
+
+// deliverLocked takes a reference on d's flow control and queues d.
+func (c *Client) deliverLocked(d *delivery) {
+	d.fc.add()
+	d.step = d.run
+	if !c.serializer.Schedule(d.step) {
+		d.fc.release()
+	}
+}
+
+// run makes d's call, the first time it runs (from the serializer); every
+// later run is a call of done by the watcher: the first releases d's flow
+// control, the others do nothing, as watchers may call done more than
+// once. A cancelled watch is not called, and done at once.
+func (d *delivery) run() {
+	if d.state.CompareAndSwap(deliveryQueued, deliveryCalled) {
+		switch {
+		case d.we.cancelled():
+			d.run()
+		case d.call != nil:
+			d.call(d.step)
+		default:
+			d.we.changed(d.v, d.version, d.step)
 		}
-		call(done)
-	})
-	if !ok {
-		done()
+		return
+	}
+	if d.state.CompareAndSwap(deliveryCalled, deliveryDone) {
+		d.fc.release()
 	}
 }
 

@@ -236,3 +236,52 @@ func TestWatchExpiry_UnsubscribeStopsTimer(t *testing.T) {
 		}
 	})
 }
+
+// TestWatchExpiry_SharedTimers checks with the names of one request
+// sharing a timer: a and b are requested together; a arrives after 5 s, and
+// c is requested then; at 8 s, b's watch is cancelled and b watched again
+// before the unsubscription can be written (the Send is held), so b stays
+// timed from the first request. At 15 s b, and only b, is reported
+// missing; c at 20 s, 15 s after its own request; a never.
+func TestWatchExpiry_SharedTimers(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		rb := newRecordingBuilder(ms.TransportBuilder())
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(rb))
+		wa, wb, wc := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", wa)()
+		cancelB := client.Watch(c, resources.ClusterType, "b", wb)
+		waitForNames(t, ms, resources.ClusterTypeURL, "a", "b")
+		start := time.Now()
+
+		time.Sleep(5 * time.Second)
+		if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("a", ""))); err != nil {
+			t.Fatal(err)
+		}
+		wa.wantKind(ctx, t, changed, nil)
+		defer client.Watch(c, resources.ClusterType, "c", wc)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "a", "b", "c")
+
+		time.Sleep(3 * time.Second)
+		rb.hold()
+		cancelB()
+		wb2 := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "b", wb2)()
+		rb.release()
+
+		wb2.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if got := time.Since(start); got != 15*time.Second {
+			t.Fatalf("b reported missing %v after its request, want 15s", got)
+		}
+		wc.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if got := time.Since(start); got != 20*time.Second {
+			t.Fatalf("c reported missing %v after a and b were requested, want 20s (15s after its own request)", got)
+		}
+		wa.wantNone(t, time.Minute)
+		wb.wantNone(t, time.Second)
+		if g := dumpEntry(c, resources.ClusterTypeURL, "a"); g.GetClientStatus() != v3adminpb.ClientResourceStatus_ACKED {
+			t.Fatalf("a: CSDS status = %v, want ACKED", g.GetClientStatus())
+		}
+	})
+}
