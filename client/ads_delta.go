@@ -3,7 +3,6 @@
 package client
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -449,7 +448,7 @@ func decodeDeltaItem(typ resources.ResourceType, it *deltaItem) {
 	case it.inner == nil:
 		it.err = fmt.Errorf("resource %q has no body", it.name)
 		return
-	case it.cachedValue != nil && it.inner.GetTypeUrl() == typ.TypeURL() && bytes.Equal(it.cachedRaw, it.inner.GetValue()):
+	case it.cachedValue != nil && it.inner.GetTypeUrl() == typ.TypeURL() && it.cachedRaw == string(it.inner.GetValue()):
 		// Same bytes as cached: not decoded again.
 		it.d = decoded{name: it.name, value: it.cachedValue, raw: it.inner.GetValue(), ttl: it.ttl}
 		return

@@ -3,7 +3,6 @@
 package client
 
 import (
-	"bytes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -37,10 +36,10 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 				TypeUrl:      t.TypeURL(),
 				Name:         rs.name,
 				VersionInfo:  rs.version,
-				ClientStatus: rs.status,
+				ClientStatus: rs.status.proto(),
 			}
 			if rs.value != nil {
-				g.XdsConfig = &anypb.Any{TypeUrl: t.TypeURL(), Value: bytes.Clone(rs.raw)}
+				g.XdsConfig = &anypb.Any{TypeUrl: t.TypeURL(), Value: []byte(rs.raw)}
 				g.LastUpdated = timestamppb.New(rs.updated())
 			}
 			ext := rs.ext()

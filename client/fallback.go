@@ -8,8 +8,6 @@ import (
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
-
-	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
 // This file implements fallback and revert between the management servers
@@ -186,7 +184,7 @@ func containsChannel(chs []*channel, ch *channel) bool {
 // neverReceived reports whether rs is watched and was never received: no
 // value, and not known not to exist or to be invalid.
 func (rs *resourceState) neverReceived() bool {
-	return len(rs.watchers) > 0 && rs.value == nil && rs.status == v3adminpb.ClientResourceStatus_REQUESTED
+	return len(rs.watchers) > 0 && rs.value == nil && rs.status == statusRequested
 }
 
 // unanswered reports whether rs is watched and no server of its list has

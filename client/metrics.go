@@ -6,8 +6,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
 // This file holds the client's metrics (gRFC A78 "XdsClient", with the
@@ -410,27 +408,27 @@ func (c *Client) Gauges() Gauges {
 func cacheState(rs *resourceState) string {
 	cached := rs.value != nil
 	switch rs.status {
-	case v3adminpb.ClientResourceStatus_ACKED:
+	case statusAcked:
 		if rs.deletionIgnored {
 			return CacheStateDoesNotExistButCached
 		}
 		return CacheStateACKed
-	case v3adminpb.ClientResourceStatus_NACKED:
+	case statusNacked:
 		if cached {
 			return CacheStateNACKedButCached
 		}
 		return CacheStateNACKed
-	case v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
+	case statusDoesNotExist:
 		if cached {
 			return CacheStateDoesNotExistButCached
 		}
 		return CacheStateDoesNotExist
-	case v3adminpb.ClientResourceStatus_RECEIVED_ERROR:
+	case statusReceivedError:
 		if cached {
 			return CacheStateReceivedErrorButCached
 		}
 		return CacheStateReceivedError
-	case v3adminpb.ClientResourceStatus_TIMEOUT:
+	case statusTimeout:
 		return CacheStateTimeout
 	default:
 		return CacheStateRequested

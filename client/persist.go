@@ -22,7 +22,6 @@ import (
 
 	"github.com/proxyless/xds/internal/xdslog"
 
-	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
 
@@ -196,10 +195,10 @@ func (c *Client) servePersistedLocked(rs *resourceState) {
 	}
 	rs.stopTimerLocked()
 	rs.timerState = timerStarted // not timed while it has a value
-	rs.value, rs.raw, rs.version = v, rec.Resource.GetValue(), rec.Version
+	rs.value, rs.raw, rs.version = v, rawString(rec.Resource.GetValue()), rec.Version
 	from := rec.ServerURI
 	rs.lastUpdated, rs.from, rs.stale = unixNanos(rec.Updated), &from, true
-	rs.status = v3adminpb.ClientResourceStatus_ACKED
+	rs.status = statusAcked
 	rs.ch.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, xdslog.KeyVersionInfo, rec.Version, "from", rec.ServerURI)
 	for _, we := range c.watchersLocked(rs) {
@@ -224,7 +223,7 @@ func (c *Client) persistLocked(rs *resourceState) {
 	k := persistKey{*rs.from, rs.typ.TypeURL(), rs.name}
 	var r *PersistedResource
 	if rs.value != nil && rs.ext().ttl == nil {
-		r = &PersistedResource{ServerURI: k.server, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: &anypb.Any{TypeUrl: k.typeURL, Value: rs.raw}, Updated: rs.updated()}
+		r = &PersistedResource{ServerURI: k.server, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: &anypb.Any{TypeUrl: k.typeURL, Value: []byte(rs.raw)}, Updated: rs.updated()}
 	}
 	if _, ok := p.pending[k]; !ok {
 		p.order = append(p.order, k)

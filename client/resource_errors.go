@@ -14,7 +14,6 @@ import (
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 
-	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
@@ -117,10 +116,10 @@ func (ch *channel) serverErrorLocked(rs *resourceState, st *statuspb.Status, now
 	ext.nack = nil
 	ext.serverErr = &serverErrState{err: err, time: now}
 	if code == codes.NotFound && rs.value == nil {
-		rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
+		rs.status = statusDoesNotExist
 		ext.dneReason = fmt.Sprintf("reported by the management server (%v)", serr)
 	} else {
-		rs.status = v3adminpb.ClientResourceStatus_RECEIVED_ERROR
+		rs.status = statusReceivedError
 	}
 	ch.logger.Warn("management server reported a resource error", xdslog.KeyTypeURL, rs.typ.TypeURL(),
 		xdslog.KeyResource, rs.name, xdslog.KeyError, serr, "cached_value_kept", rs.value != nil)

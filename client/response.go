@@ -3,7 +3,6 @@
 package client
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
-
-	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
 // This file holds what SotW (ads_sotw.go) and delta (ads_delta.go)
@@ -40,7 +37,7 @@ type pending struct {
 	name        string        // "" when unknown before decoding
 	nameBytes   []byte        // the canonical name inside inner.Value, when the type can find it without copying (SotW); aliases inner
 	unrequested bool          // name is known and not subscribed: not decoded
-	cachedRaw   []byte        // the cached resource of that name (its bytes), if any
+	cachedRaw   string        // the cached resource of that name (its bytes), if any
 	cachedValue any           // its decoded value
 	ttl         time.Duration // Resource.ttl; 0 when none
 }
@@ -149,7 +146,7 @@ func decodeAll(typ resources.ResourceType, items []pending) (results []decoded, 
 // decodeOne decodes p unless its bytes equal the cached ones. A failure
 // without a resource name is returned as err.
 func decodeOne(typ resources.ResourceType, p pending) (decoded, error) {
-	if p.cachedValue != nil && bytes.Equal(p.cachedRaw, p.inner.GetValue()) {
+	if p.cachedValue != nil && p.cachedRaw == string(p.inner.GetValue()) {
 		// Same bytes as cached: not decoded again.
 		return decoded{name: p.name, value: p.cachedValue, raw: p.inner.GetValue(), ttl: p.ttl}, nil
 	}
@@ -178,7 +175,7 @@ func (c *Client) entryForLocked(ts *typeState, name string) *resourceState {
 		// authority): not this stream's to change.
 		return nil
 	}
-	rs := &resourceState{typ: ts.typ, name: name, ch: ts.ch, status: v3adminpb.ClientResourceStatus_REQUESTED, timerState: timerReceived}
+	rs := &resourceState{typ: ts.typ, name: name, ch: ts.ch, status: statusRequested, timerState: timerReceived}
 	ts.entries[name] = rs
 	return rs
 }
@@ -247,11 +244,11 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 	// cancelled and started anew). The bytes are already hot.
 	ext := rs.ext()
 	changed := rs.value == nil || ext.nack != nil || ext.serverErr != nil || rs.stale ||
-		!bytes.Equal(rs.raw, d.raw)
+		rs.raw != string(d.raw)
 	rs.version = version
 	rs.lastUpdated = unixNanos(now)
 	rs.from = &rs.ch.sc.ServerURI
-	rs.status = v3adminpb.ClientResourceStatus_ACKED
+	rs.status = statusAcked
 	rs.clearErrorsLocked()
 	rs.stale = false
 	if !changed {
@@ -262,7 +259,7 @@ func (c *Client) resourceValidLocked(rs *resourceState, d decoded, version strin
 		}
 		return
 	}
-	rs.value, rs.raw = d.value, d.raw
+	rs.value, rs.raw = d.value, rawString(d.raw)
 	c.persistLocked(rs)
 	v := rs.value
 	for _, we := range c.watchersLocked(rs) {
@@ -286,7 +283,7 @@ func (c *Client) resourceInvalidLocked(rs *resourceState, err error, version str
 	ext := rs.extLocked()
 	ext.serverErr = nil
 	ext.nack = &nackState{err: err, version: version, time: now}
-	rs.status = v3adminpb.ClientResourceStatus_NACKED
+	rs.status = statusNacked
 	if repeat {
 		return
 	}
@@ -340,7 +337,7 @@ func (c *Client) forgetDeletedLocked(rs *resourceState) {
 // known not to exist is not reported again. Also used when a TTL expires
 //
 func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flowControl) {
-	if rs.value == nil && rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST {
+	if rs.value == nil && rs.status == statusDoesNotExist {
 		return
 	}
 	rs.stopTimerLocked()
@@ -350,7 +347,7 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 	c.dropValueLocked(rs)
 	ext := rs.extLocked()
 	ext.nack, ext.serverErr = nil, nil
-	rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
+	rs.status = statusDoesNotExist
 	ext.dneReason = reason
 	err := c.notFoundError(rs)
 	for _, we := range c.watchersLocked(rs) {
@@ -363,7 +360,7 @@ func (c *Client) resourceDeletedLocked(rs *resourceState, reason string, fc *flo
 // too, from the store as well: the server's word replaces it, so a later
 // start must not serve it again.
 func (c *Client) dropValueLocked(rs *resourceState) {
-	rs.value, rs.raw, rs.version = nil, nil, ""
+	rs.value, rs.raw, rs.version = nil, "", ""
 	rs.stale = false
 	c.persistLocked(rs)
 }

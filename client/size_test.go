@@ -18,7 +18,7 @@ func TestEntrySizes(t *testing.T) {
 		name     string
 		got, max uintptr
 	}{
-		{"resourceState", unsafe.Sizeof(resourceState{}), 176},
+		{"resourceState", unsafe.Sizeof(resourceState{}), 160},
 		{"entryExtra", unsafe.Sizeof(entryExtra{}), 48},
 		{"watchEntry", unsafe.Sizeof(watchEntry{}), 32},
 	} {

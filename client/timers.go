@@ -5,8 +5,6 @@ package client
 import (
 	"fmt"
 	"time"
-
-	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
 // expiryTimer is the does-not-exist timer of the names one written
@@ -85,7 +83,7 @@ func (et *expiryTimer) expired() {
 		rs.timer = nil
 		et.live--
 		rs.timerState = timerReceived
-		rs.status = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
+		rs.status = statusDoesNotExist
 		rs.extLocked().dneReason = reason
 		c.logger.Warn("resource does not exist: watch expired", "type", rs.typ.TypeName(), "resource", rs.name)
 		err := c.notFoundError(rs)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
-
-	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
 // Watch registers w for the resource of type typ named name and returns a
@@ -235,7 +233,7 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 			return failLocked(err)
 		}
 		// In the cache once its channel subscribes it, below.
-		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: v3adminpb.ClientResourceStatus_REQUESTED}
+		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: statusRequested}
 		l.entries++
 	} else if rs.list == nil && len(rs.watchers) == 0 {
 		c.adoptLocked(rs)
@@ -279,7 +277,7 @@ func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
 			err := c.resourceError(rs.typ, rs.name, ext.serverErr.err)
 			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
 		}
-	case rs.status == v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
+	case rs.status == statusDoesNotExist:
 		err := c.notFoundError(rs)
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	case ext.nack != nil:

@@ -45,13 +45,21 @@ const (
 
 // Cluster is a decoded Cluster resource: what a gRPC client needs to reach
 // one upstream cluster. It is immutable once decoded and shared by every
-// watcher: do not modify it or its slices.
+// watcher: do not modify it or its slices. (The small fields come first:
+// 160 bytes, a size class, at tens of thousands of cached clusters.)
 type Cluster struct {
 	// Name is the resource name in canonical form.
 	Name string
 	// Kind says how the cluster's endpoints are found, and which of the
-	// fields below are set.
+	// fields from EDSServiceName to AggregateClusters are set.
 	Kind ClusterKind
+	// LRSServerSelf reports whether lrs_server is set (it must be "self"):
+	// load reports go to the management server that sent the cluster.
+	LRSServerSelf bool
+	// MaxRequests is the maximum number of concurrent RPCs to the cluster:
+	// circuit_breakers.thresholds[priority=DEFAULT].max_requests, 1024 when
+	// unset (gRFC A32).
+	MaxRequests uint32
 	// EDSServiceName is eds_cluster_config.service_name for ClusterKindEDS,
 	// as received: the name of the Endpoints resource to watch; "" means
 	// the cluster's Name. Always set when Name is an xdstp name.
@@ -74,27 +82,14 @@ type Cluster struct {
 	// OutlierDetection is outlier_detection with defaults applied; nil
 	// when unset (gRFC A50).
 	OutlierDetection *OutlierDetection
-	// LRSServerSelf reports whether lrs_server is set (it must be "self"):
-	// load reports go to the management server that sent the cluster.
-	LRSServerSelf bool
-	// MaxRequests is the maximum number of concurrent RPCs to the cluster:
-	// circuit_breakers.thresholds[priority=DEFAULT].max_requests, 1024 when
-	// unset (gRFC A32).
-	MaxRequests uint32
 
-	raw []byte // the serialized resource as received (the unwrapped Any's value)
+	raw rawBytes // the serialized resource as received (the unwrapped Any's value)
 }
 
 // Raw returns the resource exactly as received, after removing any
 // Resource wrapper: a new Any on each call (type URL
-// ClusterTypeURL) whose value shares the cached bytes, which the caller must not
-// modify.
-func (c *Cluster) Raw() *anypb.Any {
-	if c.raw == nil {
-		return nil
-	}
-	return &anypb.Any{TypeUrl: ClusterTypeURL, Value: c.raw}
-}
+// ClusterTypeURL) with a copy of the bytes.
+func (c *Cluster) Raw() *anypb.Any { return c.raw.toAny(ClusterTypeURL) }
 
 // ClusterKind is the discovery type of a cluster. The zero value is not a
 // valid kind; Decode never returns it.
@@ -154,7 +149,7 @@ func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
 	if err != nil {
 		return name, nil, err
 	}
-	out.raw = inner.GetValue()
+	out.raw = keepRaw(inner.GetValue())
 	return name, out, nil
 }
 

@@ -46,19 +46,13 @@ type Endpoints struct {
 	// nil when there are none.
 	DropOverloads []DropOverload
 
-	raw []byte // the serialized resource as received (the unwrapped Any's value)
+	raw rawBytes // the serialized resource as received (the unwrapped Any's value)
 }
 
 // Raw returns the resource exactly as received, after removing any
 // Resource wrapper: a new Any on each call (type URL
-// EndpointsTypeURL) whose value shares the cached bytes, which the caller must not
-// modify.
-func (e *Endpoints) Raw() *anypb.Any {
-	if e.raw == nil {
-		return nil
-	}
-	return &anypb.Any{TypeUrl: EndpointsTypeURL, Value: e.raw}
-}
+// EndpointsTypeURL) with a copy of the bytes.
+func (e *Endpoints) Raw() *anypb.Any { return e.raw.toAny(EndpointsTypeURL) }
 
 // Locality is a group of endpoints that share a locality and a priority
 // (LocalityLbEndpoints).
@@ -155,7 +149,7 @@ func decodeEndpoints(inner *anypb.Any) (string, *Endpoints, error) {
 		return name, nil, err
 	}
 	e.ClusterName = CanonicalName(name)
-	e.raw = inner.GetValue()
+	e.raw = keepRaw(inner.GetValue())
 	return name, e, nil
 }
 

@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"bytes"
 	"errors"
 	"regexp"
 	"strings"
@@ -26,7 +27,7 @@ func mustAny(t testing.TB, m proto.Message) *anypb.Any {
 }
 
 // cmpOpts compare decoded values: raw is checked separately (Raw() must
-// share the input's bytes), protos inside values by content.
+// return a copy of the input's bytes), protos inside values by content.
 var cmpOpts = cmp.Options{
 	cmpopts.IgnoreUnexported(Listener{}, RouteConfig{}, Cluster{}, Endpoints{}),
 	protocmp.Transform(),
@@ -87,8 +88,10 @@ func runDecodeCases[T rawer](t *testing.T, typ Type[T], wantName func(proto.Mess
 			if diff := cmp.Diff(got, tc.want, cmpOpts); diff != "" {
 				t.Errorf("DecodeTyped() value mismatch (-got, +want):\n%s", diff)
 			}
-			if r := got.Raw(); r.GetTypeUrl() != typ.TypeURL() || len(r.GetValue()) != len(in.GetValue()) || &r.GetValue()[0] != &in.GetValue()[0] {
-				t.Errorf("Raw() = %v, want the decoded Any's bytes (not a copy) with type URL %q", r, typ.TypeURL())
+			if r := got.Raw(); r.GetTypeUrl() != typ.TypeURL() || !bytes.Equal(r.GetValue(), in.GetValue()) {
+				t.Errorf("Raw() = %v, want the decoded Any's bytes with type URL %q", r, typ.TypeURL())
+			} else if r.Value[0]++; bytes.Equal(got.Raw().GetValue(), r.GetValue()) {
+				t.Errorf("Raw() returned the cached bytes, not a copy: changing them changed the value")
 			}
 			if fast, ok := typ.Name(in); !ok || fast != name {
 				t.Errorf("Name() = %q, %v; want %q, true (the name Decode returned)", fast, ok, name)

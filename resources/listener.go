@@ -65,19 +65,13 @@ type Listener struct {
 	// RouteAction.MaxStreamDuration overrides it.
 	MaxStreamDuration time.Duration
 
-	raw []byte // the serialized resource as received (the unwrapped Any's value)
+	raw rawBytes // the serialized resource as received (the unwrapped Any's value)
 }
 
 // Raw returns the resource exactly as received, after removing any
 // Resource wrapper: a new Any on each call (type URL
-// ListenerTypeURL) whose value shares the cached bytes, which the caller must not
-// modify.
-func (l *Listener) Raw() *anypb.Any {
-	if l.raw == nil {
-		return nil
-	}
-	return &anypb.Any{TypeUrl: ListenerTypeURL, Value: l.raw}
-}
+// ListenerTypeURL) with a copy of the bytes.
+func (l *Listener) Raw() *anypb.Any { return l.raw.toAny(ListenerTypeURL) }
 
 // HTTPFilter is one filter of the HttpConnectionManager's chain: one the
 // gRPC client runs, with a valid config. The filters a client runs are
@@ -122,7 +116,7 @@ func decodeListener(inner *anypb.Any) (string, *Listener, error) {
 	if err := listenerFromView(name, &v, fs, out, filters); err != nil {
 		return name, nil, err
 	}
-	out.raw = inner.GetValue()
+	out.raw = keepRaw(inner.GetValue())
 	return name, out, nil
 }
 
@@ -160,7 +154,7 @@ func decodeListenerProto(inner *anypb.Any) (string, *Listener, error) {
 	if err := listenerFromView(name, v, fs, out, nil); err != nil {
 		return name, nil, err
 	}
-	out.raw = inner.GetValue()
+	out.raw = keepRaw(inner.GetValue())
 	return name, out, nil
 }
 

@@ -49,19 +49,14 @@ type RouteConfig struct {
 	// out ("RLS in xDS" design: the client does not provide them).
 	ClusterSpecifierPlugins []ClusterSpecifierPlugin
 
-	raw []byte // the serialized resource as received (the unwrapped Any's value); nil when inline
+	raw rawBytes // the serialized resource as received (the unwrapped Any's value); empty when inline
 }
 
 // Raw returns the resource exactly as received, after removing any
-// Resource wrapper; nil for a route configuration inline in a Listener: a new Any on each call (type URL
-// RouteConfigTypeURL) whose value shares the cached bytes, which the caller must not
-// modify.
-func (r *RouteConfig) Raw() *anypb.Any {
-	if r.raw == nil {
-		return nil
-	}
-	return &anypb.Any{TypeUrl: RouteConfigTypeURL, Value: r.raw}
-}
+// Resource wrapper: a new Any on each call (type URL RouteConfigTypeURL)
+// with a copy of the bytes; nil for a route configuration inline in a
+// Listener.
+func (r *RouteConfig) Raw() *anypb.Any { return r.raw.toAny(RouteConfigTypeURL) }
 
 // ClusterSpecifierPlugin is one entry of cluster_specifier_plugins (gRFC
 // A28, "RLS in xDS" design). The only plugin type gRPC supports is the
@@ -398,7 +393,7 @@ func decodeRouteConfig(inner *anypb.Any) (string, *RouteConfig, error) {
 	if err != nil {
 		return name, nil, err
 	}
-	out.raw = inner.GetValue()
+	out.raw = keepRaw(inner.GetValue())
 	return name, out, nil
 }
 

@@ -32,7 +32,8 @@ type ResourceType interface {
 	// A non-nil error with a non-empty name is a per-resource error; with
 	// an empty name it is a top-level error of the response.
 	// A panic in the type's decoder is recovered and returned as a
-	// per-resource error.
+	// per-resource error. The value may share memory with
+	// inner.Value, which must not be modified afterwards.
 	Decode(inner *anypb.Any) (name string, value any, err error)
 
 	// Name returns the canonical resource name of an unwrapped resource
