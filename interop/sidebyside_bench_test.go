@@ -6,12 +6,10 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/xds"
 
 	"github.com/proxyless/xds/bootstrap"
@@ -151,7 +149,6 @@ func benchmarkGRPCGoFirstState(b *testing.B, bootstrapJSON string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	target := resolver.Target{URL: url.URL{Scheme: "xds", Path: "/" + scaleListener}}
 	var first time.Duration
 	var live uint64
 	b.ReportAllocs()
@@ -160,16 +157,8 @@ func benchmarkGRPCGoFirstState(b *testing.B, bootstrapJSON string) {
 		ctx, cancel := context.WithTimeout(b.Context(), 60*time.Minute)
 		base := liveHeap()
 		b.StartTimer()
-		rec := newStateRecorder()
-		start := time.Now()
-		r, err := builder.Build(target, rec, resolver.BuildOptions{Authority: scaleListener})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := rec.waitForStates(ctx, 1); err != nil {
-			b.Fatal(err)
-		}
-		first += time.Since(start)
+		r, _, d := firstGRPCGoState(ctx, b, builder)
+		first += d
 		b.StopTimer()
 		live += liveHeap() - base
 		r.Close()
