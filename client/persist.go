@@ -58,14 +58,16 @@ type PersistedResource struct {
 type Store interface {
 	// Save stores r, replacing any value of the same ServerURI, TypeURL
 	// and Name. It must be atomic: after a crash, Load returns the old
-	// value or the new one, never a mix.
+	// value or the new one, never a mix. r is the store's to keep.
 	Save(r PersistedResource) error
 	// Delete forgets the value of that ServerURI, TypeURL and Name, if
 	// any.
 	Delete(serverURI, typeURL, name string) error
 	// Load returns every stored value. Unreadable entries are skipped
 	// (and reported, for example logged), not returned as an error; an
-	// error means nothing could be read.
+	// error means nothing could be read. The client keeps the returned
+	// values, their Resource bytes included: the store must not modify
+	// them afterwards.
 	Load() ([]PersistedResource, error)
 }
 
