@@ -4,6 +4,7 @@ package resources
 
 import (
 	"fmt"
+	"hash/maphash"
 	"unique"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -175,15 +176,17 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 	}
 	var (
 		priorities []priorityState // indexed by priority, up to the highest seen
-		seenAddrs  map[string]struct{}
 		maxPrio    = -1
+		addrs      addressArena
+		seen       addressSet
+		allEps     []Endpoint // the Endpoints of every locality, in one block
 	)
 	locs := cla.GetEndpoints()
-	var addrs addressArena
 	if len(locs) > 0 {
 		e.Localities = make([]Locality, 0, len(locs))
-		n, size := 0, 0
+		n, nEps, size := 0, 0, 0
 		for _, lp := range locs {
+			nEps += len(lp.GetLbEndpoints())
 			for _, lb := range lp.GetLbEndpoints() {
 				n++
 				ep := lb.GetEndpoint()
@@ -194,7 +197,8 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 				}
 			}
 		}
-		seenAddrs = make(map[string]struct{}, n) // sized once: no rehash
+		seen = newAddressSet(n) // sized once: no rehash
+		allEps = make([]Endpoint, 0, nEps)
 		addrs.sb.Grow(size)
 	}
 	for i, lp := range locs {
@@ -239,10 +243,16 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 		}
 		ps.count++
 		maxPrio = max(maxPrio, int(prio))
+		var err error
 
-		eps, err := endpointsOfLocality(lp.GetLbEndpoints(), seenAddrs, &addrs)
+		first := len(allEps)
+		allEps, err = endpointsOfLocality(allEps, lp.GetLbEndpoints(), &seen, &addrs)
 		if err != nil {
 			return nil, withFieldPrefix(indexed("endpoints", i), err)
+		}
+		var eps []Endpoint
+		if len(allEps) > first {
+			eps = allEps[first:len(allEps):len(allEps)]
 		}
 		e.Localities = append(e.Localities, Locality{ID: id, Priority: prio, Weight: weight, Endpoints: eps})
 	}
@@ -256,21 +266,12 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 	return e, nil
 }
 
-// endpointsOfLocality converts the lb_endpoints of one locality; error
-// fields are relative to the LocalityLbEndpoints. seen holds the addresses
-// of the resource so far (R-17.5: no duplicates); the addresses are built
-// in arena.
-func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{}, arena *addressArena) ([]Endpoint, error) {
-	if len(lbs) == 0 {
-		return nil, nil
-	}
-	eps := make([]Endpoint, 0, len(lbs))
-	// The addresses of all the endpoints share one backing array.
-	nAddrs := len(lbs)
-	for _, lb := range lbs {
-		nAddrs += len(lb.GetEndpoint().GetAdditionalAddresses())
-	}
-	addrBuf := make([]string, 0, nAddrs)
+// endpointsOfLocality appends the converted lb_endpoints of one locality
+// to eps; error fields are relative to the LocalityLbEndpoints. seen holds
+// the addresses of the resource so far (R-17.5: no duplicates), the
+// endpoints' Addresses are windows of seen.all; the addresses are built in
+// arena.
+func endpointsOfLocality(eps []Endpoint, lbs []*v3endpointpb.LbEndpoint, seen *addressSet, arena *addressArena) ([]Endpoint, error) {
 	var weightSum uint64
 	for j, lb := range lbs {
 		weight := uint32(1)
@@ -291,28 +292,26 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 			}
 			return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "missing")
 		}
-		first := len(addrBuf)
+		first := len(seen.all)
 		a, err := socketAddress(ep.GetAddress(), arena)
 		if err != nil {
 			return nil, withFieldPrefix(indexed("lb_endpoints", j)+".endpoint.address", err)
 		}
-		addrBuf = append(addrBuf, a)
+		seen.all = append(seen.all, a)
 		for k, aa := range ep.GetAdditionalAddresses() {
 			a, err := socketAddress(aa.GetAddress(), arena)
 			if err != nil {
 				return nil, withFieldPrefix(indexed(indexed("lb_endpoints", j)+".endpoint.additional_addresses", k)+".address", err)
 			}
-			addrBuf = append(addrBuf, a)
+			seen.all = append(seen.all, a)
 		}
-		addrs := addrBuf[first:len(addrBuf):len(addrBuf)]
-		for _, a := range addrs {
-			n := len(seen)
-			if seen[a] = struct{}{}; len(seen) == n {
-				return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "duplicate address %s", a)
+		for i := first; i < len(seen.all); i++ {
+			if !seen.insert(i) {
+				return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "duplicate address %s", seen.all[i])
 			}
 		}
 		eps = append(eps, Endpoint{
-			Addresses:    addrs,
+			Addresses:    seen.all[first:len(seen.all):len(seen.all)],
 			Hostname:     ep.GetHostname(),
 			HealthStatus: HealthStatus(lb.GetHealthStatus()),
 			Weight:       weight,
@@ -320,6 +319,64 @@ func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{
 		})
 	}
 	return eps, nil
+}
+
+// addressSeed seeds the hash of addressSet.
+var addressSeed = maphash.MakeSeed()
+
+// addressSet finds duplicate addresses in one resource. It costs
+// less than a map[string]struct{}: one pointer-free table of indices into
+// the slice of addresses the endpoints keep anyway.
+type addressSet struct {
+	all   []string // the addresses in the order found, some not yet inserted
+	slots []uint32 // open addressing, linear probing: 1 + an index into all, 0 when free
+	n     int      // the addresses inserted
+}
+
+// newAddressSet returns a set with room for n addresses without growing.
+func newAddressSet(n int) addressSet {
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	return addressSet{all: make([]string, 0, n), slots: make([]uint32, size)}
+}
+
+// insert adds all[i] to the set, reporting false if an equal address is
+// in it already.
+func (s *addressSet) insert(i int) bool {
+	if 2*(s.n+1) > len(s.slots) {
+		s.grow()
+	}
+	a := s.all[i]
+	mask := uint64(len(s.slots) - 1)
+	for h := maphash.String(addressSeed, a) & mask; ; h = (h + 1) & mask {
+		switch j := s.slots[h]; {
+		case j == 0:
+			s.slots[h] = uint32(i + 1)
+			s.n++
+			return true
+		case s.all[j-1] == a:
+			return false
+		}
+	}
+}
+
+// grow doubles the table (at least 8 slots).
+func (s *addressSet) grow() {
+	old := s.slots
+	s.slots = make([]uint32, max(8, 2*len(old)))
+	mask := uint64(len(s.slots) - 1)
+	for _, j := range old {
+		if j == 0 {
+			continue
+		}
+		h := maphash.String(addressSeed, s.all[j-1]) & mask
+		for s.slots[h] != 0 {
+			h = (h + 1) & mask
+		}
+		s.slots[h] = j
+	}
 }
 
 // hashKey returns the A76 hash key of an endpoint, from its "envoy.lb"
