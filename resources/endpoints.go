@@ -140,6 +140,11 @@ func (h HealthStatus) String() string {
 // else, and every invalid resource, goes through proto.Unmarshal. Both
 // paths convert with one endpointsBuilder.
 func decodeEndpoints(inner *anypb.Any) (string, *Endpoints, error) {
+	if name, e, ok := endpointsFromWire(inner.GetValue()); ok {
+		e.ClusterName = CanonicalName(name)
+		e.raw = keepRaw(inner.GetValue())
+		return name, e, nil
+	}
 	return decodeEndpointsProto(inner)
 }
 

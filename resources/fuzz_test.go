@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v3roundrobinpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
@@ -168,7 +167,24 @@ func FuzzDecodeCluster(f *testing.F) {
 }
 
 func FuzzDecodeEndpoints(f *testing.F) {
-	fuzzDecode(f, EndpointsType, endpointsCases(f), (*v3endpointpb.ClusterLoadAssignment)(nil).ProtoReflect().Descriptor(), nil)
+	fuzzDecode(f, EndpointsType, endpointsCases(f), claDesc, checkEndpointsPaths)
+}
+
+// checkEndpointsPaths fails t if the wire and proto paths of the
+// ClusterLoadAssignment decoder disagree.
+func checkEndpointsPaths(t *testing.T, in *anypb.Any) {
+	t.Helper()
+	name, v, err := decodeEndpoints(in)
+	pname, pv, perr := decodeEndpointsProto(in)
+	if name != pname || (err == nil) != (perr == nil) || (err != nil && err.Error() != perr.Error()) {
+		t.Fatalf("wire path = %q, %v; proto path = %q, %v", name, err, pname, perr)
+	}
+	if diff := cmp.Diff(v, pv, cmpOpts); diff != "" {
+		t.Fatalf("wire and proto paths differ (-wire, +proto):\n%s", diff)
+	}
+	if v != nil && v.raw != pv.raw {
+		t.Fatalf("wire path raw differs from the proto path's")
+	}
 }
 
 // TestListener_WireAndProtoPathsAgree runs every Listener table case, and
