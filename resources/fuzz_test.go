@@ -167,6 +167,9 @@ func FuzzDecodeCluster(f *testing.F) {
 }
 
 func FuzzDecodeEndpoints(f *testing.F) {
+	for _, tc := range endpointsWireCases(f) {
+		f.Add(tc.in)
+	}
 	fuzzDecode(f, EndpointsType, endpointsCases(f), claDesc, checkEndpointsPaths)
 }
 
