@@ -81,13 +81,24 @@ func checkWire(t *testing.T, b []byte, md protoreflect.MessageDescriptor) {
 // decoder disagree.
 func checkListenerPaths(t *testing.T, in *anypb.Any) {
 	t.Helper()
-	name, v, err := decodeListener(in)
-	pname, pv, perr := decodeListenerProto(in)
+	checkPaths(t, in, decodeListener, decodeListenerProto)
+}
+
+// checkPaths fails t if decode (a decoder with a wire path) and
+// decodeProto (its proto path) disagree on in: name, error text, value
+// and raw bytes.
+func checkPaths[T rawer](t *testing.T, in *anypb.Any, decode, decodeProto func(*anypb.Any) (string, T, error)) {
+	t.Helper()
+	name, v, err := decode(in)
+	pname, pv, perr := decodeProto(in)
 	if name != pname || (err == nil) != (perr == nil) || (err != nil && err.Error() != perr.Error()) {
 		t.Fatalf("wire path = %q, %v; proto path = %q, %v", name, err, pname, perr)
 	}
 	if diff := cmp.Diff(v, pv, cmpOpts); diff != "" {
 		t.Fatalf("wire and proto paths differ (-wire, +proto):\n%s", diff)
+	}
+	if err == nil && !proto.Equal(v.Raw(), pv.Raw()) {
+		t.Fatalf("wire path Raw() = %v, proto path Raw() = %v", v.Raw(), pv.Raw())
 	}
 }
 
@@ -177,17 +188,7 @@ func FuzzDecodeEndpoints(f *testing.F) {
 // ClusterLoadAssignment decoder disagree.
 func checkEndpointsPaths(t *testing.T, in *anypb.Any) {
 	t.Helper()
-	name, v, err := decodeEndpoints(in)
-	pname, pv, perr := decodeEndpointsProto(in)
-	if name != pname || (err == nil) != (perr == nil) || (err != nil && err.Error() != perr.Error()) {
-		t.Fatalf("wire path = %q, %v; proto path = %q, %v", name, err, pname, perr)
-	}
-	if diff := cmp.Diff(v, pv, cmpOpts); diff != "" {
-		t.Fatalf("wire and proto paths differ (-wire, +proto):\n%s", diff)
-	}
-	if v != nil && v.raw != pv.raw {
-		t.Fatalf("wire path raw differs from the proto path's")
-	}
+	checkPaths(t, in, decodeEndpoints, decodeEndpointsProto)
 }
 
 // TestListener_WireAndProtoPathsAgree runs every Listener table case, and
