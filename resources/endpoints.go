@@ -4,6 +4,7 @@ package resources
 
 import (
 	"fmt"
+	"hash/maphash"
 	"unique"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -134,8 +135,22 @@ func (h HealthStatus) String() string {
 	return fmt.Sprintf("HealthStatus(%d)", int32(h))
 }
 
-// decodeEndpoints decodes a ClusterLoadAssignment.
+// decodeEndpoints decodes a ClusterLoadAssignment. The usual
+// shape is read straight from the wire (see endpoints_wire.go); anything
+// else, and every invalid resource, goes through proto.Unmarshal. Both
+// paths convert with one endpointsBuilder.
 func decodeEndpoints(inner *anypb.Any) (string, *Endpoints, error) {
+	if name, e, ok := endpointsFromWire(inner.GetValue()); ok {
+		e.ClusterName = CanonicalName(name)
+		e.raw = keepRaw(inner.GetValue())
+		return name, e, nil
+	}
+	return decodeEndpointsProto(inner)
+}
+
+// decodeEndpointsProto is the proto path of decodeEndpoints, for every
+// ClusterLoadAssignment.
+func decodeEndpointsProto(inner *anypb.Any) (string, *Endpoints, error) {
 	cla := &v3endpointpb.ClusterLoadAssignment{}
 	if err := unmarshalResource(inner, cla, "ClusterLoadAssignment"); err != nil {
 		return "", nil, err
@@ -167,159 +182,272 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 			e.DropOverloads = append(e.DropOverloads, DropOverload{Category: d.GetCategory(), PerMillion: pm})
 		}
 	}
-
-	type priorityState struct {
-		weightSum  uint64
-		count      int                     // localities with a non-zero weight
-		localities map[LocalityID]struct{} // for many localities only
-	}
-	var (
-		priorities []priorityState // indexed by priority, up to the highest seen
-		seenAddrs  map[string]struct{}
-		maxPrio    = -1
-	)
 	locs := cla.GetEndpoints()
-	var addrs addressArena
+	b := endpointsBuilder{maxPrio: -1}
 	if len(locs) > 0 {
-		e.Localities = make([]Locality, 0, len(locs))
-		n, size := 0, 0
+		nEps, nAddrs, size := 0, 0, 0
 		for _, lp := range locs {
+			nEps += len(lp.GetLbEndpoints())
 			for _, lb := range lp.GetLbEndpoints() {
-				n++
+				nAddrs++
 				ep := lb.GetEndpoint()
 				size += len(ep.GetAddress().GetSocketAddress().GetAddress()) + len("[]:65535")
 				for _, aa := range ep.GetAdditionalAddresses() {
-					n++
+					nAddrs++
 					size += len(aa.GetAddress().GetSocketAddress().GetAddress()) + len("[]:65535")
 				}
 			}
 		}
-		seenAddrs = make(map[string]struct{}, n) // sized once: no rehash
-		addrs.sb.Grow(size)
+		b.init(e, len(locs), nEps, nAddrs, size)
 	}
 	for i, lp := range locs {
 		l := lp.GetLocality()
 		if l == nil {
 			return nil, invalid(indexed("endpoints", i)+".locality", "missing")
 		}
-		weight := lp.GetLoadBalancingWeight().GetValue()
-		if weight == 0 {
-			// a locality with weight 0 or unset is dropped.
+		keep, err := b.locality(i, l.GetRegion(), l.GetZone(), l.GetSubZone(), lp.GetPriority(), lp.GetLoadBalancingWeight().GetValue())
+		if err != nil {
+			return nil, err
+		}
+		if !keep {
 			continue
 		}
-		prio := lp.GetPriority()
-		// Gaps are checked below; a priority ≥ the number of localities
-		// necessarily leaves one. Checking here bounds the slice.
-		if uint64(prio) >= uint64(len(locs)) {
-			return nil, invalid(indexed("endpoints", i)+".priority", "priority %d leaves a gap: there are only %d localities", prio, len(locs))
-		}
-		for len(priorities) <= int(prio) {
-			priorities = append(priorities, priorityState{})
-		}
-		ps := &priorities[prio]
-		if !addWeight(&ps.weightSum, weight) {
-			return nil, invalid(indexed("endpoints", i)+".load_balancing_weight", "sum of locality weights of priority %d exceeds the uint32 range", prio)
-		}
-		id := LocalityID{Region: intern(l.GetRegion()), Zone: intern(l.GetZone()), SubZone: intern(l.GetSubZone())}
-		dup := false
-		if len(locs) <= 16 {
-			// Few localities, the usual case: a scan costs less than a map.
-			for _, o := range e.Localities {
-				dup = dup || (o.Priority == prio && o.ID == id)
-			}
-		} else {
-			if ps.localities == nil {
-				ps.localities = make(map[LocalityID]struct{}, 1)
-			}
-			_, dup = ps.localities[id]
-			ps.localities[id] = struct{}{}
-		}
-		if dup {
-			return nil, invalid(indexed("endpoints", i)+".locality", "locality %v appears twice in priority %d", id, prio)
-		}
-		ps.count++
-		maxPrio = max(maxPrio, int(prio))
-
-		eps, err := endpointsOfLocality(lp.GetLbEndpoints(), seenAddrs, &addrs)
-		if err != nil {
+		if err := b.endpointsOfLocality(lp.GetLbEndpoints()); err != nil {
 			return nil, withFieldPrefix(indexed("endpoints", i), err)
 		}
-		e.Localities = append(e.Localities, Locality{ID: id, Priority: prio, Weight: weight, Endpoints: eps})
+		b.endLocality()
 	}
-	// priorities must be 0..N-1 without gaps, after dropping
-	// weight-0 localities.
-	for p := 0; p <= maxPrio; p++ {
-		if priorities[p].count == 0 {
-			return nil, invalid("endpoints", "priority %d has no locality with a non-zero weight, but priority %d has", p, maxPrio)
-		}
+	if err := b.finish(); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
 
-// endpointsOfLocality converts the lb_endpoints of one locality; error
-// fields are relative to the LocalityLbEndpoints. seen holds the addresses
-// of the resource so far (R-17.5: no duplicates); the addresses are built
-// in arena.
-func endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, seen map[string]struct{}, arena *addressArena) ([]Endpoint, error) {
-	if len(lbs) == 0 {
-		return nil, nil
+// endpointsBuilder validates and converts the localities of a
+// ClusterLoadAssignment, for both paths of decodeEndpoints:
+// locality, then for each of its endpoints endpointWeight, the addresses
+// appended to seen.all, endpoint, then endLocality; finish at the end.
+type endpointsBuilder struct {
+	e          *Endpoints
+	nLocs      int             // localities in the resource, weight 0 included
+	priorities []priorityState // indexed by priority, up to the highest seen
+	maxPrio    int
+	arena      addressArena
+	seen       addressSet
+	allEps     []Endpoint // the Endpoints of every locality, in one block
+	loc        Locality   // the current locality, without its Endpoints
+	firstEp    int        // in allEps, of the current locality
+	weightSum  uint64     // of the endpoints of the current locality
+}
+
+type priorityState struct {
+	weightSum  uint64
+	count      int                     // localities with a non-zero weight
+	localities map[LocalityID]struct{} // for many localities only
+}
+
+// init prepares b (whose maxPrio is -1) for nLocs localities with nEps endpoints and nAddrs
+// addresses taking up to size bytes, sized once.
+func (b *endpointsBuilder) init(e *Endpoints, nLocs, nEps, nAddrs, size int) {
+	b.e, b.nLocs = e, nLocs
+	e.Localities = make([]Locality, 0, nLocs)
+	b.seen = newAddressSet(nAddrs)
+	b.allEps = make([]Endpoint, 0, nEps)
+	b.arena.sb.Grow(size)
+}
+
+// locality starts locality i; keep is false for a locality that is
+// dropped (weight 0 or unset, R-17.5). Errors name the field in full.
+func (b *endpointsBuilder) locality(i int, region, zone, subZone string, prio, weight uint32) (keep bool, err error) {
+	if weight == 0 {
+		// a locality with weight 0 or unset is dropped.
+		return false, nil
 	}
-	eps := make([]Endpoint, 0, len(lbs))
-	// The addresses of all the endpoints share one backing array.
-	nAddrs := len(lbs)
-	for _, lb := range lbs {
-		nAddrs += len(lb.GetEndpoint().GetAdditionalAddresses())
+	// Gaps are checked by finish; a priority ≥ the number of localities
+	// necessarily leaves one. Checking here bounds the slice.
+	if uint64(prio) >= uint64(b.nLocs) {
+		return false, invalid(indexed("endpoints", i)+".priority", "priority %d leaves a gap: there are only %d localities", prio, b.nLocs)
 	}
-	addrBuf := make([]string, 0, nAddrs)
-	var weightSum uint64
-	for j, lb := range lbs {
-		weight := uint32(1)
-		if w := lb.GetLoadBalancingWeight(); w != nil {
-			if w.GetValue() == 0 {
-				return nil, invalid(indexed("lb_endpoints", j)+".load_balancing_weight", "must be at least 1 when set")
-			}
-			weight = w.GetValue()
+	for len(b.priorities) <= int(prio) {
+		b.priorities = append(b.priorities, priorityState{})
+	}
+	ps := &b.priorities[prio]
+	if !addWeight(&ps.weightSum, weight) {
+		return false, invalid(indexed("endpoints", i)+".load_balancing_weight", "sum of locality weights of priority %d exceeds the uint32 range", prio)
+	}
+	id := LocalityID{Region: intern(region), Zone: intern(zone), SubZone: intern(subZone)}
+	dup := false
+	if b.nLocs <= 16 {
+		// Few localities, the usual case: a scan costs less than a map.
+		for _, o := range b.e.Localities {
+			dup = dup || (o.Priority == prio && o.ID == id)
 		}
-		if !addWeight(&weightSum, weight) {
-			return nil, invalid(indexed("lb_endpoints", j)+".load_balancing_weight", "sum of endpoint weights of the locality exceeds the uint32 range")
+	} else {
+		if ps.localities == nil {
+			ps.localities = make(map[LocalityID]struct{}, 1)
+		}
+		_, dup = ps.localities[id]
+		ps.localities[id] = struct{}{}
+	}
+	if dup {
+		return false, invalid(indexed("endpoints", i)+".locality", "locality %v appears twice in priority %d", id, prio)
+	}
+	ps.count++
+	b.maxPrio = max(b.maxPrio, int(prio))
+	b.loc = Locality{ID: id, Priority: prio, Weight: weight}
+	b.firstEp, b.weightSum = len(b.allEps), 0
+	return true, nil
+}
+
+// endpointWeight returns the weight of endpoint j of the current
+// locality, whose load_balancing_weight is w if set. Errors are relative
+// to the LocalityLbEndpoints.
+func (b *endpointsBuilder) endpointWeight(j int, w uint32, set bool) (uint32, error) {
+	weight := uint32(1)
+	if set {
+		if w == 0 {
+			return 0, invalid(indexed("lb_endpoints", j)+".load_balancing_weight", "must be at least 1 when set")
+		}
+		weight = w
+	}
+	if !addWeight(&b.weightSum, weight) {
+		return 0, invalid(indexed("lb_endpoints", j)+".load_balancing_weight", "sum of endpoint weights of the locality exceeds the uint32 range")
+	}
+	return weight, nil
+}
+
+// endpoint adds endpoint j of the current locality, whose addresses are
+// seen.all[first:] (R-17.5: no duplicates). Errors are relative to the
+// LocalityLbEndpoints.
+func (b *endpointsBuilder) endpoint(j, first int, hostname string, health HealthStatus, weight uint32, hashKey string) error {
+	all := b.seen.all
+	for i := first; i < len(all); i++ {
+		if !b.seen.insert(i) {
+			return invalid(indexed("lb_endpoints", j)+".endpoint", "duplicate address %s", all[i])
+		}
+	}
+	b.allEps = append(b.allEps, Endpoint{
+		Addresses:    all[first:len(all):len(all)],
+		Hostname:     hostname,
+		HealthStatus: health,
+		Weight:       weight,
+		HashKey:      hashKey,
+	})
+	return nil
+}
+
+// endLocality adds the current locality.
+func (b *endpointsBuilder) endLocality() {
+	if n := len(b.allEps); n > b.firstEp {
+		b.loc.Endpoints = b.allEps[b.firstEp:n:n]
+	}
+	b.e.Localities = append(b.e.Localities, b.loc)
+}
+
+// finish checks the priorities: 0..N-1 without gaps, after
+// dropping weight-0 localities.
+func (b *endpointsBuilder) finish() error {
+	for p := 0; p <= b.maxPrio; p++ {
+		if b.priorities[p].count == 0 {
+			return invalid("endpoints", "priority %d has no locality with a non-zero weight, but priority %d has", p, b.maxPrio)
+		}
+	}
+	return nil
+}
+
+// endpointsOfLocality converts the lb_endpoints of the current locality;
+// error fields are relative to the LocalityLbEndpoints.
+func (b *endpointsBuilder) endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint) error {
+	for j, lb := range lbs {
+		w := lb.GetLoadBalancingWeight()
+		weight, err := b.endpointWeight(j, w.GetValue(), w != nil)
+		if err != nil {
+			return err
 		}
 		ep := lb.GetEndpoint()
 		if ep == nil {
 			// Stricter than grpc-go, as for socketAddress.
 			if _, named := lb.GetHostIdentifier().(*v3endpointpb.LbEndpoint_EndpointName); named {
-				return nil, invalid(indexed("lb_endpoints", j)+".endpoint_name", "named endpoints are not supported")
+				return invalid(indexed("lb_endpoints", j)+".endpoint_name", "named endpoints are not supported")
 			}
-			return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "missing")
+			return invalid(indexed("lb_endpoints", j)+".endpoint", "missing")
 		}
-		first := len(addrBuf)
-		a, err := socketAddress(ep.GetAddress(), arena)
+		first := len(b.seen.all)
+		a, err := socketAddress(ep.GetAddress(), &b.arena)
 		if err != nil {
-			return nil, withFieldPrefix(indexed("lb_endpoints", j)+".endpoint.address", err)
+			return withFieldPrefix(indexed("lb_endpoints", j)+".endpoint.address", err)
 		}
-		addrBuf = append(addrBuf, a)
+		b.seen.all = append(b.seen.all, a)
 		for k, aa := range ep.GetAdditionalAddresses() {
-			a, err := socketAddress(aa.GetAddress(), arena)
+			a, err := socketAddress(aa.GetAddress(), &b.arena)
 			if err != nil {
-				return nil, withFieldPrefix(indexed(indexed("lb_endpoints", j)+".endpoint.additional_addresses", k)+".address", err)
+				return withFieldPrefix(indexed(indexed("lb_endpoints", j)+".endpoint.additional_addresses", k)+".address", err)
 			}
-			addrBuf = append(addrBuf, a)
+			b.seen.all = append(b.seen.all, a)
 		}
-		addrs := addrBuf[first:len(addrBuf):len(addrBuf)]
-		for _, a := range addrs {
-			n := len(seen)
-			if seen[a] = struct{}{}; len(seen) == n {
-				return nil, invalid(indexed("lb_endpoints", j)+".endpoint", "duplicate address %s", a)
-			}
+		if err := b.endpoint(j, first, ep.GetHostname(), HealthStatus(lb.GetHealthStatus()), weight, hashKey(lb)); err != nil {
+			return err
 		}
-		eps = append(eps, Endpoint{
-			Addresses:    addrs,
-			Hostname:     ep.GetHostname(),
-			HealthStatus: HealthStatus(lb.GetHealthStatus()),
-			Weight:       weight,
-			HashKey:      hashKey(lb),
-		})
 	}
-	return eps, nil
+	return nil
+}
+
+// addressSeed seeds the hash of addressSet.
+var addressSeed = maphash.MakeSeed()
+
+// addressSet finds duplicate addresses in one resource. It costs
+// less than a map[string]struct{}: one pointer-free table of indices into
+// the slice of addresses the endpoints keep anyway.
+type addressSet struct {
+	all   []string // the addresses in the order found, some not yet inserted
+	slots []uint32 // open addressing, linear probing: 1 + an index into all, 0 when free
+	n     int      // the addresses inserted
+}
+
+// newAddressSet returns a set with room for n addresses without growing.
+func newAddressSet(n int) addressSet {
+	size := 8
+	for size < 2*n {
+		size <<= 1
+	}
+	return addressSet{all: make([]string, 0, n), slots: make([]uint32, size)}
+}
+
+// insert adds all[i] to the set, reporting false if an equal address is
+// in it already.
+func (s *addressSet) insert(i int) bool {
+	if 2*(s.n+1) > len(s.slots) {
+		s.grow()
+	}
+	a := s.all[i]
+	mask := uint64(len(s.slots) - 1)
+	for h := maphash.String(addressSeed, a) & mask; ; h = (h + 1) & mask {
+		switch j := s.slots[h]; {
+		case j == 0:
+			s.slots[h] = uint32(i + 1)
+			s.n++
+			return true
+		case s.all[j-1] == a:
+			return false
+		}
+	}
+}
+
+// grow doubles the table (at least 8 slots).
+func (s *addressSet) grow() {
+	old := s.slots
+	s.slots = make([]uint32, max(8, 2*len(old)))
+	mask := uint64(len(s.slots) - 1)
+	for _, j := range old {
+		if j == 0 {
+			continue
+		}
+		h := maphash.String(addressSeed, s.all[j-1]) & mask
+		for s.slots[h] != 0 {
+			h = (h + 1) & mask
+		}
+		s.slots[h] = j
+	}
 }
 
 // hashKey returns the A76 hash key of an endpoint, from its "envoy.lb"

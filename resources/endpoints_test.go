@@ -4,6 +4,7 @@ package resources
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -393,6 +394,54 @@ func endpointsCases(t testing.TB) []decodeCase[*Endpoints] {
 			wantErr: "endpoints: priority 1 has no locality with a non-zero weight, but priority 2 has",
 		},
 		{
+			// The scan reports the first error in field order, a duplicate
+			// address like any other: a later invalid field does not hide it.
+			rule: "R-17.5",
+			name: "duplicate address before an invalid weight",
+			give: cla("e",
+				locality("a", 0, 1, lbEndpoint("h", 1), lbEndpoint("h", 1)),
+				locality("b", 0, 1, lbEndpoint("g", 1, func(e *v3endpointpb.LbEndpoint) { e.LoadBalancingWeight = wrapperspb.UInt32(0) })),
+			),
+			wantErr: "endpoints[0].lb_endpoints[1].endpoint: duplicate address h:1",
+		},
+		{
+			rule: "R-17.5",
+			name: "invalid weight before a duplicate address",
+			give: cla("e",
+				locality("a", 0, 1, lbEndpoint("h", 1), lbEndpoint("g", 1, func(e *v3endpointpb.LbEndpoint) { e.LoadBalancingWeight = wrapperspb.UInt32(0) })),
+				locality("b", 0, 1, lbEndpoint("h", 1)),
+			),
+			wantErr: "endpoints[0].lb_endpoints[1].load_balancing_weight: must be at least 1 when set",
+		},
+		{
+			rule: "R-17.5",
+			name: "duplicate address before a missing locality",
+			give: cla("e",
+				locality("a", 0, 1, lbEndpoint("h", 1)),
+				locality("b", 0, 1, lbEndpoint("h", 1)),
+				&v3endpointpb.LocalityLbEndpoints{LoadBalancingWeight: wrapperspb.UInt32(1)},
+			),
+			wantErr: "endpoints[1].lb_endpoints[0].endpoint: duplicate address h:1",
+		},
+		{
+			rule: "R-17.5",
+			name: "invalid address before a duplicate address in the same endpoint",
+			give: cla("e", locality("a", 0, 1, lbEndpoint("h", 1, func(e *v3endpointpb.LbEndpoint) {
+				e.GetEndpoint().AdditionalAddresses = []*v3endpointpb.Endpoint_AdditionalAddress{{Address: socketAddr("h", 1)}, {Address: socketAddr("", 1)}}
+			}))),
+			wantErr: "endpoints[0].lb_endpoints[0].endpoint.additional_addresses[1].address.socket_address.address: empty",
+		},
+		{
+			// One address in the IPv4 and the IPv6 notation is not a
+			// duplicate: addresses compare as strings.
+			rule: "R-17.5",
+			name: "same port, different hosts",
+			give: cla("e", locality("a", 0, 1, lbEndpoint("h", 1), lbEndpoint("h", 2), lbEndpoint("::1", 1), lbEndpoint("0:0::1", 1))),
+			want: &Endpoints{ClusterName: "e", Localities: []Locality{
+				loc("a", 0, 1, ep("h:1"), ep("h:2"), ep("[::1]:1"), ep("[0:0::1]:1")),
+			}},
+		},
+		{
 			// grpc-go reads a missing drop_percentage as 0% (gRPC C++
 			// rejects it); nothing is dropped.
 			rule: "R-17.5",
@@ -476,4 +525,72 @@ func mustStruct(t testing.TB, m map[string]any) *structpb.Struct {
 		t.Fatalf("structpb.NewStruct: %v", err)
 	}
 	return s
+}
+
+// TestEndpoints_DuplicateAddressesAmongMany checks duplicate detection
+// with enough addresses for hash collisions: none reported among
+// distinct addresses, and the first duplicate at its exact position.
+func TestEndpoints_DuplicateAddressesAmongMany(t *testing.T) {
+	build := func(dupAt, dupOf int) *v3endpointpb.ClusterLoadAssignment {
+		var locs []*v3endpointpb.LocalityLbEndpoints
+		n := 0
+		for l := range 3 {
+			var eps []*v3endpointpb.LbEndpoint
+			for range 400 {
+				host := func(k int) string {
+					return "10." + strconv.Itoa(k/65536) + "." + strconv.Itoa(k/256%256) + "." + strconv.Itoa(k%256)
+				}
+				first := n
+				if n == dupAt {
+					first = dupOf
+				}
+				eps = append(eps, lbEndpoint(host(first), 80, func(ep *v3endpointpb.LbEndpoint) {
+					ep.GetEndpoint().AdditionalAddresses = []*v3endpointpb.Endpoint_AdditionalAddress{{Address: socketAddr(host(n), 81)}}
+				}))
+				n++
+			}
+			locs = append(locs, locality("z"+strconv.Itoa(l), 0, 1, eps...))
+		}
+		return cla("e", locs...)
+	}
+	_, got, err := EndpointsType.DecodeTyped(mustAny(t, build(-1, -1)))
+	if err != nil {
+		t.Fatalf("DecodeTyped(distinct addresses) error = %v", err)
+	}
+	seen := map[string]bool{}
+	for _, l := range got.Localities {
+		for _, e := range l.Endpoints {
+			for _, a := range e.Addresses {
+				seen[a] = true
+			}
+		}
+	}
+	if len(seen) != 2*1200 {
+		t.Fatalf("decoded %d distinct addresses, want %d", len(seen), 2*1200)
+	}
+	for _, tc := range []struct{ dupAt, dupOf int }{{1, 0}, {799, 13}, {1199, 1198}, {400, 399}} {
+		_, _, err := EndpointsType.DecodeTyped(mustAny(t, build(tc.dupAt, tc.dupOf)))
+		want := "endpoints[" + strconv.Itoa(tc.dupAt/400) + "].lb_endpoints[" + strconv.Itoa(tc.dupAt%400) + "].endpoint: duplicate address 10.0." +
+			strconv.Itoa(tc.dupOf/256) + "." + strconv.Itoa(tc.dupOf%256) + ":80"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("DecodeTyped(endpoint %d repeats the address of %d) error = %v, want it to contain %q", tc.dupAt, tc.dupOf, err, want)
+		}
+	}
+}
+
+// TestAddressSet_Grows checks the set past the size it was made for.
+func TestAddressSet_Grows(t *testing.T) {
+	s := newAddressSet(0)
+	for i := range 1000 {
+		s.all = append(s.all, strconv.Itoa(i))
+		if !s.insert(i) {
+			t.Fatalf("insert(%d) = false for a new address", i)
+		}
+	}
+	for i := range 1000 {
+		s.all = append(s.all, strconv.Itoa(i))
+		if s.insert(len(s.all) - 1) {
+			t.Fatalf("insert(%q) = true for an address already in the set", s.all[i])
+		}
+	}
 }

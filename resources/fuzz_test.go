@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v3roundrobinpb "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
@@ -82,13 +81,24 @@ func checkWire(t *testing.T, b []byte, md protoreflect.MessageDescriptor) {
 // decoder disagree.
 func checkListenerPaths(t *testing.T, in *anypb.Any) {
 	t.Helper()
-	name, v, err := decodeListener(in)
-	pname, pv, perr := decodeListenerProto(in)
+	checkPaths(t, in, decodeListener, decodeListenerProto)
+}
+
+// checkPaths fails t if decode (a decoder with a wire path) and
+// decodeProto (its proto path) disagree on in: name, error text, value
+// and raw bytes.
+func checkPaths[T rawer](t *testing.T, in *anypb.Any, decode, decodeProto func(*anypb.Any) (string, T, error)) {
+	t.Helper()
+	name, v, err := decode(in)
+	pname, pv, perr := decodeProto(in)
 	if name != pname || (err == nil) != (perr == nil) || (err != nil && err.Error() != perr.Error()) {
 		t.Fatalf("wire path = %q, %v; proto path = %q, %v", name, err, pname, perr)
 	}
 	if diff := cmp.Diff(v, pv, cmpOpts); diff != "" {
 		t.Fatalf("wire and proto paths differ (-wire, +proto):\n%s", diff)
+	}
+	if err == nil && !proto.Equal(v.Raw(), pv.Raw()) {
+		t.Fatalf("wire path Raw() = %v, proto path Raw() = %v", v.Raw(), pv.Raw())
 	}
 }
 
@@ -168,7 +178,17 @@ func FuzzDecodeCluster(f *testing.F) {
 }
 
 func FuzzDecodeEndpoints(f *testing.F) {
-	fuzzDecode(f, EndpointsType, endpointsCases(f), (*v3endpointpb.ClusterLoadAssignment)(nil).ProtoReflect().Descriptor(), nil)
+	for _, tc := range endpointsWireCases(f) {
+		f.Add(tc.in)
+	}
+	fuzzDecode(f, EndpointsType, endpointsCases(f), claDesc, checkEndpointsPaths)
+}
+
+// checkEndpointsPaths fails t if the wire and proto paths of the
+// ClusterLoadAssignment decoder disagree.
+func checkEndpointsPaths(t *testing.T, in *anypb.Any) {
+	t.Helper()
+	checkPaths(t, in, decodeEndpoints, decodeEndpointsProto)
 }
 
 // TestListener_WireAndProtoPathsAgree runs every Listener table case, and
