@@ -407,7 +407,10 @@ func BenchmarkDepMgr_10k_CLAChange(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		cluster, port := i*7919%scaleN, 9000+uint32(i%2)
+		// Every cluster in turn (7919 is prime to scaleN), each round
+		// with a port other than the last round's: a change every time,
+		// however large b.N.
+		cluster, port := i*7919%scaleN, 9000+uint32(i/scaleN%2)
 		resp := &v3discoverypb.DiscoveryResponse{
 			VersionInfo: fmt.Sprint("scripted-", i),
 			TypeUrl:     resources.EndpointsTypeURL,
