@@ -13,12 +13,15 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
 
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v3faultcommonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
@@ -176,5 +179,58 @@ func TestResolver_E2E_FaultInjection(t *testing.T) {
 	}
 	if share := float64(aborted) / n; share < 0.42 || share > 0.58 {
 		t.Errorf("%d of %d RPCs aborted; want about 50%%", aborted, n)
+	}
+}
+
+// TestResolver_E2E_WeightedClusterFaultOverride checks that, with
+// DialOptions, a weighted cluster's typed_per_filter_config overrides the
+// fault filter for the RPCs sent to that cluster only (gRFC A33, A39).
+//
+//  1. Serve a Listener with a fault filter that injects nothing, and a route splitting 50/50 between cluster-a (overriding the filter: abort 100 % with ABORTED) and cluster-b.
+//  2. Of 200 RPCs, those routed to cluster-a fail with ABORTED naming fault injection (A serves none); the others reach B; both kinds happen.
+func TestResolver_E2E_WeightedClusterFaultOverride(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a, b := startBackend(t, "A"), startBackend(t, "B")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	rt := testutil.WeightedClustersRoute("", testutil.ClusterWeight{Name: "cluster-a", Weight: 1}, testutil.ClusterWeight{Name: "cluster-b", Weight: 1})
+	for _, cw := range rt.GetRoute().GetWeightedClusters().GetClusters() {
+		if cw.GetName() == "cluster-a" {
+			cw.TypedPerFilterConfig = map[string]*anypb.Any{"fault": testutil.MarshalAny(&v3faultpb.HTTPFault{
+				Abort: &v3faultpb.FaultAbort{ErrorType: &v3faultpb.FaultAbort_GrpcStatus{GrpcStatus: uint32(codes.Aborted)}, Percentage: pct(100)},
+			})}
+		}
+	}
+	e.ms.Update("", testutil.Resources{
+		Listeners: []*v3listenerpb.Listener{withFault(t, testutil.Listener("svc", "route-svc"), &v3faultpb.HTTPFault{})},
+		Routes:    []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("route-svc", testutil.VirtualHost("vh", []string{"svc"}, rt))},
+		Clusters:  []*v3clusterpb.Cluster{testutil.Cluster("cluster-a", "eds-a"), testutil.Cluster("cluster-b", "eds-b")},
+		Endpoints: []*v3endpointpb.ClusterLoadAssignment{testutil.Endpoints("eds-a", "127.0.0.1", a.port), testutil.Endpoints("eds-b", "127.0.0.1", b.port)},
+	})
+	tc := e.dialWithInterceptors(t, "xds:///svc")
+	// RPCs made before the interceptors have the configuration are not
+	// faulted: wait for B, then count A's RPCs from there.
+	if err := waitForServer(ctx, tc, "B"); err != nil {
+		t.Fatal(err)
+	}
+	servedA := a.served.Load()
+	const n = 200
+	aborted, toB := 0, 0
+	for range n {
+		id, err := unaryServerID(ctx, tc)
+		switch {
+		case err == nil && id == "B":
+			toB++
+		case status.Code(err) == codes.Aborted && contains(err, "fault injection"):
+			aborted++
+		default:
+			t.Fatalf("RPC: server %q, error %v; want B or an ABORTED fault", id, err)
+		}
+	}
+	if aborted < n/4 || toB < n/4 {
+		t.Errorf("%d RPCs aborted, %d reached B; want about %d each", aborted, toB, n/2)
+	}
+	if got := a.served.Load() - servedA; got != 0 {
+		t.Errorf("A served %d RPCs; want 0 (each RPC routed to cluster-a is aborted)", got)
 	}
 }

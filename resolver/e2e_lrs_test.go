@@ -4,7 +4,11 @@ package resolver_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/proxyless/xds/lrs"
@@ -88,5 +92,103 @@ func TestResolver_E2E_LoadReport(t *testing.T) {
 				t.Errorf("report interval %v; want about 1 s or more (the minimum)", d)
 			}
 		}
+	}
+}
+
+// countingProxy is a TCP proxy to target that counts the connections it
+// accepts; it is closed when the test ends.
+type countingProxy struct {
+	addr     string
+	accepted atomic.Int64
+}
+
+func startCountingProxy(t *testing.T, target string) *countingProxy {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listening: %v", err)
+	}
+	p := &countingProxy{addr: lis.Addr().String()}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			in, err := lis.Accept()
+			if err != nil {
+				return // closed at the end of the test
+			}
+			p.accepted.Add(1)
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			track(in)
+			track(out)
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(out, in); out.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(func() {
+		lis.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return p
+}
+
+// TestResolver_E2E_LoadReportOnADSConnection checks that, by default,
+// load is reported on the client's ADS connection: the
+// management server also serves LRS, behind a proxy that counts
+// connections; after the LRS server got reports for cluster-a, the
+// proxy has accepted one connection only.
+//
+//  1. Serve testutil.Canary with LRSOnA from a management server that also serves LRS, through a counting proxy.
+//  2. Dial with no load report option; make RPCs until A answers.
+//  3. The LRS server receives a report for cluster-a.
+//  4. The proxy accepted exactly one connection (ADS and LRS share it).
+func TestResolver_E2E_LoadReportOnADSConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a, b, c := startBackend(t, "A"), startBackend(t, "B"), startBackend(t, "C")
+	ls := testutil.NewLRSServer(t, testutil.LRSServerOptions{Clusters: []string{"cluster-a"}})
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{LoadReporting: ls})
+	proxy := startCountingProxy(t, ms.Address())
+	e := newEnvOn(t, ms, testutil.BootstrapOptions{}, func(m map[string]any) {
+		for _, s := range m["xds_servers"].([]any) {
+			s.(map[string]any)["server_uri"] = proxy.addr
+		}
+	})
+	ms.Update("", testutil.Canary(testutil.CanaryOptions{PortA: a.port, PortB: b.port, PortC: c.port, LRSOnA: true}))
+	tc, _ := e.dial(t, "xds:///svc")
+	if err := waitForServer(ctx, tc, "A"); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; ; n++ {
+		reqs, err := ls.WaitForRequests(ctx, n)
+		if err != nil {
+			t.Fatalf("no LRS report for cluster-a: %v", err)
+		}
+		if sumLRS(reqs, "cluster-a").reports > 0 {
+			break
+		}
+	}
+	if got := proxy.accepted.Load(); got != 1 {
+		t.Errorf("the management server accepted %d connections; want 1 (LRS on the ADS connection, R-22.1)", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -422,5 +423,76 @@ func TestResolver_E2E_CircuitBreakerSharedByChannels(t *testing.T) {
 		if status.Code(err) != codes.Unavailable || !contains(err, "max_requests") {
 			t.Errorf("third RPC, on channel %d: %v; want UNAVAILABLE naming max_requests", i, err)
 		}
+	}
+}
+
+// TestResolver_E2E_PriorityChildRetention checks the child retention of
+// gRFC A56, with the timers faked: a lower priority that was used stays
+// while a higher one serves again, until its 15-minute retention timer
+// fires; then its children are closed, and it is started again on the
+// next failover.
+//
+//  1. Serve priority 0: A; priority 1: B. RPCs reach A; B is not connected to.
+//  2. Move priority 0 to a closed port: RPCs reach B.
+//  3. Move priority 0 back to A: RPCs reach A; a 15 min retention timer started for priority 1; B's connection stays.
+//  4. Fire it: B's connection is closed.
+//  5. Move priority 0 to a closed port again: RPCs reach B on a new connection.
+func TestResolver_E2E_PriorityChildRetention(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a, b := startBackend(t, "A"), startBackend(t, "B")
+	closed := closedPort(t)
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	serve := func(p0 uint32) {
+		e.ms.Update("", edsChain(&v3endpointpb.ClusterLoadAssignment{Endpoints: []*v3endpointpb.LocalityLbEndpoints{
+			localityEndpoints("z0", 0, lbEndpoint(p0, v3corepb.HealthStatus_HEALTHY)),
+			localityEndpoints("z1", 1, lbEndpoint(b.port, v3corepb.HealthStatus_HEALTHY)),
+		}}))
+	}
+	serve(a.port)
+	timers := make(chan *resolver.FakeTimer, 64)
+	tc, _ := e.dial(t, "xds:///svc", resolver.WithFakeTimers(timers))
+	if err := waitForServer(ctx, tc, "A"); err != nil {
+		t.Fatal(err)
+	}
+	serve(closed)
+	if err := waitForServer(ctx, tc, "B"); err != nil {
+		t.Fatal(err)
+	}
+	serve(a.port)
+	if err := waitForServer(ctx, tc, "A"); err != nil {
+		t.Fatal(err)
+	}
+	var retention *resolver.FakeTimer
+	for retention == nil {
+		select {
+		case tm := <-timers:
+			if tm.D == 15*time.Minute {
+				retention = tm
+			}
+		case <-ctx.Done():
+			t.Fatal("no 15 min child retention timer started for priority 1")
+		}
+	}
+	if err := verifyServer(ctx, tc, "A", 10); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.closed.Load(); got != 0 || b.accepted.Load() != 1 {
+		t.Fatalf("B's connections before the retention timer fired: %d accepted, %d closed; want 1 kept", b.accepted.Load(), got)
+	}
+	retention.Fire()
+	for b.closed.Load() != 1 {
+		select {
+		case <-b.connClosed:
+		case <-ctx.Done():
+			t.Fatalf("B's connection not closed after the retention timer fired (%d closed)", b.closed.Load())
+		}
+	}
+	serve(closed)
+	if err := waitForServer(ctx, tc, "B"); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.accepted.Load(); got != 2 {
+		t.Errorf("B accepted %d connections; want 2 (priority 1 started again)", got)
 	}
 }

@@ -19,6 +19,9 @@ import (
 
 	"github.com/proxyless/xds/testutil"
 
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
 
@@ -289,5 +292,103 @@ func TestResolver_E2E_ClusterErrorFailsOnlyItsRPCs(t *testing.T) {
 	}
 	if got := countServers(ctx, t, tc, classCanary, 20); got["B"] != 20 {
 		t.Errorf("canary RPCs: %v; want all on B", got)
+	}
+}
+
+// routeTo returns the Listener "svc" routing every RPC to cluster, whose
+// endpoint is b; other clusters are not in the snapshot.
+func routeTo(cluster string, b *backend) testutil.Resources {
+	return testutil.Resources{
+		Listeners: []*v3listenerpb.Listener{testutil.Listener("svc", "route-svc")},
+		Routes:    []*v3routepb.RouteConfiguration{testutil.RouteConfig("route-svc", "svc", cluster)},
+		Clusters:  []*v3clusterpb.Cluster{testutil.Cluster(cluster, "eds-"+cluster)},
+		Endpoints: []*v3endpointpb.ClusterLoadAssignment{testutil.Endpoints("eds-"+cluster, "127.0.0.1", b.port)},
+	}
+}
+
+// emptyCallServer makes one EmptyCall (never held by the backends) and
+// returns the ID of the server that answered.
+func emptyCallServer(ctx context.Context, tc testgrpc.TestServiceClient) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var md metadata.MD
+	if _, err := tc.EmptyCall(ctx, &testgrpc.Empty{}, grpc.Header(&md)); err != nil {
+		return "", err
+	}
+	return strings.Join(md.Get("server-id"), ","), nil
+}
+
+// waitForEmptyCallServer makes EmptyCalls until server id answers one.
+func waitForEmptyCallServer(ctx context.Context, t *testing.T, tc testgrpc.TestServiceClient, id string) {
+	t.Helper()
+	var last string
+	for ctx.Err() == nil {
+		got, err := emptyCallServer(ctx, tc)
+		if err == nil && got == id {
+			return
+		}
+		last = fmt.Sprintf("server %q, error %v", got, err)
+	}
+	t.Fatalf("no EmptyCall reached server %q; last: %s", id, last)
+}
+
+// TestResolver_E2E_InFlightRPCKeepsCluster checks that a cluster's child
+// balancer stays while an RPC picked for it is in flight, after a route
+// update removed the cluster (as gRPC's cluster manager keeps a child its
+// config selector refers to, gRFC A28, A31), and is closed when the RPC
+// ends:
+//
+//  1. Route every RPC to cluster-a (backend A, which holds UnaryCalls); start a UnaryCall on A.
+//  2. Route to cluster-b (B); cluster-a is gone from the snapshot; new RPCs reach B.
+//  3. Route back to cluster-a: new RPCs reach A over the connection of the kept child (A accepted 1 connection; a new child would open a second).
+//  4. Route to cluster-b again; release the held RPC: it succeeds, served by A.
+//  5. A's connection is then closed (the child was closed when its last RPC ended).
+func TestResolver_E2E_InFlightRPCKeepsCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a := startBackendWith(t, &backend{id: "A", arrived: make(chan struct{}, 1), release: make(chan struct{})})
+	b := startBackend(t, "B")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	e.ms.Update("", routeTo("cluster-a", a))
+	tc, _ := e.dial(t, "xds:///svc")
+	waitForEmptyCallServer(ctx, t, tc, "A")
+
+	held := make(chan error, 1)
+	go func() {
+		resp, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		if err == nil && resp.GetServerId() != "A" {
+			err = fmt.Errorf("served by %q", resp.GetServerId())
+		}
+		held <- err
+	}()
+	select {
+	case <-a.arrived:
+	case <-ctx.Done():
+		t.Fatal("the UnaryCall did not reach A")
+	}
+
+	e.ms.Update("", routeTo("cluster-b", b))
+	waitForEmptyCallServer(ctx, t, tc, "B")
+	e.ms.Update("", routeTo("cluster-a", a))
+	waitForEmptyCallServer(ctx, t, tc, "A")
+	if got := a.accepted.Load(); got != 1 {
+		t.Errorf("A accepted %d connections; want 1: the child of cluster-a, kept for the RPC in flight, serves it again", got)
+	}
+
+	e.ms.Update("", routeTo("cluster-b", b))
+	waitForEmptyCallServer(ctx, t, tc, "B")
+	if got := a.closed.Load(); got != 0 {
+		t.Errorf("A's connections closed while an RPC is in flight: %d", got)
+	}
+	close(a.release)
+	if err := <-held; err != nil {
+		t.Fatalf("the RPC in flight on cluster-a: %v; want success", err)
+	}
+	for a.closed.Load() != a.accepted.Load() {
+		select {
+		case <-a.connClosed:
+		case <-ctx.Done():
+			t.Fatalf("A's connections: %d accepted, %d closed after the RPC ended; want all closed (cluster-a's child closed)", a.accepted.Load(), a.closed.Load())
+		}
 	}
 }

@@ -4,13 +4,17 @@ package resolver_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/depmgr"
@@ -433,4 +437,34 @@ func (l *logWatcher) Handle(_ context.Context, r slog.Record) error {
 		l.once.Do(func() { close(l.seen) })
 	}
 	return nil
+}
+
+// TestResolver_E2E_DisableServiceConfig checks that a channel made with
+// grpc.WithDisableServiceConfig fails its RPCs with an error that says
+// the resolver needs service configs, rather than an opaque one.
+//
+//  1. Serve the chain with backend A.
+//  2. Dial with grpc.WithDisableServiceConfig.
+//  3. An RPC fails, its message naming ErrServiceConfigDisabled's text.
+func TestResolver_E2E_DisableServiceConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	a := startBackend(t, "A")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	e.ms.Update("", chain(a))
+	cc, err := grpc.NewClient("xds:///svc",
+		grpc.WithResolvers(resolver.NewBuilder(e.client, resolver.WithLogger(testLogger(t)))),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDisableServiceConfig())
+	if err != nil {
+		t.Fatalf("grpc.NewClient: %v", err)
+	}
+	defer cc.Close()
+	_, err = testgrpc.NewTestServiceClient(cc).UnaryCall(ctx, &testgrpc.SimpleRequest{})
+	if err == nil || !strings.Contains(err.Error(), resolver.ErrServiceConfigDisabled.Error()) {
+		t.Fatalf("RPC error = %v; want one containing %q", err, resolver.ErrServiceConfigDisabled)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("RPC waited for its deadline: %v", err)
+	}
 }
