@@ -87,8 +87,8 @@ type HTTPFilter struct {
 	// "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault".
 	TypeURL string
 	// Config is typed_config as received; it decodes as the message
-	// TypeURL names. It may share memory with the Listener's Raw and must
-	// not be modified.
+	// TypeURL names. It may share memory with the bytes the Listener was
+	// decoded from, which the client caches: it must not be modified.
 	Config *anypb.Any
 	// Optional is is_optional.
 	Optional bool
