@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -42,15 +41,15 @@ type Client struct {
 	wg         sync.WaitGroup // the goroutines of every channel
 	metrics    clientMetrics  // see metrics.go
 
-	// mu guards everything below, and the fields of channels, typeStates
-	// and resourceStates marked "guarded by c.mu". It is never held while
-	// calling a watcher or a transport. Decoders run under it (they are pure
-	// functions of their input).
+	// mu guards everything below, and the fields of authorities,
+	// channels, slots, streams and entries marked "guarded by c.mu". It is
+	// never held while calling a watcher, a transport or a decoder.
 	mu         sync.Mutex
 	closed     bool                           // set by Close
+	auths      map[listKey]*authority         // the authorities in use, by server list (authority.go)
+	xdstp      map[string]*authority          // the authority of each xdstp authority name watched
 	channels   map[string]*channel            // the current channel of each server, by bootstrap.ServerConfig.Key()
 	transports map[string]transport.Transport // by bootstrap.ServerConfig.Key(); kept until Close
-	lists      map[listKey]*serverList        // server lists in use (fallback.go)
 	persist    *persister                     // nil without WithStore (persist.go)
 }
 
@@ -85,9 +84,10 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		ctx:        ctx,
 		cancel:     cancel,
 		serializer: serializer.New(ctx),
+		auths:      make(map[listKey]*authority),
+		xdstp:      make(map[string]*authority),
 		channels:   make(map[string]*channel),
 		transports: make(map[string]transport.Transport),
-		lists:      make(map[listKey]*serverList),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
 	c.startMetrics()
@@ -108,10 +108,12 @@ func (c *Client) Close() {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		for _, t := range c.registry.Types() {
-			for rs := range c.entriesLocked(t.TypeURL()) {
-				rs.stopTimerLocked()
-				rs.stopTTLLocked()
+		for _, a := range c.auths {
+			for _, tc := range a.types {
+				for _, e := range tc.entries {
+					e.stopTimerLocked()
+					e.stopTTLLocked()
+				}
 			}
 		}
 		if c.persist != nil {
@@ -142,117 +144,17 @@ func (c *Client) NodeID() string { return c.node.GetId() }
 // not be modified.
 func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
 
-// channelForLocked returns the server list of name and the channel of its
-// active server, creating the channel (and its transport) on first
-// use, and again after the last one was retired because nothing it served
-// was watched any more; the transport (one gRPC connection) is
-// kept until Close. Old-style names go to the top-level servers; xdstp
-// names to their authority's.
-func (c *Client) channelForLocked(name string) (*channel, *serverList, error) {
-	l, err := c.listForLocked(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	ch, err := c.channelLocked(l, l.active)
-	return ch, l, err
-}
-
-// listForLocked returns the server list that serves name.
-func (c *Client) listForLocked(name string) (*serverList, error) {
-	servers := c.cfg.Servers
-	if strings.HasPrefix(name, "xdstp:") {
-		n, err := resources.ParseName(name)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
-		}
-		servers, err = c.cfg.ServersForAuthority(n.Authority)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
-		}
-	}
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
-	}
-	return c.serverListLocked(servers), nil
-}
-
-// channelLocked returns the channel of server i of l, creating it (and its
-// transport) if needed. It runs on every watch: the server's key is the
-// list's, computed once.
-func (c *Client) channelLocked(l *serverList, i int) (*channel, error) {
-	sc, key := l.servers[i], l.keys[i]
-	if ch, ok := c.channels[key]; ok {
-		return ch, nil
-	}
-	tr := c.transports[key]
-	if tr == nil {
-		var err error
-		if tr, err = c.builder.Build(sc); err != nil {
-			return nil, fmt.Errorf("%w: building transport to %s: %w", ErrConnection, sc.ServerURI, err)
-		}
-		c.transports[key] = tr
-	}
-	ch := newChannel(c, sc, key, tr)
-	c.channels[key] = ch
-	return ch, nil
-}
-
-// The cache has no index of its own: an entry is in the cache while the
-// channel that serves it (resourceState.ch) holds it in its typeState's
-// entries. Other channels may hold it too (the higher-priority servers of
-// its list, fallback.go), and a channel holds entries served by others,
-// so each entry is counted once, at its serving channel. A client has a
-// channel per management server in use: few.
-
-// entryLocked returns the cache entry of the resource of type typeURL
-// named name, or nil.
-func (c *Client) entryLocked(typeURL, name string) *resourceState {
-	for _, ch := range c.channels {
-		if ts := ch.types[typeURL]; ts != nil {
-			if rs := ts.entries[name]; rs != nil && rs.ch == ch {
-				return rs
+// sortedEntriesLocked returns the cache entries of type typeURL, of every
+// authority, sorted by name.
+func (c *Client) sortedEntriesLocked(typeURL string) []*entry {
+	var out []*entry
+	for _, a := range c.auths {
+		if tc := a.types[typeURL]; tc != nil {
+			for _, e := range tc.entries {
+				out = append(out, e)
 			}
 		}
 	}
-	return nil
-}
-
-// cachedLocked reports whether rs is in the cache: it was not dropped.
-func (rs *resourceState) cachedLocked() bool {
-	ts := rs.ch.types[rs.typ.TypeURL()]
-	return ts != nil && ts.entries[rs.name] == rs
-}
-
-// entriesLocked yields the cache entries of type typeURL, in no order. The
-// cache must not change meanwhile.
-func (c *Client) entriesLocked(typeURL string) iter.Seq[*resourceState] {
-	return func(yield func(*resourceState) bool) {
-		for _, ch := range c.channels {
-			ts := ch.types[typeURL]
-			if ts == nil {
-				continue
-			}
-			for _, rs := range ts.entries {
-				if rs.ch == ch && !yield(rs) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// sortedEntriesLocked returns the cache entries of type typeURL, sorted by
-// name.
-func (c *Client) sortedEntriesLocked(typeURL string) []*resourceState {
-	return slices.SortedFunc(c.entriesLocked(typeURL), func(a, b *resourceState) int { return strings.Compare(a.name, b.name) })
-}
-
-// allEntriesLocked returns every cache entry, in no order: a copy, which
-// the caller may change the cache while walking.
-func (c *Client) allEntriesLocked() []*resourceState {
-	var out []*resourceState
-	for _, t := range c.registry.Types() {
-		out = slices.AppendSeq(out, c.entriesLocked(t.TypeURL()))
-	}
+	slices.SortFunc(out, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
 	return out
 }

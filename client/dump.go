@@ -31,32 +31,31 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 	defer c.mu.Unlock()
 	cc := &v3statuspb.ClientConfig{Node: proto.Clone(c.node).(*v3corepb.Node)}
 	for _, t := range c.registry.Types() {
-		for _, rs := range c.sortedEntriesLocked(t.TypeURL()) {
+		for _, e := range c.sortedEntriesLocked(t.TypeURL()) {
 			g := &v3statuspb.ClientConfig_GenericXdsConfig{
 				TypeUrl:      t.TypeURL(),
-				Name:         rs.name,
-				VersionInfo:  rs.version,
-				ClientStatus: rs.status.proto(),
+				Name:         e.name,
+				VersionInfo:  e.version,
+				ClientStatus: e.status(),
 			}
-			if rs.value != nil {
-				g.XdsConfig = &anypb.Any{TypeUrl: t.TypeURL(), Value: []byte(rs.raw)}
-				g.LastUpdated = timestamppb.New(rs.updated())
+			if e.value != nil {
+				g.XdsConfig = &anypb.Any{TypeUrl: t.TypeURL(), Value: []byte(e.raw)}
+				g.LastUpdated = timestamppb.New(e.updated())
 			}
-			ext := rs.ext()
-			if ext.nack != nil {
+			x := e.ext()
+			switch {
+			case x.serverErr != nil:
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(ext.nack.time),
-					Details:           ext.nack.err.Error(),
-					VersionInfo:       ext.nack.version,
+					LastUpdateAttempt: timestamppb.New(x.serverErr.time),
+					Details:           x.serverErr.err.Error(),
 				}
-			}
-			if rs.stale {
-				g.ErrorState = &v3adminpb.UpdateFailureState{Details: c.staleError(rs).Error()}
-			}
-			if ext.serverErr != nil {
+			case e.stale():
+				g.ErrorState = &v3adminpb.UpdateFailureState{Details: c.staleError(e).Error()}
+			case x.nack != nil:
 				g.ErrorState = &v3adminpb.UpdateFailureState{
-					LastUpdateAttempt: timestamppb.New(ext.serverErr.time),
-					Details:           ext.serverErr.err.Error(),
+					LastUpdateAttempt: timestamppb.New(x.nack.time),
+					Details:           x.nack.err.Error(),
+					VersionInfo:       x.nack.version,
 				}
 			}
 			cc.GenericXdsConfigs = append(cc.GenericXdsConfigs, g)
@@ -70,7 +69,7 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 // version_info of the SotW response that last carried it valid, or its own
 // version in delta; "" when nothing is cached for that name (not watched,
 // not received yet, deleted, or never valid). It is what Dump reports as
-// version_info for the resource, in O(1).
+// version_info for the resource, found with two map lookups.
 //
 // The cached value is the one watchers were given last (or are about to
 // be given); a SotW response that resends it unchanged moves its version
@@ -82,9 +81,9 @@ func (c *Client) ResourceVersion(typeURL, name string) string {
 	name = resources.CanonicalName(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rs := c.entryLocked(typeURL, name)
-	if rs == nil || rs.value == nil {
+	e := c.entryLocked(typeURL, name)
+	if e == nil || e.value == nil {
 		return ""
 	}
-	return rs.version
+	return e.version
 }

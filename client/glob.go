@@ -47,11 +47,11 @@ func globMatch(glob, name string) bool {
 // wantsLocked reports whether a received resource named name is wanted
 // without a watch of its own: the wildcard is subscribed, or a watched glob
 // collection holds it.
-func (ts *typeState) wantsLocked(name string) bool {
-	if len(ts.wildcard) > 0 {
+func (tc *typeCache) wantsLocked(name string) bool {
+	if len(tc.wildcard) > 0 {
 		return true
 	}
-	for g := range ts.globs {
+	for g := range tc.globs {
 		if globMatch(g, name) {
 			return true
 		}
@@ -59,71 +59,90 @@ func (ts *typeState) wantsLocked(name string) bool {
 	return false
 }
 
-// collectionWatchersLocked returns the WatchAll watchers of ts and the
+// collectionWatchersLocked returns the WatchAll watchers of tc and the
 // watchers of the glob collections that hold name, in glob name order.
-func (ts *typeState) collectionWatchersLocked(name string) []*watchEntry {
-	if len(ts.globs) == 0 {
-		return ts.wildcard
+func (tc *typeCache) collectionWatchersLocked(name string) []*watchEntry {
+	if len(tc.globs) == 0 {
+		return tc.wildcard
 	}
-	out := slices.Clone(ts.wildcard)
-	for _, g := range sortedKeys(ts.globs) {
+	out := slices.Clone(tc.wildcard)
+	for _, g := range sortedKeys(tc.globs) {
 		if globMatch(g, name) {
-			out = append(out, ts.globs[g]...)
+			out = append(out, tc.globs[g]...)
 		}
 	}
 	return out
 }
 
-// watchGlobLocked registers we for the glob collection name on the stream
-// of the authority's servers (channelForLocked) and returns its cancel.
-// The cached members are delivered at once, in name order.
-func (c *Client) watchGlobLocked(rt resources.ResourceType, name string, we *watchEntry) func() {
-	ch, _, err := c.channelForLocked(name)
+// watchCollectionLocked registers we for a collection: the wildcard ("*",
+// WatchAll) of the top-level servers, or the glob collection name of its
+// authority's servers, and returns its cancel. The cached members are
+// delivered at once, in name order.
+func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, we *watchEntry, failLocked func(error) func()) func() {
+	var (
+		a   *authority
+		err error
+	)
+	if name == wildcardName {
+		a = c.authorityOfLocked(c.cfg.Servers)
+	} else {
+		a, err = c.authorityForLocked(name)
+	}
+	if err == nil {
+		err = a.attachLocked()
+	}
 	if err != nil {
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(c.resourceError(rt, name, err), done) })
-		return func() {}
+		return failLocked(err)
 	}
-	ts := ch.typeStateLocked(rt)
-	if ts.globs == nil {
-		ts.globs = make(map[string][]*watchEntry)
+	tc := a.typeLocked(rt)
+	var first bool
+	if name == wildcardName {
+		tc.wildcard = append(tc.wildcard, we)
+		first = len(tc.wildcard) == 1
+	} else {
+		if tc.globs == nil {
+			tc.globs = make(map[string][]*watchEntry)
+		}
+		tc.globs[name] = append(tc.globs[name], we)
+		first = len(tc.globs[name]) == 1
 	}
-	ts.globs[name] = append(ts.globs[name], we)
-	if len(ts.globs[name]) == 1 {
-		ch.subscriptionChangedLocked(ts, name, true)
+	if first {
+		a.subscriptionChangedLocked(rt, name, true)
 	}
-	for _, n := range sortedKeys(ts.entries) {
-		if rs := ts.entries[n]; rs.value != nil && globMatch(name, n) {
-			c.replayLocked(rs, we)
+	for _, n := range sortedKeys(tc.entries) {
+		if e := tc.entries[n]; e.value != nil && (name == wildcardName || globMatch(name, n)) {
+			c.replayLocked(e, we)
 		}
 	}
-	return func() { c.unwatchGlob(ts, name, we) } // idempotent: a second call finds we gone
+	return func() { c.unwatchCollection(a, tc, name, we) } // idempotent: a second call finds we gone
 }
 
-// unwatchGlob cancels a watch of a glob collection. The last one
-// unsubscribes from it and forgets, once that is written, the members that
-// nothing else wants.
-func (c *Client) unwatchGlob(ts *typeState, name string, we *watchEntry) {
+// unwatchCollection cancels a watch of a collection. The last one
+// unsubscribes from it, and the members that nothing else wants are
+// unsubscribed: forgotten once that is written.
+func (c *Client) unwatchCollection(a *authority, tc *typeCache, name string, we *watchEntry) {
 	we.target.Store(nil)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ws := ts.globs[name]
-	i := slices.Index(ws, we)
-	if i < 0 {
-		return
-	}
-	ws = slices.Delete(ws, i, i+1)
-	if len(ws) > 0 {
-		ts.globs[name] = ws
-		return
-	}
-	delete(ts.globs, name)
-	if c.closed {
-		return
-	}
-	for n, rs := range ts.entries {
-		if len(rs.watchers) == 0 && globMatch(name, n) && !ts.wantsLocked(n) {
-			ts.unsubscribed = append(ts.unsubscribed, rs)
+	var last bool
+	if name == wildcardName {
+		last = c.removeWatchLocked(&tc.wildcard, we)
+	} else {
+		ws := tc.globs[name]
+		last = c.removeWatchLocked(&ws, we)
+		if len(ws) > 0 {
+			tc.globs[name] = ws
+		} else {
+			delete(tc.globs, name)
 		}
 	}
-	ts.ch.subscriptionChangedLocked(ts, name, false)
+	if !last {
+		return
+	}
+	for n, e := range tc.entries {
+		if len(e.watchers) == 0 && !e.pending && (name == wildcardName || globMatch(name, n)) && !tc.wantsLocked(n) {
+			c.unsubscribeEntryLocked(e)
+		}
+	}
+	a.subscriptionChangedLocked(tc.typ, name, false)
 }

@@ -497,12 +497,13 @@ func TestInteraction_PersistenceWithFallback(t *testing.T) {
 }
 
 // TestInteraction_WatchAllDuringFallbackThenRevert checks WatchAll with
-// R-15: the wildcard is subscribed on the server active when it is first
-// watched, the fallback (R-15.8), and stays there after the revert; a
+// R-15: the wildcard is a subscription of the authority of the top-level
+// servers, so it follows the authority's fallback and revert (R-15.8): it
+// is subscribed on the fallback server while that one is active, and on
+// the primary after the revert, whose answer is the whole truth: a
+// resource the fallback server had and the primary has not is deleted. A
 // resource also watched by name shares its cache entry with the wildcard
-// (R-13.4) and moves to the primary with the revert, and its WatchAll
-// watchers keep hearing of it from there: the primary's value, then its
-// deletion, as its Watch watcher does.
+// (R-13.4); its WatchAll watchers hear of it as its Watch watcher does.
 func TestInteraction_WatchAllDuringFallbackThenRevert(t *testing.T) {
 	synctestTest(t, func(t *testing.T) {
 		ctx := testContext(t)
@@ -526,11 +527,22 @@ func TestInteraction_WatchAllDuringFallbackThenRevert(t *testing.T) {
 		primary.RejectStreams(nil)
 		wantFrom(t, w, "primary")
 		wantFrom(t, wall, "primary")
+		if e := wall.wantKind(ctx, t, resourceError, client.ErrResourceNotFound); !strings.Contains(e.err.Error(), `"b"`) {
+			t.Fatalf("WatchAll: %v, want b deleted: the primary has no b", e)
+		}
 		wantOrigin(t, c, "a", "primary")
+		if err := fallback.WaitForOpenStreams(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
 
 		primary.Update("", clusters("primary", "other"))
 		w.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
-		wall.wantKind(ctx, t, resourceError, client.ErrResourceNotFound)
+		if e := wall.wantKind(ctx, t, changed, nil); e.value.Name != "other" {
+			t.Fatalf("WatchAll: %v, want other", e)
+		}
+		if e := wall.wantKind(ctx, t, resourceError, client.ErrResourceNotFound); !strings.Contains(e.err.Error(), `"a"`) {
+			t.Fatalf("WatchAll: %v, want a deleted", e)
+		}
 		wantNoneNow(t, wall)
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/proxyless/xds/resources"
 )
 
 // This file holds the client's metrics (gRFC A78 "XdsClient", with the
@@ -58,10 +60,6 @@ const (
 	// CacheStateReceivedErrorButCached: the server sent an error for it
 	// and an earlier valid version is kept (gRFC A88).
 	CacheStateReceivedErrorButCached = "received_error_but_cached"
-	// CacheStateTimeout: not received in time from a server whose watch
-	// expiry timer is a transient error (gRFC A88,
-	// resource_timer_is_transient_error).
-	CacheStateTimeout = "timeout"
 )
 
 // MetricsRecorder receives the client's metrics (gRFC A78 "XdsClient",
@@ -289,9 +287,9 @@ func (ch *channel) serverFailedLocked() {
 	}
 }
 
-// recordUpdatesLocked reports the resources of one response of ts's type
+// recordUpdatesLocked reports the resources of one response of type typ
 // (see ResourceUpdates).
-func (ch *channel) recordUpdatesLocked(ts *typeState, valid, invalid int) {
+func (ch *channel) recordUpdatesLocked(typ resources.ResourceType, valid, invalid int) {
 	r := ch.c.metrics.recorder
 	if r == nil || valid+invalid == 0 {
 		return
@@ -299,57 +297,10 @@ func (ch *channel) recordUpdatesLocked(ts *typeState, valid, invalid int) {
 	r.RecordResourceUpdates(ResourceUpdates{
 		Target:       ch.c.metrics.target,
 		Server:       ch.sc.ServerURI,
-		ResourceType: metricsTypeName(ts.typ.TypeURL()),
+		ResourceType: metricsTypeName(typ.TypeURL()),
 		Valid:        int64(valid),
 		Invalid:      int64(invalid),
 	})
-}
-
-// sotwValidLocked counts the valid resources of a SotW response after
-// applyLocked: those still wanted (they have an entry) and not invalid
-// (resErrs also has every repeated name). It is O(len(results)) and runs
-// only when a recorder is set.
-func (ch *channel) sotwValidLocked(ts *typeState, results []decoded, resErrs map[string]error) int {
-	if ch.c.metrics.recorder == nil {
-		return 0
-	}
-	n := 0
-	for _, d := range results {
-		if _, bad := resErrs[d.name]; !bad && d.err == nil && ts.entries[d.name] != nil {
-			n++
-		}
-	}
-	return n
-}
-
-// deltaValidLocked counts the valid resources of a delta response after
-// applyLocked: those applied (wanted by name or through an alias, with a
-// body or an unresolved alias neither) that are not invalid. Heartbeats
-// are not updates.
-func (ch *channel) deltaValidLocked(ts *typeState, items []deltaItem, resErrs map[string]error) int {
-	if ch.c.metrics.recorder == nil {
-		return 0
-	}
-	n := 0
-	for i := range items {
-		it := &items[i]
-		if it.unrequested || it.heartbeat || it.ignored || it.err != nil {
-			continue
-		}
-		if _, bad := resErrs[it.name]; bad {
-			continue
-		}
-		wanted := ts.entries[it.name] != nil
-		for _, a := range it.aliases {
-			if rs := ts.entries[a]; rs != nil && len(rs.watchers) > 0 {
-				wanted = true
-			}
-		}
-		if wanted {
-			n++
-		}
-	}
-	return n
 }
 
 // Gauges returns the client's gauges now (see Gauges and MetricsRecorder):
@@ -387,9 +338,11 @@ func (c *Client) Gauges() Gauges {
 
 	type bucket struct{ authority, typeURL, state string }
 	counts := make(map[bucket]int64)
-	for _, t := range c.registry.Types() {
-		for rs := range c.entriesLocked(t.TypeURL()) {
-			counts[bucket{nameAuthority(rs.name), t.TypeURL(), cacheState(rs)}]++
+	for _, a := range c.auths {
+		for url, tc := range a.types {
+			for _, e := range tc.entries {
+				counts[bucket{nameAuthority(e.name), url, cacheState(e)}]++
+			}
 		}
 	}
 	for b, n := range counts {
@@ -401,38 +354,29 @@ func (c *Client) Gauges() Gauges {
 	return g
 }
 
-// cacheState returns the grpc.xds.cache_state of rs (gRFC A78, A88): its
+// cacheState returns the grpc.xds.cache_state of e (gRFC A78, A88): its
 // CSDS status, qualified by whether a valid value is still cached. A
 // deletion the client ignored leaves the value cached and the
 // status ACKED: the server says the resource does not exist.
-func cacheState(rs *resourceState) string {
-	cached := rs.value != nil
-	switch rs.status {
-	case statusAcked:
-		if rs.deletionIgnored {
-			return CacheStateDoesNotExistButCached
-		}
+func cacheState(e *entry) string {
+	x := e.ext()
+	switch {
+	case e.phase.hasValue() && x.nack != nil:
+		return CacheStateNACKedButCached
+	case e.phase.hasValue() && x.serverErr != nil:
+		return CacheStateReceivedErrorButCached
+	case e.phase == phaseIgnored:
+		return CacheStateDoesNotExistButCached
+	case e.phase.hasValue():
 		return CacheStateACKed
-	case statusNacked:
-		if cached {
-			return CacheStateNACKedButCached
-		}
-		return CacheStateNACKed
-	case statusDoesNotExist:
-		if cached {
-			return CacheStateDoesNotExistButCached
-		}
+	case e.phase == phaseMissing || e.phase == phaseExpired:
 		return CacheStateDoesNotExist
-	case statusReceivedError:
-		if cached {
-			return CacheStateReceivedErrorButCached
-		}
+	case e.phase == phaseRejected:
+		return CacheStateNACKed
+	case e.phase == phaseErrored:
 		return CacheStateReceivedError
-	case statusTimeout:
-		return CacheStateTimeout
-	default:
-		return CacheStateRequested
 	}
+	return CacheStateRequested
 }
 
 // nameAuthority returns the grpc.xds.authority of a canonical resource

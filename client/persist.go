@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/resources"
 
 	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
@@ -166,23 +167,25 @@ func (c *Client) persistenceTimeout() {
 	}
 	c.persist.ready = true
 	for _, t := range c.registry.Types() {
-		for _, rs := range c.sortedEntriesLocked(t.TypeURL()) {
-			c.servePersistedLocked(rs)
+		for _, e := range c.sortedEntriesLocked(t.TypeURL()) {
+			c.servePersistedLocked(e)
 		}
 	}
 }
 
-// servePersistedLocked serves rs its stored value if the persistence
-// timeout passed, rs has no value and was never received, its server list
-// has not answered, and a server of its list sent the stored value.
-func (c *Client) servePersistedLocked(rs *resourceState) {
+// servePersistedLocked serves e its stored value if the persistence
+// timeout passed, e has no value and was never received, its authority
+// has not answered, and a server of its list sent the stored value. A
+// stored value that no longer validates, or whose resource is named
+// otherwise than the name it is stored under, is skipped with a warning.
+func (c *Client) servePersistedLocked(e *entry) {
 	p := c.persist
-	if p == nil || !p.ready || rs.list == nil || rs.list.reached || len(rs.watchers) == 0 || !rs.neverReceived() {
+	if p == nil || !p.ready || e.auth.reached || !e.neverReceived() {
 		return
 	}
 	var rec *PersistedResource
-	for _, sc := range rs.list.servers {
-		if r, ok := p.loaded[persistKey{sc.ServerURI, rs.typ.TypeURL(), rs.name}]; ok {
+	for _, sc := range e.auth.servers {
+		if r, ok := p.loaded[persistKey{sc.ServerURI, e.typ.TypeURL(), e.name}]; ok {
 			rec = &r
 			break
 		}
@@ -190,42 +193,38 @@ func (c *Client) servePersistedLocked(rs *resourceState) {
 	if rec == nil {
 		return
 	}
-	_, v, err := rs.typ.Decode(rec.Resource)
+	name, v, err := e.typ.Decode(rec.Resource)
+	if err == nil && resources.CanonicalName(name) != e.name {
+		err = fmt.Errorf("the stored resource is named %q, not %q", name, e.name)
+	}
 	if err != nil {
-		rs.ch.logger.Warn("ignoring a persisted resource that no longer validates", xdslog.KeyTypeURL, rs.typ.TypeURL(), xdslog.KeyResource, rs.name, xdslog.KeyError, err)
+		c.logger.Warn("ignoring a persisted resource", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name, xdslog.KeyError, err)
 		return
 	}
-	rs.stopTimerLocked()
-	rs.timerState = timerStarted // not timed while it has a value
-	rs.value, rs.raw, rs.version = v, rawString(rec.Resource.GetValue()), rec.Version
-	from := rec.ServerURI
-	rs.lastUpdated, rs.from, rs.stale = unixNanos(rec.Updated), &from, true
-	rs.status = statusAcked
-	rs.ch.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, rs.typ.TypeURL(),
-		xdslog.KeyResource, rs.name, xdslog.KeyVersionInfo, rec.Version, "from", rec.ServerURI)
-	for _, we := range c.watchersLocked(rs) {
-		c.replayLocked(rs, we)
-	}
+	c.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, e.typ.TypeURL(),
+		xdslog.KeyResource, e.name, xdslog.KeyVersionInfo, rec.Version, "from", rec.ServerURI)
+	c.transitionLocked(e, evPersisted, &input{value: v, rec: rec}, nil)
 }
 
 // staleError is the AmbientError of a resource served from persistence.
-func (c *Client) staleError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q from %s, received %v", ErrStale, rs.version, rs.fromURI(), rs.updated().UTC().Format(time.RFC3339)))
+func (c *Client) staleError(e *entry) error {
+	return c.resourceError(e.typ, e.name, fmt.Errorf("%w: version %q from %s, received %v", ErrStale, e.version, e.fromURI(), e.updated().UTC().Format(time.RFC3339)))
 }
 
-// persistLocked queues the write of rs's value, or of its deletion when it
+// persistLocked queues the write of e's value, or of its deletion when it
 // has none. A value with a TTL is not stored, and its stored copy is
 // deleted: its server wants it gone when the server cannot be reached,
-// which is when a stored value would be served.
-func (c *Client) persistLocked(rs *resourceState) {
+// which is when a stored value would be served. A value served from
+// persistence is not written back.
+func (c *Client) persistLocked(e *entry) {
 	p := c.persist
-	if p == nil || rs.stale || rs.from == nil {
+	if p == nil || e.stale() || e.from == nil {
 		return
 	}
-	k := persistKey{*rs.from, rs.typ.TypeURL(), rs.name}
+	k := persistKey{*e.from, e.typ.TypeURL(), e.name}
 	var r *PersistedResource
-	if rs.value != nil && rs.ext().ttl == nil {
-		r = &PersistedResource{ServerURI: k.server, TypeURL: k.typeURL, Name: rs.name, Version: rs.version, Resource: &anypb.Any{TypeUrl: k.typeURL, Value: []byte(rs.raw)}, Updated: rs.updated()}
+	if e.value != nil && e.ext().ttl == nil {
+		r = &PersistedResource{ServerURI: k.server, TypeURL: k.typeURL, Name: e.name, Version: e.version, Resource: &anypb.Any{TypeUrl: k.typeURL, Value: []byte(e.raw)}, Updated: e.updated()}
 	}
 	if _, ok := p.pending[k]; !ok {
 		p.order = append(p.order, k)

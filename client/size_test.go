@@ -10,7 +10,7 @@ import (
 // TestEntrySizes guards the heap per watched resource: tens of thousands
 // of cache entries and watches are common (a mesh), and each entry is
 // allocated in a size class (…, 144, 160, 176, 192, …, 240 bytes). A field
-// added to resourceState or watchEntry that crosses into the next class
+// added to entry or watchEntry that crosses into the next class
 // costs that class's step for every resource: keep rarely set state in
 // entryExtra.
 func TestEntrySizes(t *testing.T) {
@@ -18,7 +18,7 @@ func TestEntrySizes(t *testing.T) {
 		name     string
 		got, max uintptr
 	}{
-		{"resourceState", unsafe.Sizeof(resourceState{}), 160},
+		{"entry", unsafe.Sizeof(entry{}), 160},
 		{"entryExtra", unsafe.Sizeof(entryExtra{}), 48},
 		{"watchEntry", unsafe.Sizeof(watchEntry{}), 32},
 	} {

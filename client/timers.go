@@ -2,40 +2,36 @@
 
 package client
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // expiryTimer is the does-not-exist timer of the names one written
 // request started timing: they were all requested at the same moment, so
 // they share one timer, which a mesh of 10,000 clusters would otherwise
-// need 20,000 of. An entry it times points to it (resourceState.timer)
+// need 20,000 of. An entry it times points to it (entry.timer)
 // until the entry stops being timed (stopTimerLocked): received, dropped,
 // its stream ended, or timed again by another request. The timer stops
 // once no entry points to it. Guarded by Client.mu, except t and entries,
 // which are set before the timer can fire and read-only afterwards.
 type expiryTimer struct {
 	c       *Client
-	entries []*resourceState // the entries the request started timing, in request order
+	entries []*entry // the entries the request started timing, in request order
 	live    int              // how many of entries still point to this timer
 	t       *time.Timer
 }
 
-// timeLocked adds rs, subscribed and never received (timerStarted), to
+// timeLocked adds e, subscribed and never received (phaseRequested), to
 // the does-not-exist timer *et of the request just written, creating the
 // timer on first use; startExpiryLocked starts it once every name of the
 // request is added.
-func (c *Client) timeLocked(et **expiryTimer, rs *resourceState) {
-	rs.stopTimerLocked()
+func (c *Client) timeLocked(et **expiryTimer, e *entry) {
+	e.stopTimerLocked()
 	if *et == nil {
 		*et = &expiryTimer{c: c}
 	}
 	g := *et
-	g.entries = append(g.entries, rs)
+	g.entries = append(g.entries, e)
 	g.live++
-	rs.timer = g
-	rs.timerState = timerRequested
+	e.timer = g
 }
 
 // startExpiryLocked starts et, if any, built by timeLocked: it fires after
@@ -46,14 +42,14 @@ func (c *Client) startExpiryLocked(et *expiryTimer) {
 	}
 }
 
-// stopTimerLocked stops timing rs; the shared timer stops with its last
+// stopTimerLocked stops timing e; the shared timer stops with its last
 // entry.
-func (rs *resourceState) stopTimerLocked() {
-	g := rs.timer
+func (e *entry) stopTimerLocked() {
+	g := e.timer
 	if g == nil {
 		return
 	}
-	rs.timer = nil
+	e.timer = nil
 	if g.live--; g.live == 0 && g.t != nil {
 		g.t.Stop()
 	}
@@ -62,9 +58,9 @@ func (rs *resourceState) stopTimerLocked() {
 // expired runs when the does-not-exist timer fires: no response named its
 // entries within the watch expiry timeout after they were requested on a
 // connected stream. Each entry still timed by it (not received, dropped,
-// stopped or timed anew meanwhile) gets DOES_NOT_EXIST, and its watchers
-// ResourceError wrapping ErrResourceNotFound, in request order; it is not
-// timed again. These calls are not flow controlled.
+// stopped or timed anew meanwhile) does not exist (evTimerFired), in
+// request order; it is not timed again. These calls are not flow
+// controlled.
 func (et *expiryTimer) expired() {
 	c := et.c
 	c.mu.Lock()
@@ -72,23 +68,12 @@ func (et *expiryTimer) expired() {
 	if c.closed {
 		return
 	}
-	reason := ""
-	for _, rs := range et.entries {
-		if rs.timer != et || !rs.cachedLocked() {
-			continue // stopped, replaced or unsubscribed meanwhile
+	in := input{timeout: c.opts.watchExpiryTimeout}
+	for _, e := range et.entries {
+		if e.timer != et || e.auth.types[e.typ.TypeURL()].entries[e.name] != e {
+			continue // stopped, replaced or dropped meanwhile
 		}
-		if reason == "" {
-			reason = fmt.Sprintf("not received within %v of being requested", c.opts.watchExpiryTimeout)
-		}
-		rs.timer = nil
-		et.live--
-		rs.timerState = timerReceived
-		rs.status = statusDoesNotExist
-		rs.extLocked().dneReason = reason
-		c.logger.Warn("resource does not exist: watch expired", "type", rs.typ.TypeName(), "resource", rs.name)
-		err := c.notFoundError(rs)
-		for _, we := range rs.watchers {
-			c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-		}
+		e.stopTimerLocked()
+		c.transitionLocked(e, evTimerFired, &in, nil)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
@@ -133,12 +134,12 @@ type watchEntry struct {
 	// target is the cache entry a watch by name watches (set by watch),
 	// notByName for any other watch, and nil once the watch is cancelled:
 	// callbacks check it before running (cancelled).
-	target atomic.Pointer[resourceState]
+	target atomic.Pointer[entry]
 }
 
 // notByName is the target of a watch that is not by name: a WatchAll, a
 // glob collection, or one that failed.
-var notByName = new(resourceState)
+var notByName = new(entry)
 
 // cancelled reports whether the watch was cancelled.
 func (we *watchEntry) cancelled() bool { return we.target.Load() == nil }
@@ -146,8 +147,8 @@ func (we *watchEntry) cancelled() bool { return we.target.Load() == nil }
 // cancel cancels a watch by name. It is idempotent: the first call takes
 // the target.
 func (we *watchEntry) cancel() {
-	if rs := we.target.Swap(nil); rs != nil && rs != notByName {
-		we.c.unwatch(rs, we)
+	if e := we.target.Swap(nil); e != nil && e != notByName {
+		we.c.unwatch(e, we)
 	}
 }
 
@@ -180,15 +181,31 @@ func (t versionedWatcher[T]) resErr(err error, done func())         { t.w.Resour
 func (t versionedWatcher[T]) ambErr(err error, done func())         { t.w.AmbientError(err, done) }
 func (versionedWatcher[T]) sameType(rt resources.ResourceType) bool { return sameType[T](rt) }
 
+// MaxNameLength is the longest resource name a watch may name, in bytes:
+// 4096. A longer name, or one that is not valid UTF-8 (protobuf strings
+// must be, so no request could carry it), gets a ResourceError wrapping
+// ErrUnsupported for that watch alone, and nothing is sent.
+const MaxNameLength = 4096
+
+// checkName returns why name cannot be watched, or nil.
+func checkName(name string) error {
+	switch {
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("%w: resource name of %d bytes is longer than the limit of %d (client.MaxNameLength)", ErrUnsupported, len(name), MaxNameLength)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: resource name %q is not valid UTF-8", ErrUnsupported, name)
+	}
+	return nil
+}
+
 // watch registers we for the resource typ/name, or for the wildcard of typ
 // when name is "*".
 func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) func() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name = resources.CanonicalName(name)
 	if c.closed {
 		// Not on the serializer, which Close stopped.
-		err := c.resourceError(typ, name, ErrClosed)
+		err := c.resourceError(typ, resources.CanonicalName(name), ErrClosed)
 		go we.resErr(err, func() {})
 		return func() {}
 	}
@@ -198,95 +215,44 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		})
 		return func() {}
 	}
+	if err := checkName(name); err != nil {
+		return failLocked(err)
+	}
+	name = resources.CanonicalName(name)
 	rt, ok := c.registry.Lookup(typ.TypeURL())
 	if !ok || !we.sameType(rt) {
 		// name the type URL that was asked for.
 		return failLocked(fmt.Errorf("%w: resource type %q is not registered with the client", ErrUnsupported, typ.TypeURL()))
 	}
-	if isGlob(name) {
-		return c.watchGlobLocked(rt, name, we)
+	if isGlob(name) || name == wildcardName {
+		return c.watchCollectionLocked(rt, name, we, failLocked)
 	}
-	if name == wildcardName {
-		ch, _, err := c.channelForLocked("") // an old-style name: the top-level servers
-		if err != nil {
-			return failLocked(err)
-		}
-		ts := ch.typeStateLocked(rt)
-		ts.wildcard = append(ts.wildcard, we)
-		if len(ts.wildcard) == 1 {
-			ch.subscriptionChangedLocked(ts, wildcardName, true)
-		}
-		// the cached resources at once, in name order; names
-		// without a cached value are another watch's business.
-		for _, name := range sortedKeys(ts.entries) {
-			if rs := ts.entries[name]; rs.value != nil {
-				c.replayLocked(rs, we)
-			}
-		}
-		return func() { c.unwatchAll(ts, we) }
+	a, err := c.authorityForLocked(name)
+	if err == nil {
+		err = a.attachLocked()
 	}
-
-	rs := c.entryLocked(rt.TypeURL(), name)
-	if rs == nil {
-		ch, l, err := c.channelForLocked(name)
-		if err != nil {
-			return failLocked(err)
-		}
-		// In the cache once its channel subscribes it, below.
-		rs = &resourceState{typ: rt, name: name, ch: ch, list: l, status: statusRequested}
-		l.entries++
-	} else if rs.list == nil && len(rs.watchers) == 0 {
-		c.adoptLocked(rs)
+	if err != nil {
+		return failLocked(err)
 	}
-	rs.watchers = append(rs.watchers, we)
-	if len(rs.watchers) == 1 {
-		// A new entry, one received through the wildcard only, or one
-		// whose unsubscription is not written yet: its name joins the
+	tc := a.typeLocked(rt)
+	e := tc.entries[name]
+	if e == nil {
+		e = a.newEntryLocked(tc, name, phaseRequested)
+	}
+	e.watchers = append(e.watchers, we)
+	if len(e.watchers) == 1 {
+		// A new entry, one held by a collection only, or one whose
+		// unsubscription is not written yet: its name joins the
 		// subscription.
-		c.subscribeAllLocked(rs)
+		tc.watched++
+		c.transitionLocked(e, evWatched, nil, nil)
+		a.subscriptionChangedLocked(rt, name, true)
 	}
-	c.replayLocked(rs, we)
-	c.servePersistedLocked(rs)
+	c.replayLocked(e, we)
+	c.servePersistedLocked(e)
 	we.c = c
-	we.target.Store(rs)
+	we.target.Store(e)
 	return we.cancel
-}
-
-// replayLocked tells a new watcher we the current state of rs at once
-// the cached value, then the last NACK error as an AmbientError
-// (gRFC A88's order), or the error the server reported for it; or,
-// with nothing cached, ResourceError when the resource does not exist, its
-// last version was NACKed or the server reported an error; nothing while it
-// is only requested. These calls are not tied to a response, so their
-// done is not flow control.
-func (c *Client) replayLocked(rs *resourceState, we *watchEntry) {
-	ext := rs.ext()
-	switch {
-	case rs.value != nil:
-		v, version := rs.value, rs.version
-		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
-		if rs.stale {
-			err := c.staleError(rs)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-		if ext.nack != nil {
-			err := c.invalidError(rs)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-		if ext.serverErr != nil {
-			err := c.resourceError(rs.typ, rs.name, ext.serverErr.err)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-	case rs.status == statusDoesNotExist:
-		err := c.notFoundError(rs)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case ext.nack != nil:
-		err := c.invalidError(rs)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case ext.serverErr != nil:
-		err := c.resourceError(rs.typ, rs.name, ext.serverErr.err)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	}
 }
 
 // removeWatchLocked removes we from *ws and reports whether it was the
@@ -300,32 +266,36 @@ func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool
 	return len(*ws) == 0 && !c.closed
 }
 
-// unwatch removes we, just cancelled, from the watchers of rs.
-func (c *Client) unwatch(rs *resourceState, we *watchEntry) {
+// unwatch removes we, just cancelled, from the watchers of e. The last
+// one unsubscribes e's name; the entry stays until that is written
+// . The does-not-exist timer keeps running meanwhile: if the name
+// is watched again before the unsubscription is written, the server never
+// heard of it.
+func (c *Client) unwatch(e *entry, we *watchEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.removeWatchLocked(&rs.watchers, we) || !rs.cachedLocked() {
+	if !c.removeWatchLocked(&e.watchers, we) {
 		return
 	}
-	// The does-not-exist timer keeps running: if the name is watched again
-	// before the unsubscription is written, the server never heard of it
-	// . The entry goes when the entry is dropped.
-	c.unsubscribeAllLocked(rs)
+	tc := e.auth.types[e.typ.TypeURL()]
+	if tc.entries[e.name] != e {
+		return // dropped meanwhile
+	}
+	tc.watched--
+	c.unsubscribeEntryLocked(e)
+	e.auth.subscriptionChangedLocked(e.typ, e.name, false)
 }
 
-func (c *Client) unwatchAll(ts *typeState, we *watchEntry) {
-	we.target.Store(nil)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.removeWatchLocked(&ts.wildcard, we) {
+// unsubscribeEntryLocked records that e, which lost its last watcher (or
+// the collection that held it), is no longer subscribed: its serving
+// channel owes the server its unsubscription, and keeps it until that is
+// written; without one, it is released at once.
+func (c *Client) unsubscribeEntryLocked(e *entry) {
+	if ch := e.auth.servingLocked(); ch != nil {
+		ch.pendingLocked(e)
 		return
 	}
-	for _, rs := range ts.entries {
-		if len(rs.watchers) == 0 {
-			ts.unsubscribed = append(ts.unsubscribed, rs)
-		}
-	}
-	ts.ch.subscriptionChangedLocked(ts, wildcardName, false)
+	c.releaseLocked(e)
 }
 
 // scheduleLocked queues call for watcher we on the serializer. fc, if not
@@ -407,20 +377,4 @@ func (d *delivery) run() {
 	if d.state.CompareAndSwap(deliveryCalled, deliveryDone) {
 		d.fc.release()
 	}
-}
-
-// resourceError wraps err for delivery to a watcher of name.
-func (c *Client) resourceError(typ resources.ResourceType, name string, err error) error {
-	return &ResourceError{TypeURL: typ.TypeURL(), TypeName: typ.TypeName(), Name: name, NodeID: c.node.GetId(), Err: err}
-}
-
-// notFoundError is the error for watchers of a resource that does not exist.
-func (c *Client) notFoundError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: %s", ErrResourceNotFound, rs.ext().dneReason))
-}
-
-// invalidError is the error for watchers of a resource whose last received
-// version was NACKed.
-func (c *Client) invalidError(rs *resourceState) error {
-	return c.resourceError(rs.typ, rs.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, rs.ext().nack.version, rs.ext().nack.err))
 }

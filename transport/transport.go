@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package transport defines how the xDS client reaches a management server:
-// a Builder makes one Transport per management server, and a Transport opens
-// streams that move serialized protobuf messages.
+// Package transport defines how the xDS client reaches a management server.
+// A Builder makes one Transport per management server. There are two levels:
 //
-// The interfaces move bytes, not messages, so the client's engine does not
-// depend on gRPC and fakes (in-memory transports, fuzzers) are cheap to
-// write. Package grpctransport holds the gRPC implementation that the client
-// uses by default; package testutil holds an in-memory one.
+//   - Transport moves serialized protobuf messages over gRPC-like streams,
+//     one per RPC method: the aggregated discovery service (ADS), the
+//     per-type discovery services, load reporting (LRS). It keeps gRPC out
+//     of the client's engine and makes fakes (in-memory transports,
+//     fuzzers) cheap. Package grpctransport holds the gRPC implementation
+//     the client uses by default; package testutil holds an in-memory one.
+//   - XDS is the seam the client's engine speaks: streams of typed xDS
+//     requests and responses, either one aggregated stream for every
+//     resource type (ADS) or one stream per type. ADS and PerTypeStreams
+//     implement it over any Transport; a Transport that is not a gRPC
+//     server (REST-JSON polling, files) implements XDS itself. The engine
+//     keeps every piece of protocol state (subscriptions, versions,
+//     nonces, ACK/NACK, replay on a new stream); an XDS implementation only
+//     carries messages, and needs to parse none of the engine's requests.
+//
+// The client uses a Transport's XDS implementation when it has one, else
+// ADS(tr).
 //
 // # Concurrency
 //
 // Builder.Build and Transport methods may be called concurrently. On one
-// Stream, Send may be called concurrently with Recv, but neither Send nor Recv
-// may be called concurrently with itself (the same contract as a gRPC stream).
+// Stream (or XDSStream), Send may be called concurrently with Recv, but
+// neither Send nor Recv may be called concurrently with itself (the same
+// contract as a gRPC stream).
 package transport
 
 import (
@@ -40,6 +53,15 @@ const (
 // it, rather than retrying blindly; the error text names the limit or the
 // request size in bytes.
 var ErrMessageTooLarge = errors.New("message larger than the size limit")
+
+// ErrDeltaUnsupported is wrapped by the error of an XDS implementation
+// that cannot open incremental (delta) streams: REST-JSON polling and
+// filesystem subscriptions speak state of the world only.
+var ErrDeltaUnsupported = errors.New("incremental (delta) xDS is not supported by this transport")
+
+// ErrClosed is returned by NewStream and NewXDSStream after the Transport
+// was closed.
+var ErrClosed = errors.New("transport closed")
 
 // Builder creates Transports. The client calls Build once per distinct
 // management server (see bootstrap.ServerConfig.Key) and closes the Transport
