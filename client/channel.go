@@ -33,7 +33,7 @@ type channel struct {
 	sc      *bootstrap.ServerConfig
 	key     string // sc.Key()
 	xds     transport.XDS
-	perType bool        // one stream per type
+	perType bool         // one stream per type
 	proto   wireProtocol // SotW or delta; chosen once per channel
 	ctx     context.Context
 	cancel  context.CancelFunc // retires the channel
@@ -245,17 +245,6 @@ func (ch *channel) subscribedLocked(typeURL string) bool {
 func (ch *channel) wildcardLocked(typeURL string) bool {
 	for _, a := range ch.auths {
 		if tc := a.types[typeURL]; tc != nil && len(tc.wildcard) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// watchedLocked reports whether an attached authority watches a name of
-// typeURL (not counting the wildcard and glob collections).
-func (ch *channel) watchedLocked(typeURL string) bool {
-	for _, a := range ch.auths {
-		if tc := a.types[typeURL]; tc != nil && (tc.watched > 0 || len(tc.globs) > 0) {
 			return true
 		}
 	}

@@ -98,10 +98,6 @@ const (
 // hasValue reports whether p is a phase with a cached value.
 func (p phase) hasValue() bool { return p >= phaseStale }
 
-// guarded reports whether a SotW omission of an entry in phase p is no
-// deletion.
-func (p phase) guarded() bool { return p >= phaseRewatched }
-
 // event is what happens to an entry; see the file comment.
 type event uint8
 

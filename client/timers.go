@@ -15,7 +15,7 @@ import "time"
 type expiryTimer struct {
 	c       *Client
 	entries []*entry // the entries the request started timing, in request order
-	live    int              // how many of entries still point to this timer
+	live    int      // how many of entries still point to this timer
 	t       *time.Timer
 }
 

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/proxyless/xds/resources"
+
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -20,10 +22,10 @@ import (
 // Type URLs of the built-in resource types, in the order Update pushes
 // them.
 const (
-	listenerTypeURL    = "type.googleapis.com/envoy.config.listener.v3.Listener"
-	routeConfigTypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
-	clusterTypeURL     = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
-	endpointsTypeURL   = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	listenerTypeURL    = resources.ListenerTypeURL
+	routeConfigTypeURL = resources.RouteConfigTypeURL
+	clusterTypeURL     = resources.ClusterTypeURL
+	endpointsTypeURL   = resources.EndpointsTypeURL
 )
 
 var builtinTypeURLs = []string{listenerTypeURL, routeConfigTypeURL, clusterTypeURL, endpointsTypeURL}

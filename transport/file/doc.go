@@ -9,16 +9,17 @@
 //	cfg, b, err := file.Bootstrap("/etc/xds/listeners.yaml")
 //	c, err := client.New(cfg, client.WithTransportBuilder(b))
 //
-// It is a transport.Transport, so the client's engine is unchanged:
+// It is a transport.Transport that speaks xDS itself (transport.XDS, one
+// stream per type), so the client's engine is unchanged: subscriptions,
 // validation, the cache, NACK semantics (an invalid resource keeps the
 // last good value and shows NACKED in Dump), does-not-exist timers and
-// watchers behave as with a management server. The stream answers the
-// client's SotW requests with the source's current DiscoveryResponse of
-// each requested type (with a fresh nonce; of the built-in types, only the
-// resources the request names, unless it asks for the wildcard "*"), again
+// watchers behave as with a management server. A type's stream answers
+// the client's SotW requests with the source's current DiscoveryResponse
+// of the type (of the built-in types, only the resources the request
+// names, unless it asks for the wildcard: an empty list or "*"), again
 // when a request changes the names, and sends a new response when the
-// source changes. Incremental (delta) xDS is not supported
-// (ErrDeltaUnsupported).
+// source changes. Responses carry no nonce. Incremental (delta) xDS is not
+// supported (transport.ErrDeltaUnsupported).
 //
 // # Source
 //
@@ -53,15 +54,16 @@
 // loaded (a Listener file replaced by a Cluster file) fails the whole
 // load, and nothing of it is sent: the client keeps its last good values.
 // The error reaches watchers through the client's connectivity handling
-// the stream ends; the client opens a new one (at once, or after
-// its backoff when the stream was short-lived), without reporting
-// anything since the stream had responses; the new stream fails
-// with the load error before any response, which the client reports as a
-// connection error: an AmbientError to watchers of cached resources, a
+// each type's stream ends; the client opens a new one (at once
+// when the stream had accepted responses), without reporting anything
+// the new stream fails with the load error before any
+// response, which the client reports as a connection error: an
+// AmbientError to watchers of cached resources of the type, a
 // ResourceError to the others. The client then retries with its
-// backoff (R-11.1: 1 s × 1.6ⁿ ± 20 %). Once an error was reported, a
-// stream that meets it again does not fail but waits for the next change
-// of the source: a fixed file is picked up as soon as it is written (or
-// when the retry in progress opens its stream: within 2 s after one bad
-// file), and watchers get one error per distinct failure.
+// backoff (R-11.1: 1 s × 1.6ⁿ ± 20 %). Once an error was reported on a
+// type's stream, a stream of that type that meets it again does not fail
+// but waits for the next change of the source: a fixed file is picked up
+// as soon as it is written, and watchers get one error per distinct
+// failure. The source is read by one goroutine of the Transport, which
+// holds no lock while it reads: Close does not wait for a stream.
 package file

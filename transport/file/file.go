@@ -25,14 +25,6 @@ const Scheme = "file"
 // watched with file-system notifications: 1 s.
 const DefaultPollInterval = time.Second
 
-// ErrDeltaUnsupported is returned by NewStream for the incremental (delta)
-// stream: a filesystem subscription holds DiscoveryResponses, the
-// state-of-the-world form.
-var ErrDeltaUnsupported = errors.New("file: incremental (delta) xDS is not supported by filesystem subscriptions")
-
-// ErrClosed is returned by NewStream after Close.
-var ErrClosed = errors.New("file: transport closed")
-
 // Option configures a Builder.
 type Option func(*options)
 
@@ -114,10 +106,11 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{
-		opts:   b.opts,
-		ctx:    ctx,
-		cancel: cancel,
-		loader: &loader{path: path, resolver: b.opts.resolver, typeOf: make(map[string]string)},
+		opts:     b.opts,
+		ctx:      ctx,
+		cancel:   cancel,
+		loader:   &loader{path: path, resolver: b.opts.resolver, typeOf: make(map[string]string)},
+		reported: make(map[string]string),
 	}, nil
 }
 
@@ -146,57 +139,106 @@ func Bootstrap(path string, opts ...Option) (*bootstrap.Config, *Builder, error)
 	return cfg, NewBuilder(opts...), nil
 }
 
-// Transport is a filesystem source. Its streams share the type of every
-// file (see the package doc) and the last error reported. Safe for
-// concurrent use.
+// Transport is a filesystem source. One goroutine of its own watches and
+// loads the source (watch.go, load.go), from the first stream until Close,
+// holding no lock while it reads; its streams, one per resource type,
+// answer from the last load. Safe for concurrent use.
 type Transport struct {
 	// Initialized at creation time and read-only afterwards.
 	opts   options
 	ctx    context.Context    // cancelled by Close
 	cancel context.CancelFunc // cancels ctx
+	loader *loader            // used by the load goroutine only
+	wg     sync.WaitGroup     // the load goroutine
 
 	mu sync.Mutex
 	// Guarded by mu.
-	loader   *loader
-	reported string // the load error last reported by failing a stream; "" after a good load
+	closed   bool
+	started  bool              // the load goroutine was started
+	loaded   bool              // a load finished (good or not)
+	snap     *snapshot         // the last good load; nil before one
+	loadErr  error             // the error of the last load; nil after a good one
+	changed  chan struct{}     // closed, and replaced, when a load finishes
+	reported map[string]string // type URL → the load error last reported by failing a stream of the type
 }
 
-var _ transport.Transport = (*Transport)(nil)
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.XDS       = (*Transport)(nil)
+)
 
-// NewStream opens a SotW stream (transport.ADSMethod) on the source: it
-// starts watching the source and reads it. It returns ErrDeltaUnsupported
-// for transport.DeltaADSMethod and an error for any other method. It does
-// not fail when the source cannot be read: the stream's Recv does (see the
-// package doc, Errors).
-func (t *Transport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	switch method {
-	case transport.ADSMethod:
-	case transport.DeltaADSMethod:
-		return nil, ErrDeltaUnsupported
-	default:
-		return nil, fmt.Errorf("file: unsupported method %q", method)
+// errNoGRPC is returned by NewStream: a filesystem source has no gRPC
+// services.
+var errNoGRPC = errors.New("file: a filesystem source has no gRPC streams (ADS, LRS)")
+
+// NewStream returns an error: a filesystem source is read through
+// NewXDSStream only; it has no gRPC services such as load reporting.
+func (t *Transport) NewStream(_ context.Context, method string) (transport.Stream, error) {
+	return nil, fmt.Errorf("%w: %s", errNoGRPC, method)
+}
+
+// PerType reports true: each resource type has its own stream.
+func (t *Transport) PerType() bool { return true }
+
+// NewXDSStream opens the SotW stream of spec.TypeURL on the source,
+// starting the watch of the source on the first stream. It returns an
+// error wrapping transport.ErrDeltaUnsupported for a delta stream and
+// transport.ErrClosed after Close. It does not fail when the source cannot
+// be read: the stream's Recv does (see the package doc, Errors).
+func (t *Transport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	if spec.Delta {
+		return nil, fmt.Errorf("file: %w: a filesystem subscription holds DiscoveryResponses, the state-of-the-world form", transport.ErrDeltaUnsupported)
 	}
-	if t.ctx.Err() != nil {
-		return nil, ErrClosed
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, transport.ErrClosed
+	}
+	if !t.started {
+		t.started = true
+		t.changed = make(chan struct{})
+		t.wg.Add(1)
+		go t.watchAndLoad()
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(t.ctx, cancel)
 	context.AfterFunc(sctx, func() { stop() })
-	s := &stream{
-		t:         t,
-		ctx:       sctx,
-		cancel:    cancel,
-		requested: make(chan struct{}, 1),
-		names:     make(map[string][]string),
-		force:     make(map[string]bool),
-		sent:      make(map[string]string),
-		everSent:  make(map[string]bool),
-	}
-	// Watch first, then read: a change between the two is not missed.
-	s.changes = watch(sctx, t.loader.path, t.opts.poll)
-	s.reload()
-	return s, nil
+	return &stream{t: t, typeURL: spec.TypeURL, ctx: sctx, requested: make(chan struct{}, 1)}, nil
 }
 
-// Close ends every stream of the Transport. Idempotent.
-func (t *Transport) Close() { t.cancel() }
+// watchAndLoad loads the source, then again each time it may have
+// changed, until Close. The watch starts first, so that a change between
+// the two is not missed.
+func (t *Transport) watchAndLoad() {
+	defer t.wg.Done()
+	changes := watch(t.ctx, t.loader.path, t.opts.poll)
+	for {
+		snap, err := t.loader.load()
+		t.mu.Lock()
+		if err == nil {
+			clear(t.reported)
+			if t.snap == nil || t.snap.digest != snap.digest {
+				t.snap = snap
+			}
+		}
+		t.loadErr, t.loaded = err, true
+		close(t.changed)
+		t.changed = make(chan struct{})
+		t.mu.Unlock()
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-changes:
+		}
+	}
+}
+
+// Close ends every stream of the Transport and waits for the load in
+// progress, if any. Idempotent.
+func (t *Transport) Close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.cancel()
+	t.wg.Wait()
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/testutil/leakcheck"
+	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/file"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
@@ -280,5 +281,5 @@ func TestDeltaUnsupported(t *testing.T) {
 	defer c.Close()
 	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	w.Want(ctx, t, clienttest.ResourceError, file.ErrDeltaUnsupported)
+	w.Want(ctx, t, clienttest.ResourceError, transport.ErrDeltaUnsupported)
 }

@@ -6,59 +6,55 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/proxyless/xds/transport"
 
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// stream answers the client's DiscoveryRequests from the source. Send and
-// Recv run on different goroutines; mu guards what they share.
+// stream answers the client's requests of one type from the source's last
+// load. Send and Recv run on different goroutines; mu guards what they
+// share.
 type stream struct {
 	// Initialized at creation time and read-only afterwards.
 	t         *Transport
+	typeURL   string
 	ctx       context.Context // ends with the client's stream or Transport.Close
-	cancel    context.CancelFunc
 	requested chan struct{}   // cap 1: Send signals Recv
-	changes   <-chan struct{} // the source may have changed
 
 	mu sync.Mutex
 	// Guarded by mu.
-	names map[string][]string // type URL → resource_names of its last request
-	force map[string]bool     // type URL → a request asks for a response
+	names  []string // resource_names of the last request
+	gotReq bool     // a request was received
+	force  bool     // a request asks for a response
 
 	// Only accessed by Recv.
-	snap     *snapshot         // the last good load; nil before one
-	loadErr  error             // the load error to return from Recv
-	nonce    int               // last nonce sent
-	sent     map[string]string // type URL → version_info last sent
-	everSent map[string]bool   // type URL → a response was sent on this stream
-	received bool              // a response was returned by Recv
+	sent     string // version_info last sent; "" before the first response
+	everSent bool   // a response was sent
+	received bool   // a response was returned by Recv
 }
 
-// Send reads one DiscoveryRequest. A request asks for a response when it
-// is the first of its type on the stream or changes the type's
-// resource_names; ACKs and NACKs only record the answer (a NACK's
-// error_detail shows in the client's Dump and logs; the file is not
-// changed by it).
-func (s *stream) Send(b []byte) error {
+// Send records one request. A request asks for a response when it is the
+// stream's first, changes resource_names, or only changes the subscription;
+// ACKs and NACKs only record the answer (a NACK's error_detail shows in
+// the client's Dump and logs; the file is not changed by it).
+func (s *stream) Send(r *transport.Request) error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	req := &v3discoverypb.DiscoveryRequest{}
-	if err := proto.Unmarshal(b, req); err != nil {
-		return fmt.Errorf("file: decoding DiscoveryRequest: %w", err)
+	req := r.SotW
+	if req == nil || req.GetTypeUrl() != s.typeURL {
+		return fmt.Errorf("file: a %s stream got a request of another kind", s.typeURL)
 	}
-	t := req.GetTypeUrl()
 	s.mu.Lock()
-	prev, seen := s.names[t]
-	if !seen || req.GetResponseNonce() == "" || !slices.Equal(prev, req.GetResourceNames()) {
-		s.force[t] = true
+	if !s.gotReq || !r.Answer || !slices.Equal(s.names, req.GetResourceNames()) {
+		s.force = true
 	}
-	s.names[t] = req.GetResourceNames()
+	s.gotReq = true
+	s.names = req.GetResourceNames()
 	s.mu.Unlock()
 	select {
 	case s.requested <- struct{}{}:
@@ -67,67 +63,91 @@ func (s *stream) Send(b []byte) error {
 	return nil
 }
 
-// Recv returns the next response owed: for each requested type (in type
-// URL order), the source's current resources when they changed since the
-// last response of the type on this stream or a request asked for them.
-// When the source cannot be loaded, Recv returns the error (see the
-// package doc, Errors).
-func (s *stream) Recv() ([]byte, error) {
+// Recv returns the next response owed: the source's current resources of
+// the type when they changed since the last response on this stream or a
+// request asked for them. When the last load of the source failed, Recv
+// returns the error (see reloadErr).
+func (s *stream) Recv() (*transport.Response, error) {
+	t := s.t
 	for {
-		if s.loadErr != nil {
-			return nil, s.loadErr
+		t.mu.Lock()
+		snap, changed := t.snap, t.changed
+		err := s.loadErrLocked()
+		t.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
-		if b := s.nextResponse(); b != nil {
+		if resp := s.nextResponse(snap); resp != nil {
 			s.received = true
-			return b, nil
+			return &transport.Response{SotW: resp}, nil
 		}
 		select {
 		case <-s.ctx.Done():
 			return nil, s.ctx.Err()
 		case <-s.requested:
-		case <-s.changes:
-			s.reload()
+		case <-changed:
 		}
 	}
 }
 
-// reload reads the source. A good load replaces the snapshot. A failed
-// load ends the stream when it received responses (the client opens a
-// new one without reporting, R-11.2, and the next stream reports the
-// error), and
-// otherwise is returned by Recv, unless the Transport reported the same
-// error already: then the stream waits for the next change, so that the
-// client's backoff does not delay picking up a fixed source.
-func (s *stream) reload() {
-	s.t.mu.Lock()
-	defer s.t.mu.Unlock()
-	snap, err := s.t.loader.load()
+// loadErrLocked returns the error of the source's last load for Recv to
+// end the stream with, or nil. A failed load ends a stream that returned
+// responses (the client opens a new one without reporting, R-11.2, and
+// that one reports the error). A stream that returned nothing fails with
+// the error unless a stream of its type reported the same error already:
+// it then waits for the next change, so that the client's backoff does
+// not delay picking up a fixed source. Called with t.mu held.
+func (s *stream) loadErrLocked() error {
+	t := s.t
+	err := t.loadErr
 	if err == nil {
-		s.t.reported = ""
-		if s.snap == nil || s.snap.digest != snap.digest {
-			s.snap = snap
-		}
-		return
+		return nil
 	}
 	if s.received {
-		s.loadErr = err
-		return
+		return err
 	}
-	if err.Error() == s.t.reported {
-		return
+	if err.Error() == t.reported[s.typeURL] {
+		return nil
 	}
-	s.t.reported = err.Error()
-	s.loadErr = err
+	t.reported[s.typeURL] = err.Error()
+	return err
 }
 
-// requested returns the resources of res the subscription wants: all of
-// them for a wildcard subscription or when their names are unknown
-// (names nil); otherwise those named in want, and those whose name is
-// unknown (the client sorts them out). Sending only what is requested is
-// what a management server does; it spares the client resources it would
-// ignore.
+// nextResponse returns the response owed from snap, or nil.
+func (s *stream) nextResponse(snap *snapshot) *v3discoverypb.DiscoveryResponse {
+	if snap == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.gotReq {
+		return nil
+	}
+	cur := snap.byType[s.typeURL]
+	if cur == nil && !s.everSent {
+		return nil // nothing of the type: the client's does-not-exist timer decides
+	}
+	version := cur.GetVersionInfo()
+	if !s.force && s.everSent && s.sent == version {
+		return nil
+	}
+	s.force = false
+	s.sent, s.everSent = version, true
+	return &v3discoverypb.DiscoveryResponse{
+		VersionInfo: version,
+		Resources:   requested(cur.GetResources(), snap.names[s.typeURL], s.names),
+		TypeUrl:     s.typeURL,
+	}
+}
+
+// requested returns the resources of res the subscription want asks for:
+// all of them for the wildcard (an empty list, its legacy form, or "*")
+// or when their names are unknown (names nil); otherwise those named in
+// want, and those whose name is unknown (the client sorts them out).
+// Sending only what is requested is what a management server does; it
+// spares the client resources it would ignore.
 func requested(res []*anypb.Any, names, want []string) []*anypb.Any {
-	if names == nil || slices.Contains(want, "*") {
+	if names == nil || len(want) == 0 || slices.Contains(want, "*") {
 		return res
 	}
 	wanted := make(map[string]bool, len(want))
@@ -141,49 +161,4 @@ func requested(res []*anypb.Any, names, want []string) []*anypb.Any {
 		}
 	}
 	return out
-}
-
-// nextResponse returns the next response owed, serialized, or nil.
-func (s *stream) nextResponse() []byte {
-	if s.snap == nil {
-		return nil
-	}
-	s.mu.Lock()
-	types := make([]string, 0, len(s.names))
-	for t := range s.names {
-		types = append(types, t)
-	}
-	slices.Sort(types)
-	var resp *v3discoverypb.DiscoveryResponse
-	for _, t := range types {
-		cur := s.snap.byType[t]
-		if cur == nil && !s.everSent[t] {
-			continue // nothing of the type: the client's does-not-exist timer decides
-		}
-		version := cur.GetVersionInfo()
-		if !s.force[t] && s.sent[t] == version {
-			continue
-		}
-		delete(s.force, t)
-		s.sent[t] = version
-		s.everSent[t] = true
-		s.nonce++
-		resp = &v3discoverypb.DiscoveryResponse{
-			VersionInfo: version,
-			Resources:   requested(cur.GetResources(), s.snap.names[t], s.names[t]),
-			TypeUrl:     t,
-			Nonce:       strconv.Itoa(s.nonce),
-		}
-		break
-	}
-	s.mu.Unlock()
-	if resp == nil {
-		return nil
-	}
-	b, err := proto.Marshal(resp)
-	if err != nil {
-		s.loadErr = fmt.Errorf("file: marshalling the %s response: %w", resp.GetTypeUrl(), err)
-		return nil
-	}
-	return b
 }

@@ -65,9 +65,6 @@ func WithReconnectTimeout(d time.Duration) Option {
 	}
 }
 
-// ErrClosed is returned by Transport.NewStream after Transport.Close.
-var ErrClosed = errors.New("grpctransport: transport closed")
-
 // streamDesc describes the bidirectional streaming RPCs of ADS.
 var streamDesc = &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
 
@@ -297,10 +294,10 @@ func newGRPCTransport(b *Builder, conn *sharedConn) *grpcTransport {
 //
 // The stream ends when ctx is cancelled, when the server ends it, or when
 // this Transport is closed, even if other Transports still share the conn.
-// NewStream returns ErrClosed after Close.
+// NewStream returns transport.ErrClosed after Close.
 func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
 	if t.ctx.Err() != nil {
-		return nil, ErrClosed
+		return nil, transport.ErrClosed
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	// Close cancels the stream; once the stream's context is done, for
@@ -315,7 +312,7 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 	if err != nil {
 		cancel()
 		if t.ctx.Err() != nil {
-			return nil, ErrClosed
+			return nil, transport.ErrClosed
 		}
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func TestBuilder_SharesConnForEqualServers(t *testing.T) {
 	if _, err := st1.Recv(); status.Code(err) != codes.Canceled {
 		t.Fatalf("Recv on a stream of a closed Transport: error = %v, want code Canceled", err)
 	}
-	if _, err := tr1.NewStream(ctx, transport.ADSMethod); !errors.Is(err, grpctransport.ErrClosed) {
+	if _, err := tr1.NewStream(ctx, transport.ADSMethod); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("NewStream on a closed Transport: error = %v, want ErrClosed", err)
 	}
 	if err := verifyEcho(st2, []byte("still open")); err != nil {

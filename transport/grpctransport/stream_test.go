@@ -276,7 +276,7 @@ func TestNewStream_AfterClose(t *testing.T) {
 	tr := build(t, grpctransport.NewBuilder(), insecureConfig(lis.Addr().String()))
 	tr.Close()
 	tr.Close()
-	if _, err := tr.NewStream(ctx, transport.ADSMethod); !errors.Is(err, grpctransport.ErrClosed) {
+	if _, err := tr.NewStream(ctx, transport.ADSMethod); !errors.Is(err, transport.ErrClosed) {
 		t.Fatalf("NewStream after Close: error = %v, want ErrClosed", err)
 	}
 }

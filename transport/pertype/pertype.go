@@ -6,18 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
-)
-
-// Type URLs of the built-in resource types.
-const (
-	listenerType = "type.googleapis.com/envoy.config.listener.v3.Listener"
-	routeType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
-	clusterType  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
-	endpointType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 )
 
 // Service names the two per-type streaming RPCs of one resource type, as
@@ -43,10 +35,10 @@ func DefaultServices() map[string]Service {
 		return Service{Stream: prefix + "Stream" + suffix, Delta: prefix + "Delta" + suffix}
 	}
 	return map[string]Service{
-		listenerType: svc("listener", "ListenerDiscoveryService", "Listeners"),
-		routeType:    svc("route", "RouteDiscoveryService", "Routes"),
-		clusterType:  svc("cluster", "ClusterDiscoveryService", "Clusters"),
-		endpointType: svc("endpoint", "EndpointDiscoveryService", "Endpoints"),
+		resources.ListenerTypeURL:    svc("listener", "ListenerDiscoveryService", "Listeners"),
+		resources.RouteConfigTypeURL: svc("route", "RouteDiscoveryService", "Routes"),
+		resources.ClusterTypeURL:     svc("cluster", "ClusterDiscoveryService", "Clusters"),
+		resources.EndpointsTypeURL:   svc("endpoint", "EndpointDiscoveryService", "Endpoints"),
 	}
 }
 
@@ -95,67 +87,60 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 	if err != nil {
 		return nil, err
 	}
-	return &Transport{inner: tr, cfg: b.cfg}, nil
+	return wrap(tr, b.cfg), nil
 }
 
 // Wrap returns a Transport that opens per-type streams on tr in place of
 // ADS streams (see the package doc). Closing it closes tr.
 func Wrap(tr transport.Transport, opts ...Option) *Transport {
-	return &Transport{inner: tr, cfg: newConfig(opts)}
+	return wrap(tr, newConfig(opts))
 }
 
-// Transport is a transport.Transport that turns ADS streams into per-type
-// streams on the Transport it wraps. Safe for concurrent use.
+func wrap(tr transport.Transport, cfg *config) *Transport {
+	return &Transport{inner: tr, xds: transport.PerTypeStreams(tr, cfg.methodFor)}
+}
+
+// Transport is a transport.Transport whose xDS streams (transport.XDS) are
+// per-type streams on the Transport it wraps. Safe for concurrent use.
 type Transport struct {
 	inner transport.Transport
-	cfg   *config
+	xds   transport.XDS
 }
 
-var _ transport.Transport = (*Transport)(nil)
-
-// NewStream returns a mux stream for transport.ADSMethod (SotW, variant 1)
-// or transport.DeltaADSMethod (delta, variant 2), without network I/O: the
-// stream of each type is opened on the first request of the type. Any
-// other method is opened on the wrapped Transport unchanged. The mux
-// stream ends when ctx is done or a type's stream fails before the mux
-// received anything (see the package doc).
+// NewStream opens method on the wrapped Transport: the per-type streams
+// are opened through NewXDSStream; this is for the other services of the
+// server, such as load reporting (LRS).
 func (t *Transport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	var delta bool
-	switch method {
-	case transport.ADSMethod:
-	case transport.DeltaADSMethod:
-		delta = true
-	default:
-		return t.inner.NewStream(ctx, method)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	m := &muxStream{
-		ctx:      mctx,
-		cancel:   cancel,
-		tr:       t.inner,
-		services: maps.Clone(t.cfg.services),
-		recvCh:   make(chan []byte),
-		failed:   make(chan struct{}),
-		subs:     make(map[string]*subStream),
-	}
-	m.delta = delta
-	return m, nil
+	return t.inner.NewStream(ctx, method)
+}
+
+// PerType reports true: one stream per resource type.
+func (t *Transport) PerType() bool { return true }
+
+// NewXDSStream opens the per-type stream of spec.TypeURL on the wrapped
+// Transport, with the type's service (the Stream method for SotW, the
+// Delta one for delta). It fails for a type with no service, naming it.
+func (t *Transport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	return t.xds.NewXDSStream(ctx, spec)
 }
 
 // Close closes the wrapped Transport, which ends every stream.
 func (t *Transport) Close() { t.inner.Close() }
 
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.XDS       = (*Transport)(nil)
+)
+
 // errNoService is wrapped by the error of a type with no per-type service.
 var errNoService = errors.New("no per-type service for the resource type")
 
-// methodFor returns the per-type method of typeURL.
-func (m *muxStream) methodFor(typeURL string) (string, error) {
-	s, ok := m.services[typeURL]
+// methodFor returns the per-type method of typeURL: the Stream method for
+// SotW (variant 1), the Delta one for delta (variant 2).
+func (c *config) methodFor(typeURL string, delta bool) (string, error) {
+	s, ok := c.services[typeURL]
 	method := s.Stream
-	if m.delta {
+	if delta {
 		method = s.Delta
 	}
 	if !ok || method == "" {

@@ -210,8 +210,8 @@ func TestDelta_OneTypeReopened(t *testing.T) {
 }
 
 // TestFailureBeforeAnyResponse checks that a per-type stream that fails
-// before the mux received anything fails the mux, so that the engine
-// reports a connection error.
+// before any response is reported to its watchers as a connection error
+//
 func TestFailureBeforeAnyResponse(t *testing.T) {
 	ctx := testContext(t)
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
@@ -252,11 +252,12 @@ func chain(version string, ports ...uint32) testutil.Resources {
 	return r
 }
 
-// TestIndependentBackoff checks, in fake time, that a healthy type's
-// stream that fails is reopened alone at once, and when it then keeps
-// failing before any response, is retried with its own backoff (R-11.1:
-// 1 s, then 1.6 s, ± 20 %), while the other types' streams go on; and
-// that it recovers.
+// TestIndependentBackoff checks, in fake time, that a type's stream that
+// fails after accepting responses is reopened alone at once, and when it
+// then keeps failing before any response, is retried with its own backoff
+// 1 s, then 1.6 s, ± 20 %), each failure reported to its type's
+// watchers only, while the other types' streams go on; and that it
+// recovers.
 func TestIndependentBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
@@ -289,7 +290,14 @@ func TestIndependentBackoff(t *testing.T) {
 				t.Errorf("%s opened %d times, want 1", m, n)
 			}
 		}
-		w.E.WantNone(t, 0) // the cached endpoints stay, without errors (see the package doc, Caveats)
+		// Each failed attempt of the EDS stream is reported to the EDS
+		// watcher alone, as an ambient error: it keeps its cached value
+		// (R-11.3, per stream).
+		for range 3 {
+			w.E.Want(ctx, t, clienttest.AmbientError, client.ErrConnection)
+		}
+		w.E.WantNone(t, 0)
+		w.C.WantNone(t, 0)
 
 		ms.RejectStreams(nil)
 		ms.Update("test-node", chain("v2", 9090))

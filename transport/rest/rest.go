@@ -9,18 +9,20 @@
 //	b := rest.NewBuilder(rest.WithInterval(10 * time.Second))
 //	c, err := client.New(cfg, client.WithTransportBuilder(b)) // server_uri "http://xds.example.com:8080"
 //
-// It is a transport.Transport: the client's engine (validation, cache,
-// ACK/NACK, does-not-exist timers, watchers) is the same as for ADS.
-// Only the SotW variant exists over REST (and no ADS): the delta stream
-// fails with ErrDeltaUnsupported.
+// It is a transport.Transport that speaks xDS itself (transport.XDS, one
+// stream per type): the client's engine (subscriptions, validation, cache,
+// ACK/NACK, does-not-exist timers, watchers) is the same as for ADS. Only
+// the SotW variant exists over REST (and no ADS, nor any other gRPC
+// service): a delta stream fails with an error wrapping
+// transport.ErrDeltaUnsupported.
 //
 // # Polling
 //
 // Per type, at most one request is outstanding at a time (the server may
 // hold it: long polling). The first request of a type is posted at once;
 // the next one when the client has answered the previous response (its
-// ACK or NACK, which the client sends as for a stream) and the interval
-// has passed (WithInterval, default DefaultInterval 30 s, ±20 % jitter so
+// ACK or NACK, which the client sends as for a stream,
+// transport.Request.Answer) and the interval has passed (WithInterval, default DefaultInterval 30 s, ±20 % jitter so
 // that many clients spread out), or at once when the type's subscription
 // (resource_names) changes. Each request carries the node, the
 // type's resource_names and the version_info the client last accepted;
@@ -59,15 +61,16 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/proxyless/xds/bootstrap"
+	// The built-in resource types, which responses carry as Any, are
+	// linked with it.
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
-
-	// The built-in resource types, which responses carry as Any.
-	_ "github.com/proxyless/xds/resources"
 )
 
 // DefaultInterval is the default time between two polls of a type: 30 s.
@@ -76,13 +79,6 @@ const DefaultInterval = 30 * time.Second
 // DefaultMaxResponseBytes is the default limit on a response body: 4 MiB,
 // as gRPC's default receive limit.
 const DefaultMaxResponseBytes = 4 << 20
-
-// ErrDeltaUnsupported is returned by NewStream for the incremental (delta)
-// stream: REST-JSON polling is SotW only.
-var ErrDeltaUnsupported = errors.New("rest: incremental (delta) xDS is not available over REST-JSON polling")
-
-// ErrClosed is returned by NewStream after Close.
-var ErrClosed = errors.New("rest: transport closed")
 
 // Resolver finds the message types of the Any values in responses.
 type Resolver interface {
@@ -168,10 +164,10 @@ func NewBuilder(opts ...Option) *Builder {
 		maxBytes: DefaultMaxResponseBytes,
 		resolver: protoregistry.GlobalTypes,
 		paths: map[string]string{
-			"type.googleapis.com/envoy.config.listener.v3.Listener":              "listeners",
-			"type.googleapis.com/envoy.config.route.v3.RouteConfiguration":       "routes",
-			"type.googleapis.com/envoy.config.cluster.v3.Cluster":                "clusters",
-			"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": "endpoints",
+			resources.ListenerTypeURL:    "listeners",
+			resources.RouteConfigTypeURL: "routes",
+			resources.ClusterTypeURL:     "clusters",
+			resources.EndpointsTypeURL:   "endpoints",
 		},
 	}
 	for _, opt := range opts {
@@ -241,32 +237,74 @@ type Transport struct {
 	ownHC  bool               // hc is the Transport's: Close closes its idle connections
 	ctx    context.Context    // cancelled by Close
 	cancel context.CancelFunc // cancels ctx
+	wg     sync.WaitGroup     // the poll goroutines of every stream
+
+	mu     sync.Mutex
+	closed bool // guarded by mu: Close was called; no poll starts after it
 }
 
-var _ transport.Transport = (*Transport)(nil)
+// goPoll runs poll on a goroutine Close waits for, unless Close was
+// called; it reports whether it did.
+func (t *Transport) goPoll(poll func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		poll()
+	}()
+	return true
+}
 
-// NewStream returns a polling stream for transport.ADSMethod, without I/O:
-// each type is polled from its first request. It returns
-// ErrDeltaUnsupported for transport.DeltaADSMethod, an error for other
-// methods, and ErrClosed after Close.
-func (t *Transport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	switch method {
-	case transport.ADSMethod:
-	case transport.DeltaADSMethod:
-		return nil, ErrDeltaUnsupported
-	default:
-		return nil, fmt.Errorf("rest: unsupported method %q", method)
+var (
+	_ transport.Transport = (*Transport)(nil)
+	_ transport.XDS       = (*Transport)(nil)
+)
+
+// errNoGRPC is returned by NewStream: a REST-JSON server has no gRPC
+// services.
+var errNoGRPC = errors.New("rest: a REST-JSON polling server has no gRPC streams (ADS, LRS)")
+
+// NewStream returns an error: a REST-JSON server is reached through
+// NewXDSStream only; it has no gRPC services such as load reporting.
+func (t *Transport) NewStream(_ context.Context, method string) (transport.Stream, error) {
+	return nil, fmt.Errorf("%w: %s", errNoGRPC, method)
+}
+
+// PerType reports true: each resource type is polled on its own.
+func (t *Transport) PerType() bool { return true }
+
+// NewXDSStream returns the polling stream of spec.TypeURL, without I/O:
+// the type is polled from the stream's first request. It returns an error
+// wrapping transport.ErrDeltaUnsupported for a delta stream, one naming
+// the type when it has no endpoint (WithPath), and transport.ErrClosed
+// after Close.
+func (t *Transport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	if spec.Delta {
+		return nil, fmt.Errorf("rest: %w: REST-JSON polling is state of the world only", transport.ErrDeltaUnsupported)
+	}
+	path, ok := t.opts.paths[spec.TypeURL]
+	if !ok {
+		return nil, fmt.Errorf("rest: no endpoint for type %q (set one with rest.WithPath)", spec.TypeURL)
 	}
 	if t.ctx.Err() != nil {
-		return nil, ErrClosed
+		return nil, transport.ErrClosed
 	}
-	return newStream(ctx, t), nil
+	return newStream(ctx, t, path, spec), nil
 }
 
-// Close ends every stream and, unless the HTTP client came from
-// WithHTTPClient, closes its idle connections. Idempotent.
+// Close ends every stream, waits for their polls to end and, unless the
+// HTTP client came from WithHTTPClient, closes its idle connections.
+// Idempotent.
 func (t *Transport) Close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
 	t.cancel()
+	t.wg.Wait()
 	if t.ownHC {
 		t.hc.CloseIdleConnections()
 	}

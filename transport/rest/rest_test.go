@@ -22,6 +22,7 @@ import (
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/testutil/leakcheck"
+	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/rest"
 
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -262,7 +263,7 @@ func TestDeltaUnsupported(t *testing.T) {
 	defer c.Close()
 	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
-	w.Want(ctx, t, clienttest.ResourceError, rest.ErrDeltaUnsupported)
+	w.Want(ctx, t, clienttest.ResourceError, transport.ErrDeltaUnsupported)
 }
 
 // handlerTransport is an http.RoundTripper that serves requests with a

@@ -11,12 +11,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/proxyless/xds/transport"
 
@@ -24,86 +22,76 @@ import (
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// stream turns the client's DiscoveryRequests into polls, one goroutine
-// (poller) per type.
+// stream polls one resource type: the engine opens one per type
+// (transport.XDS.PerType), and each stream has one goroutine (poll).
 type stream struct {
 	// Initialized at creation time and read-only afterwards.
 	t        *Transport
-	ctx      context.Context    // ends with the client's stream or Transport.Close
-	cancel   context.CancelFunc // cancels ctx
-	out      chan []byte        // unbuffered: pollers hand responses to Recv
-	failed   chan struct{}      // closed by fail, after err is set
+	p        *poller
+	node     *v3corepb.Node                        // sent in every poll
+	ctx      context.Context                       // ends with the client's stream or Transport.Close
+	cancel   context.CancelFunc                    // cancels ctx
+	out      chan *v3discoverypb.DiscoveryResponse // unbuffered: the poller hands responses to Recv
+	failed   chan struct{}                         // closed by fail, after err is set
 	failOnce sync.Once
 	err      error
 
 	mu sync.Mutex
 	// Guarded by mu.
-	node    *v3corepb.Node // from the client's first request; sent in every poll
-	pollers map[string]*poller
-	nonce   int // last nonce given to a response
+	started bool // the poll goroutine was started
 }
 
-// poller is the polling state of one type. Guarded by stream.mu except
-// where noted.
+// poller is the polling state of the stream's type. Guarded by stream.mu
+// except where noted.
 type poller struct {
 	typeURL string        // read-only
 	path    string        // read-only: the URL path suffix
 	wake    chan struct{} // read-only; cap 1
 
-	req        *v3discoverypb.DiscoveryRequest // the client's last request of the type
+	req        *v3discoverypb.DiscoveryRequest // the client's last request
 	posted     []string                        // resource_names of the last poll
 	answered   []string                        // resource_names of the last poll the server answered (200 or 304)
 	postedAt   time.Time                       // when the outstanding poll was posted
 	changed    bool                            // the names changed since the last poll: poll at once
-	awaitNonce string                          // nonce of the response the client has not answered yet
+	awaiting   bool                            // a response went to the client, which has not answered it yet
 	cancelPoll context.CancelFunc              // cancels the outstanding poll; nil when none
 }
 
-func newStream(ctx context.Context, t *Transport) *stream {
+func newStream(ctx context.Context, t *Transport, path string, spec transport.StreamSpec) *stream {
 	sctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(t.ctx, cancel)
 	context.AfterFunc(sctx, func() { stop() })
 	return &stream{
-		t:       t,
-		ctx:     sctx,
-		cancel:  cancel,
-		out:     make(chan []byte),
-		failed:  make(chan struct{}),
-		pollers: make(map[string]*poller),
+		t:      t,
+		p:      &poller{typeURL: spec.TypeURL, path: path, wake: make(chan struct{}, 1)},
+		node:   spec.Node,
+		ctx:    sctx,
+		cancel: cancel,
+		out:    make(chan *v3discoverypb.DiscoveryResponse),
+		failed: make(chan struct{}),
 	}
 }
 
-// Send records one DiscoveryRequest of the client: the type's names,
-// version_info and error_detail for its next poll. The first request of a
-// type starts polling it; a change of names polls at once.
-func (s *stream) Send(b []byte) error {
+// Send records a request of the client: the names, version_info and
+// error_detail of the next poll. The first request starts polling; a
+// change of names polls at once; an answer (ACK or NACK) lets the next
+// poll go after the interval.
+func (s *stream) Send(r *transport.Request) error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
-	req := &v3discoverypb.DiscoveryRequest{}
-	if err := proto.Unmarshal(b, req); err != nil {
-		return fmt.Errorf("rest: decoding DiscoveryRequest: %w", err)
-	}
-	path, ok := s.t.opts.paths[req.GetTypeUrl()]
-	if !ok {
-		return fmt.Errorf("rest: no endpoint for type %q (set one with rest.WithPath)", req.GetTypeUrl())
+	req := r.SotW
+	if req == nil || req.GetTypeUrl() != s.p.typeURL {
+		return fmt.Errorf("rest: a %s stream got a request of another kind", s.p.typeURL)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.node == nil && req.GetNode() != nil {
-		s.node = req.GetNode()
-	}
-	p := s.pollers[req.GetTypeUrl()]
-	if p == nil {
-		p = &poller{typeURL: req.GetTypeUrl(), path: path, wake: make(chan struct{}, 1)}
-		s.pollers[p.typeURL] = p
-		go s.poll(p)
-	}
+	p := s.p
 	p.req = req
-	if p.awaitNonce != "" && req.GetResponseNonce() == p.awaitNonce {
-		p.awaitNonce = "" // answered
+	if r.Answer {
+		p.awaiting = false
 	}
-	if !slices.Equal(p.posted, req.GetResourceNames()) {
+	if !s.started || !slices.Equal(p.posted, req.GetResourceNames()) {
 		p.changed = true
 		if p.cancelPoll != nil && time.Since(p.postedAt) >= heldPoll {
 			// Held by the server (long polling): post again with the new
@@ -112,6 +100,12 @@ func (s *stream) Send(b []byte) error {
 			p.cancelPoll()
 		}
 	}
+	if !s.started {
+		if !s.t.goPoll(s.poll) {
+			return transport.ErrClosed
+		}
+		s.started = true
+	}
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -119,12 +113,11 @@ func (s *stream) Send(b []byte) error {
 	return nil
 }
 
-// Recv returns the next response of any type, or the error that ended the
-// stream.
-func (s *stream) Recv() ([]byte, error) {
+// Recv returns the next response, or the error that ended the stream.
+func (s *stream) Recv() (*transport.Response, error) {
 	select {
-	case b := <-s.out:
-		return b, nil
+	case resp := <-s.out:
+		return &transport.Response{SotW: resp}, nil
 	case <-s.failed:
 		return nil, s.err
 	case <-s.ctx.Done():
@@ -145,8 +138,11 @@ func (s *stream) fail(err error) {
 	})
 }
 
-// poll runs the polls of p until the stream ends.
-func (s *stream) poll(p *poller) {
+// poll runs the polls of the stream's type until the stream ends. An
+// empty resource_names is the wildcard (the client never sends it for
+// anything else on a per-type stream), so it is polled like any other.
+func (s *stream) poll() {
+	p := s.p
 	var (
 		timer *time.Timer
 		due   = true // the first poll goes at once
@@ -160,7 +156,7 @@ func (s *stream) poll(p *poller) {
 		s.mu.Lock()
 		var body []byte
 		var pctx context.Context
-		ready := p.req != nil && len(p.req.GetResourceNames()) > 0 && p.awaitNonce == "" && (due || p.changed)
+		ready := p.req != nil && !p.awaiting && (due || p.changed)
 		if ready {
 			var err error
 			version := p.req.GetVersionInfo()
@@ -232,17 +228,10 @@ func (s *stream) poll(p *poller) {
 			continue // 304 Not Modified
 		}
 		s.mu.Lock()
-		s.nonce++
-		resp.Nonce = strconv.Itoa(s.nonce)
-		p.awaitNonce = resp.Nonce
+		p.awaiting = true
 		s.mu.Unlock()
-		b, err := proto.Marshal(resp)
-		if err != nil {
-			s.fail(fmt.Errorf("rest: re-marshalling the %s response: %w", p.typeURL, err))
-			return
-		}
 		select {
-		case s.out <- b:
+		case s.out <- resp:
 		case <-s.ctx.Done():
 			return
 		}
