@@ -14,6 +14,7 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -382,4 +383,71 @@ func wantNoRequest(t *testing.T, ms *testutil.ManagementServer) {
 	if r, err := ms.NextRequest(ctx); err == nil {
 		t.Fatalf("request %v %v after the last watch was cancelled, want the stream closed", r.Req, r.Delta)
 	}
+}
+
+// TestWildcard_EveryType checks the wildcard's form for every built-in
+// type in both variants (xDS protocol, "How the client specifies what
+// resources to return"; R-11.5): the legacy form, an empty list, only for
+// Listener and Cluster, where the protocol defines it; "*" for
+// RouteConfiguration and ClusterLoadAssignment. Against testutil's server,
+// which gives the legacy form to Listener and Cluster only (as the
+// protocol says), every type's WatchAll receives the type's resources. On
+// the old engine the RouteConfiguration and ClusterLoadAssignment
+// wildcards went out as empty lists, and in delta got nothing.
+func TestWildcard_EveryType(t *testing.T) {
+	chain := testutil.Chain(testutil.ChainOptions{Listener: "svc"})
+	for _, tc := range []struct {
+		name   string
+		url    string
+		legacy bool
+		watch  func(c *client.Client, got chan<- string) func()
+	}{
+		{"Listener", resources.ListenerTypeURL, true, func(c *client.Client, got chan<- string) func() {
+			return client.WatchAll(c, resources.ListenerType, namesOf(got, func(l *resources.Listener) string { return l.Name }))
+		}},
+		{"RouteConfiguration", resources.RouteConfigTypeURL, false, func(c *client.Client, got chan<- string) func() {
+			return client.WatchAll(c, resources.RouteConfigType, namesOf(got, func(r *resources.RouteConfig) string { return r.Name }))
+		}},
+		{"Cluster", resources.ClusterTypeURL, true, func(c *client.Client, got chan<- string) func() {
+			return client.WatchAll(c, resources.ClusterType, namesOf(got, func(c *resources.Cluster) string { return c.Name }))
+		}},
+		{"ClusterLoadAssignment", resources.EndpointsTypeURL, false, func(c *client.Client, got chan<- string) func() {
+			return client.WatchAll(c, resources.EndpointsType, namesOf(got, func(e *resources.Endpoints) string { return e.ClusterName }))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+				ctx := testContext(t)
+				ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+				if err := ms.Update("", chain); err != nil {
+					t.Fatal(err)
+				}
+				c := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+				got := make(chan string, 10)
+				defer tc.watch(c, got)()
+				r, err := ms.NextRequest(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				names := r.Req.GetResourceNames()
+				if delta {
+					names = r.Delta.GetResourceNamesSubscribe()
+				}
+				if tc.legacy && len(names) != 0 || !tc.legacy && !slices.Equal(names, []string{"*"}) {
+					t.Fatalf("first request subscribes %q, want the legacy form %v", names, tc.legacy)
+				}
+				select {
+				case n := <-got:
+					t.Logf("WatchAll got %q", n)
+				case <-ctx.Done():
+					t.Fatal("WatchAll got nothing")
+				}
+			})
+		})
+	}
+}
+
+// namesOf returns a watcher that sends the name of each value to got.
+func namesOf[T any](got chan<- string, name func(T) string) watcher.Funcs[T] {
+	return watcher.Funcs[T]{OnChanged: func(v T) { got <- name(v) }}
 }
