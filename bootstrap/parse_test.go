@@ -207,7 +207,7 @@ func TestParse_Valid(t *testing.T) {
 				Servers: []*ServerConfig{{
 					ServerURI:      "trafficdirector.googleapis.com:443",
 					ChannelCreds:   ChannelCreds{Type: CredsGoogleDefault},
-					ServerFeatures: []string{FeatureXDSV3, FeatureIgnoreResourceDeletion},
+					ServerFeatures: []string{"xds_v3", FeatureIgnoreResourceDeletion},
 				}},
 				Node: Node{
 					ID:       "projects/123456789012/networks/default/nodes/5ab3c1c4-0f2e-4f1e-9b3d-2a8c1e0b7f11",

@@ -4,22 +4,17 @@ package bootstrap
 
 import "encoding/json"
 
-// Server features: the `server_features` strings this package knows (R-2).
-// Other strings are kept in ServerConfig.ServerFeatures and otherwise
-// ignored.
+// Server features: the `server_features` strings that change what the
+// client does (R-2). Other strings are kept in ServerConfig.ServerFeatures
+// and otherwise ignored: among them "xds_v3", historical (gRFC A30: every
+// client speaks xDS v3 only; R-2.2), and "trusted_xds_server" (gRFC A81),
+// which marks a server whose security-affecting fields may be honoured:
+// the client honours none yet (R-2.3).
 const (
 	// FeatureIgnoreResourceDeletion asks the client to keep a cached
 	// Listener or Cluster that a SotW response no longer names, instead of
 	// reporting it deleted (gRFC A53, R-2.1).
 	FeatureIgnoreResourceDeletion = "ignore_resource_deletion"
-
-	// FeatureXDSV3 is historical (gRFC A30): every client speaks xDS v3
-	// only. It is accepted and ignored (R-2.2), and not part of Key.
-	FeatureXDSV3 = "xds_v3"
-
-	// FeatureTrustedXDSServer marks a server whose security-affecting
-	// fields may be honoured (gRFC A81, R-2.3).
-	FeatureTrustedXDSServer = "trusted_xds_server"
 
 	// FeatureFailOnDataErrors makes data errors (NACK, deletion, TP3 errors)
 	// drop the cached resource (gRFC A88, R-2.4).
@@ -48,14 +43,13 @@ const (
 
 // behaviourFeatures are the server features that change what the client
 // does with a server, in sorted order. They, and only they, are part of
-// Key: two entries that differ only in other strings (FeatureXDSV3,
-// unknown ones) behave the same and share one channel.
+// Key: two entries that differ only in other strings ("xds_v3", unknown
+// ones) behave the same and share one channel.
 var behaviourFeatures = []string{
 	FeatureDeltaADS,
 	FeatureFailOnDataErrors,
 	FeatureIgnoreResourceDeletion,
 	FeatureResourceTimerIsTransientError,
-	FeatureTrustedXDSServer,
 }
 
 // HasFeature reports whether feature is listed in sc.ServerFeatures. For

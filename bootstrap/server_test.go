@@ -75,7 +75,12 @@ func TestServerConfig_Key(t *testing.T) {
 			name: "known feature",
 			give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["ignore_resource_deletion"]}`,
 		},
-		{name: "trusted_xds_server", give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["trusted_xds_server"]}`},
+		{
+			// R-2.3: trusted_xds_server changes nothing the client does yet.
+			name:      "trusted_xds_server ignored",
+			give:      `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["trusted_xds_server"]}`,
+			wantEqual: true,
+		},
 		{name: "fail_on_data_errors", give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["fail_on_data_errors"]}`},
 		{
 			// R-6.2: the protocol variant is part of the identity, so a
@@ -185,7 +190,7 @@ func TestServerConfig_Features(t *testing.T) {
 	if !parseServerEntry(t, `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["delta_ads"]}`).DeltaADS() {
 		t.Error("DeltaADS() = false with delta_ads, want true")
 	}
-	for _, f := range []string{FeatureTrustedXDSServer, FeatureFailOnDataErrors, FeatureXDSV3, FeatureDeltaADS} {
+	for _, f := range []string{"trusted_xds_server", FeatureFailOnDataErrors, "xds_v3", FeatureDeltaADS} {
 		if sc.HasFeature(f) {
 			t.Errorf("HasFeature(%q) = true, want false", f)
 		}
