@@ -122,10 +122,10 @@ type persistKey struct{ server, typeURL, name string }
 
 // persister is the client's side of the Store: the values loaded on start
 // and the writes not done yet. Its fields are guarded by Client.mu, except
-// store, which is read-only.
+// store and loaded, which are read-only once New returns.
 type persister struct {
 	store   Store
-	loaded  map[persistKey]PersistedResource // by key, from Load
+	loaded  map[persistKey]loadedResource // by key, from Load
 	ready   bool                             // the persistence timeout passed
 	pending map[persistKey]*PersistedResource
 	order   []persistKey  // pending keys in order of first queueing
@@ -133,19 +133,34 @@ type persister struct {
 	timer   *time.Timer
 }
 
-// startPersistence loads the store and starts the writer and the timeout.
+// loadedResource is a stored value, decoded.
+type loadedResource struct {
+	rec   PersistedResource
+	value any
+}
+
+// startPersistence loads the store, decodes what it holds, and starts the
+// writer and the timeout. It runs in New, without the client's lock: the
+// decoders never run under it. A stored value of a type the client does
+// not know, that no longer validates, or whose resource is named otherwise
+// than the name it is stored under, is skipped with a warning.
 func (c *Client) startPersistence() {
 	s := c.opts.store
 	if s == nil {
 		return
 	}
-	p := &persister{store: s, loaded: make(map[persistKey]PersistedResource), pending: make(map[persistKey]*PersistedResource), wake: make(chan struct{}, 1)}
+	p := &persister{store: s, loaded: make(map[persistKey]loadedResource), pending: make(map[persistKey]*PersistedResource), wake: make(chan struct{}, 1)}
 	recs, err := s.Load()
 	if err != nil {
 		c.logger.Warn("cannot load persisted resources", xdslog.KeyError, err)
 	}
 	for _, r := range recs {
-		p.loaded[persistKey{r.ServerURI, r.TypeURL, r.Name}] = r
+		v, err := c.decodeStored(r)
+		if err != nil {
+			c.logger.Warn("ignoring a persisted resource", xdslog.KeyTypeURL, r.TypeURL, xdslog.KeyResource, r.Name, "server_uri", r.ServerURI, xdslog.KeyError, err)
+			continue
+		}
+		p.loaded[persistKey{r.ServerURI, r.TypeURL, r.Name}] = loadedResource{rec: r, value: v}
 	}
 	c.persist = p
 	d := c.opts.persistTimeout
@@ -173,37 +188,40 @@ func (c *Client) persistenceTimeout() {
 	}
 }
 
+// decodeStored decodes a stored value, and checks that the resource is
+// the one it is stored as.
+func (c *Client) decodeStored(r PersistedResource) (any, error) {
+	typ, ok := c.registry.Lookup(r.TypeURL)
+	if !ok {
+		return nil, errors.New("type not registered with the client")
+	}
+	name, v, err := typ.Decode(r.Resource)
+	if err != nil {
+		return nil, err
+	}
+	if name = resources.CanonicalName(name); name != r.Name {
+		return nil, fmt.Errorf("the stored resource is named %q, not %q", name, r.Name)
+	}
+	return v, nil
+}
+
 // servePersistedLocked serves e its stored value if the persistence
 // timeout passed, e has no value and was never received, its authority
-// has not answered, and a server of its list sent the stored value. A
-// stored value that no longer validates, or whose resource is named
-// otherwise than the name it is stored under, is skipped with a warning.
+// has not answered, and a server of its list sent the stored value (the
+// one of highest priority, if several did).
 func (c *Client) servePersistedLocked(e *entry) {
 	p := c.persist
 	if p == nil || !p.ready || e.auth.reached || !e.neverReceived() {
 		return
 	}
-	var rec *PersistedResource
 	for _, sc := range e.auth.servers {
-		if r, ok := p.loaded[persistKey{sc.ServerURI, e.typ.TypeURL(), e.name}]; ok {
-			rec = &r
-			break
+		if l, ok := p.loaded[persistKey{sc.ServerURI, e.typ.TypeURL(), e.name}]; ok {
+			c.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, e.typ.TypeURL(),
+				xdslog.KeyResource, e.name, xdslog.KeyVersionInfo, l.rec.Version, "from", l.rec.ServerURI)
+			c.transitionLocked(e, evPersisted, &input{value: l.value, rec: &l.rec}, nil)
+			return
 		}
 	}
-	if rec == nil {
-		return
-	}
-	name, v, err := e.typ.Decode(rec.Resource)
-	if err == nil && resources.CanonicalName(name) != e.name {
-		err = fmt.Errorf("the stored resource is named %q, not %q", name, e.name)
-	}
-	if err != nil {
-		c.logger.Warn("ignoring a persisted resource", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name, xdslog.KeyError, err)
-		return
-	}
-	c.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, e.typ.TypeURL(),
-		xdslog.KeyResource, e.name, xdslog.KeyVersionInfo, rec.Version, "from", rec.ServerURI)
-	c.transitionLocked(e, evPersisted, &input{value: v, rec: rec}, nil)
 }
 
 // staleError is the AmbientError of a resource served from persistence.

@@ -107,6 +107,45 @@ func TestPersistence_NotServedWhenReachable(t *testing.T) {
 	})
 }
 
+// TestPersistence_MisnamedRecordNotServed checks that a stored value whose
+// resource is named otherwise than the name it is stored under (a
+// tampered or mixed-up store) is not served: it is skipped with a warning
+// naming both names, and a correctly named one next to it is served. On
+// the old client the resource named "b" was served to the watchers of "a".
+func TestPersistence_MisnamedRecordNotServed(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		store := newMemStore()
+		store.Save(client.PersistedResource{ServerURI: testutil.InMemoryAddress, TypeURL: resources.ClusterTypeURL, Name: "a",
+			Version: "1", Resource: testutil.MarshalAny(testutil.Cluster("b", "eds-b"))})
+		store.Save(client.PersistedResource{ServerURI: testutil.InMemoryAddress, TypeURL: resources.ClusterTypeURL, Name: "c",
+			Version: "1", Resource: testutil.MarshalAny(testutil.Cluster("c", "eds-c"))})
+		var logs syncBuffer
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+		ms.RejectStreams(errors.New("down"))
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithStore(store), client.WithPersistenceTimeout(time.Second),
+			client.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		wa, wc := newRecorder[*resources.Cluster](), newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", wa)()
+		defer client.Watch(c, resources.ClusterType, "c", wc)()
+		var e event[*resources.Cluster]
+		for e = wc.next(ctx, t); errors.Is(e.err, client.ErrConnection); e = wc.next(ctx, t) {
+		}
+		if e.kind != changed || e.value.Name != "c" {
+			t.Fatalf("c: event %v, want its persisted value", e)
+		}
+		time.Sleep(time.Minute) // fake time
+		for len(wa.events) > 0 {
+			if e := <-wa.events; e.kind == changed {
+				t.Fatalf("a: served %v, stored under another name", e.value.Name)
+			}
+		}
+		if got := logs.String(); !strings.Contains(got, `named \"b\", not \"a\"`) {
+			t.Fatalf("log %q does not say the stored resource is misnamed", got)
+		}
+	})
+}
+
 // TestPersistence_SavesAndDeletes checks what is written: each accepted
 // value, keyed by server, type and name, with its version; its deletion
 // when the server deletes the resource (R-14.1).
