@@ -126,7 +126,7 @@ type persistKey struct{ server, typeURL, name string }
 type persister struct {
 	store   Store
 	loaded  map[persistKey]loadedResource // by key, from Load
-	ready   bool                             // the persistence timeout passed
+	ready   bool                          // the persistence timeout passed
 	pending map[persistKey]*PersistedResource
 	order   []persistKey  // pending keys in order of first queueing
 	wake    chan struct{} // cap 1: wakes the writer
