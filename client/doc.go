@@ -54,23 +54,28 @@
 //     RouteConfiguration and ClusterLoadAssignment resources are never
 //     deleted by omission (R-10.4).
 //   - Streams are retried with exponential backoff (1 s × 1.6ⁿ ± 20 %, at
-//     most 120 s; R-11.1), which starts over only after a healthy stream:
-//     one that processed a response and lived at least 10 s; a healthy
-//     stream that ends is replaced at once, silently (R-11.2). A stream
+//     most 120 s; R-11.1), which starts over, and the next stream starts
+//     at once, after a stream that accepted a response (as grpc-go), so
+//     a flapping server is reconnected to each time it answered; a stream
+//     that had responses and ends is replaced silently (R-11.2). A stream
 //     that fails before any response is reported to watchers as
 //     ErrConnection (R-11.3), and so is every failure caused by a message
-//     size limit, whenever it happens: at most one error per watcher per
-//     failed stream.
+//     size limit, whenever it happens, which backs off as well: at most
+//     one error per watcher per failed stream.
 //   - Responses of unknown type URLs, and messages that do not decode, are
 //     ignored: no ACK, no NACK, and the stream keeps reading (R-7.8).
 //   - WatchAll (or Watch of the name "*") subscribes to the wildcard, next
 //     to the names watched with Watch ("How the client specifies what
-//     resources to return"): in its legacy form, an empty list, when it is
-//     subscribed at the type's first request on a stream (which every
-//     server understands), explicitly as "*" otherwise (R-6.2, R-11.5).
-//     A Watch of an xdstp glob collection ("xdstp://auth/type/path/*",
-//     xRFC TP1) is a wildcard scoped to the authority, on the authority's
-//     servers (R-5.7).
+//     resources to return"): for Listener and Cluster in its legacy form,
+//     an empty list, when it is subscribed at the type's first request on
+//     a stream (which every server understands); explicitly as "*"
+//     otherwise, and always for the other types, for which the protocol
+//     defines no legacy form (R-6.2, R-11.5). A Watch of an xdstp glob
+//     collection ("xdstp://auth/type/path/*", xRFC TP1) is a wildcard
+//     scoped to the authority, on the authority's servers (R-5.7).
+//   - A name no request could carry (not valid UTF-8, or longer than
+//     MaxNameLength) fails its own watch alone, with ErrUnsupported
+//     (R-13.7).
 //
 // # Resilience
 //
@@ -80,7 +85,8 @@
 //     list is used; watchers hear of the failure only when the last server
 //     fails. The first response of a higher-priority server reverts to it,
 //     asking it for every watched resource, and closes the lower-priority
-//     stream. ResourceOrigin says which server sent a cached value.
+//     stream. WatchAll and glob collections follow the same servers
+//     (R-15.8). ResourceOrigin says which server sent a cached value.
 //   - Server-reported errors (resource_errors, xRFC TP3, gRFC A88; R-19)
 //     reach the named resource's watchers, wrapping ErrServerReported and
 //     the server's status; NOT_FOUND is a does-not-exist. With the server
@@ -93,6 +99,17 @@
 //     accepted values are saved; on start, when no server answers within
 //     WithPersistenceTimeout, watchers get the saved values, marked stale
 //     (AmbientError wrapping ErrStale), until a server sends them.
+//
+// # Transports
+//
+// The engine reaches each server through its transport's
+// transport.XDS: one aggregated stream for every type (ADS, the default,
+// over gRPC), or one stream per type (package transport/pertype, REST-JSON
+// polling, files). The engine keeps every piece of protocol state, for
+// either layout: subscriptions, versions and nonces, ACK/NACK, the
+// subscription sent again on a new stream, backoff and flow control, per
+// stream; a per-type stream's failures are reported to the watchers of
+// its type.
 //
 // # Incremental
 //
