@@ -50,7 +50,7 @@ type faultConfig struct {
 	abortPerMillion uint32
 	abortMult       uint32
 	hasAbort        bool
-	maxActiveFaults uint32 // 0: unlimited
+	maxActiveFaults uint32 // when hasMaxActive: at most this many faults at once (0: none); no limit without it
 	hasMaxActive    bool
 	active          *atomic.Int64 // shared by the RPCs of the filter
 	filterName      string
