@@ -225,7 +225,10 @@ func (a *authority) detachLocked(ch *channel) {
 // entry's, "*" for the wildcard, or a glob) of type typ joined or left
 // what a subscribes.
 func (a *authority) subscriptionChangedLocked(typ resources.ResourceType, name string, subscribed bool) {
-	for _, ch := range slices.Clone(a.chans) { // a channel may retire, and detach
+	// A channel may retire, and detach, when a name leaves: walk a copy,
+	// on the stack for the usual few channels.
+	var buf [4]*channel
+	for _, ch := range append(buf[:0], a.chans...) {
 		ch.changedLocked(typ, name, subscribed)
 	}
 }

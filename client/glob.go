@@ -77,8 +77,9 @@ func (tc *typeCache) collectionWatchersLocked(name string) []*watchEntry {
 // watchCollectionLocked registers we for a collection: the wildcard ("*",
 // WatchAll) of the top-level servers, or the glob collection name of its
 // authority's servers, and returns its cancel. The cached members are
-// delivered at once, in name order.
-func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, we *watchEntry, failLocked func(error) func()) func() {
+// delivered at once, in name order. It returns the error of a
+// watch that cannot be served.
+func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, we *watchEntry) (func(), error) {
 	var (
 		a   *authority
 		err error
@@ -92,7 +93,7 @@ func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, w
 		err = a.attachLocked()
 	}
 	if err != nil {
-		return failLocked(err)
+		return nil, err
 	}
 	tc := a.typeLocked(rt)
 	var first bool
@@ -114,7 +115,7 @@ func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, w
 			c.replayLocked(e, we)
 		}
 	}
-	return func() { c.unwatchCollection(a, tc, name, we) } // idempotent: a second call finds we gone
+	return func() { c.unwatchCollection(a, tc, name, we) }, nil // idempotent: a second call finds we gone
 }
 
 // unwatchCollection cancels a watch of a collection. The last one

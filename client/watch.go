@@ -209,30 +209,28 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 		go we.resErr(err, func() {})
 		return func() {}
 	}
-	failLocked := func(err error) func() {
-		c.scheduleLocked(we, nil, func(done func()) {
-			we.resErr(c.resourceError(typ, name, err), done)
-		})
-		return func() {}
-	}
 	if err := checkName(name); err != nil {
-		return failLocked(err)
+		return c.failWatchLocked(we, typ, name, err)
 	}
 	name = resources.CanonicalName(name)
 	rt, ok := c.registry.Lookup(typ.TypeURL())
 	if !ok || !we.sameType(rt) {
 		// name the type URL that was asked for.
-		return failLocked(fmt.Errorf("%w: resource type %q is not registered with the client", ErrUnsupported, typ.TypeURL()))
+		return c.failWatchLocked(we, typ, name, fmt.Errorf("%w: resource type %q is not registered with the client", ErrUnsupported, typ.TypeURL()))
 	}
 	if isGlob(name) || name == wildcardName {
-		return c.watchCollectionLocked(rt, name, we, failLocked)
+		cancel, err := c.watchCollectionLocked(rt, name, we)
+		if err != nil {
+			return c.failWatchLocked(we, typ, name, err)
+		}
+		return cancel
 	}
 	a, err := c.authorityForLocked(name)
 	if err == nil {
 		err = a.attachLocked()
 	}
 	if err != nil {
-		return failLocked(err)
+		return c.failWatchLocked(we, typ, name, err)
 	}
 	tc := a.typeLocked(rt)
 	e := tc.entries[name]
@@ -253,6 +251,14 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	we.c = c
 	we.target.Store(e)
 	return we.cancel
+}
+
+// failWatchLocked gives we, a watch of typ/name that cannot be served, one
+// ResourceError wrapping err, and returns its no-op cancel.
+func (c *Client) failWatchLocked(we *watchEntry, typ resources.ResourceType, name string, err error) func() {
+	rerr := c.resourceError(typ, name, err)
+	c.scheduleLocked(we, nil, func(done func()) { we.resErr(rerr, done) })
+	return func() {}
 }
 
 // removeWatchLocked removes we from *ws and reports whether it was the
