@@ -33,6 +33,16 @@
 // by type URL; the messages are resolved with protoregistry.GlobalTypes
 // (WithResolver), which holds the client's built-in resource types.
 //
+// Only regular files are read (symbolic links are followed): a FIFO,
+// device or socket in the directory is skipped with a warning, once per
+// file (WithLogger), and a source path that is one is an error. Files are
+// opened without blocking and checked after the open, so that a FIFO put
+// in the place of a file is never waited on. A file larger than 4 MiB
+// (DefaultMaxFileBytes; WithMaxFileBytes) is refused unread, with an error
+// wrapping ErrFileTooLarge that names the file and the limit. Loading
+// never holds up Close: Transport.Close, and Close of a client using the
+// transport, return within one file read, whatever the files are.
+//
 // The version_info of a type's response is the file's version_info when
 // one file holds the type and sets it, otherwise a digest of the
 // resources ("sha256:…"), so unchanged content is not sent again.
@@ -49,7 +59,7 @@
 // # Errors
 //
 // A load is all of the source or nothing: a file that cannot be read or
-// parsed, has no type_url, or changed its type_url since it was first
+// parsed, is larger than the limit, has no type_url, or changed its type_url since it was first
 // loaded (a Listener file replaced by a Cluster file) fails the whole
 // load, and nothing of it is sent: the client keeps its last good values.
 // The error reaches watchers through the client's connectivity handling

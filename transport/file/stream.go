@@ -101,7 +101,7 @@ func (s *stream) Recv() ([]byte, error) {
 func (s *stream) reload() {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	snap, err := s.t.loader.load()
+	snap, err := s.t.loader.load(s.ctx)
 	if err == nil {
 		s.t.reported = ""
 		if s.snap == nil || s.snap.digest != snap.digest {
