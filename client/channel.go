@@ -208,13 +208,12 @@ func (ts *typeState) takeUnsubscribedLocked() []*resourceState {
 type streamState struct {
 	id          int64
 	cancel      context.CancelFunc // ends the stream
-	started     time.Time
-	acks        []ackIntent // ACKs/NACKs not sent yet, in response order
-	sentFirst   bool        // the first request (with the node) was sent
-	gotResponse bool        // a message was received
-	accepted    bool        // a response of a requested type was processed (ACKed or NACKed)
-	restart     bool        // ended on purpose, to be replaced at once (see typeState.legacyWildcard)
-	maxSent     int         // the size of the largest request written, in bytes
+	acks        []ackIntent        // ACKs/NACKs not sent yet, in response order
+	sentFirst   bool               // the first request (with the node) was sent
+	gotResponse bool               // a message was received
+	accepted    bool               // a response of a requested type was processed (ACKed or NACKed)
+	restart     bool               // ended on purpose, to be replaced at once (see typeState.legacyWildcard)
+	maxSent     int                // the size of the largest request written, in bytes
 
 	// For the coalescing of subscription changes (holdChangesLocked):
 	// responses counts the responses the stream started handling, handled
@@ -413,24 +412,22 @@ func (ch *channel) restartStreamLocked() {
 	}
 }
 
-// healthyStreamDuration is how long a stream that received a response must
-// have lived to count as healthy; see run.
-const healthyStreamDuration = 10 * time.Second
-
 // run opens streams until the channel is retired or the client closed.
 // Streams are retried after a backoff of 1 s × 1.6ⁿ ± 20 %, at most 120 s
-// which starts over after a healthy stream: one that processed a
-// response (ACKed or NACKed it) and lived at least healthyStreamDuration
-// (10 s). A healthy stream that ends is replaced at once and is not an
-// error. Deviation from grpc-go, which resets the backoff after
-// any response: a server that answers and then fails at once (one that
-// sends a response above the client's receive limit after a small one, or
-// restarts in a loop) would be reconnected to in a tight loop (gRFC A88,
-// "Open issues"). A stream that failed before any response is reported to
-// the watchers, and so is one whose failure is the client's own
-// receive limit, or a request the server refused as too large, whenever it
-// happens (see connectivityFailure): at most one error per watcher per
-// failed stream.
+// which starts over after a stream that processed a response
+// (ACKed or NACKed one of a requested type: the server answered), as in
+// grpc-go: that stream's end is not an error, and the next stream
+// is opened at once. So a server that drops every stream after answering
+// is reconnected to at once each time, however often it does. The
+// exception is a stream that failed on the client's own receive limit (a
+// response above it, transport.ErrMessageTooLarge), whose server would
+// send the same response again: it goes on with the backoff, whatever it
+// received before, so that a server whose answer is too large is not
+// reconnected to in a loop (gRFC A88, "Open issues"). A stream that failed
+// before any response is reported to the watchers, and so is one
+// whose failure is the client's own receive limit, or a request the server
+// refused as too large, whenever it happens (see connectivityFailure): at
+// most one error per watcher per failed stream.
 func (ch *channel) run() {
 	defer ch.c.wg.Done()
 	ctx := ch.ctx
@@ -440,19 +437,22 @@ func (ch *channel) run() {
 			return
 		}
 		res := ch.runStream(ctx)
+		tooLarge := errors.Is(res.err, transport.ErrMessageTooLarge)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case res.restart:
 			ch.logger.Info("restarting the ADS stream")
 			continue
-		case res.healthy:
+		case res.accepted && !tooLarge:
+			// the server answered; start over, at once.
 			ch.logger.Info("ADS stream ended after receiving responses; reconnecting", xdslog.KeyError, res.err)
 			bo.Reset()
 			continue
-		case res.gotResponse && !errors.Is(res.err, transport.ErrMessageTooLarge):
-			// not reported, but not healthy either: backoff.
-			ch.logger.Warn("ADS stream failed soon after receiving responses", xdslog.KeyError, res.err)
+		case res.gotResponse && !tooLarge:
+			// messages, none processed (unknown types, undecodable):
+			// not reported, but the server did not answer either: backoff.
+			ch.logger.Warn("ADS stream failed after receiving only ignored messages", xdslog.KeyError, res.err)
 		default:
 			ch.logger.Warn("ADS stream failed", xdslog.KeyError, res.err)
 			ch.connectivityFailure(res.err)
@@ -477,7 +477,7 @@ func (ch *channel) run() {
 type streamResult struct {
 	err         error
 	gotResponse bool // a message was received
-	healthy     bool // see run
+	accepted    bool // a response of a requested type was processed (ACKed or NACKed); see run
 	restart     bool // ended on purpose by restartStreamLocked
 }
 
@@ -510,7 +510,7 @@ func (ch *channel) runStream(parent context.Context) streamResult {
 	res := streamResult{
 		err:         recvErr,
 		gotResponse: ss.gotResponse,
-		healthy:     ss.accepted && time.Since(ss.started) >= healthyStreamDuration,
+		accepted:    ss.accepted,
 		restart:     ss.restart,
 	}
 	if res.err == nil {
@@ -542,7 +542,7 @@ func (ch *channel) tooLargeError(err error, maxSent int) error {
 // new stream never names them.
 func (ch *channel) startStreamLocked(cancel context.CancelFunc) *streamState {
 	ch.lastStreamID++
-	ss := &streamState{id: ch.lastStreamID, cancel: cancel, started: time.Now()}
+	ss := &streamState{id: ch.lastStreamID, cancel: cancel}
 	ch.stream = ss
 	ch.streamCreatedLocked()
 	for _, ts := range ch.types {

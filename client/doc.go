@@ -54,10 +54,11 @@
 //     RouteConfiguration and ClusterLoadAssignment resources are never
 //     deleted by omission.
 //   - Streams are retried with exponential backoff (1 s × 1.6ⁿ ± 20 %, at
-//     most 120 s; ), which starts over only after a healthy stream:
-//     one that processed a response and lived at least 10 s; a healthy
-//     stream that ends is replaced at once, silently. A stream
-//     that fails before any response is reported to watchers as
+//     most 120 s; ), which starts over after a stream that processed
+//     a response (ACKed or NACKed it), as in grpc-go: such a stream that
+//     ends, however soon, is replaced at once, silently, unless
+//     it failed on a message size limit, which goes on with the backoff. A
+//     stream that fails before any response is reported to watchers as
 //     ErrConnection, and so is every failure caused by a message
 //     size limit, whenever it happens: at most one error per watcher per
 //     failed stream.

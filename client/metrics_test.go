@@ -322,12 +322,14 @@ func TestMetrics_Connected(t *testing.T) {
 		waitChanged(ctx, t, w)
 		wantConnected(t, "after a response", c, true)
 
-		// A stream that had responses ends; the next one is created after
-		// a backoff (it did not live 10 s): still connected meanwhile.
-		ms.RejectStreams(errors.New("down again"))
+		// A stream that had responses ends; the next one is created at
+		// once and has no response yet: still connected.
 		ms.BreakStreams()
 		synctest.Wait()
 		wantConnected(t, "replacing a stream that had responses", c, true)
+		// That one fails before any response, and so do the next ones.
+		ms.RejectStreams(errors.New("down again"))
+		ms.BreakStreams()
 		w.wantKind(ctx, t, ambientError, client.ErrConnection)
 		wantConnected(t, "after the new stream failed", c, false)
 

@@ -59,13 +59,13 @@
 // # Errors
 //
 // A load is all of the source or nothing: a file that cannot be read or
-// parsed, is larger than the limit, has no type_url, or changed its type_url since it was first
-// loaded (a Listener file replaced by a Cluster file) fails the whole
-// load, and nothing of it is sent: the client keeps its last good values.
-// The error reaches watchers through the client's connectivity handling
-// the stream ends; the client opens a new one (at once, or after
-// its backoff when the stream was short-lived), without reporting
-// anything since the stream had responses; the new stream fails
+// parsed, is larger than the limit, has no type_url, or changed its
+// type_url since it was first loaded (a Listener file replaced by a
+// Cluster file) fails the whole load, and nothing of it is sent: the
+// client keeps its last good values. The error reaches watchers through
+// the client's connectivity handling: the stream ends; the client
+// opens a new one at once, without reporting anything since the stream
+// had responses; the new stream fails
 // with the load error before any response, which the client reports as a
 // connection error: an AmbientError to watchers of cached resources, a
 // ResourceError to the others. The client then retries with its

@@ -47,12 +47,12 @@
 // context.DeadlineExceeded), or a redirect to another origin than the
 // server URI's (scheme, host and port; ErrCrossOriginRedirect, never
 // followed, so that neither the node nor the subscription goes there)
-// ends the stream with the error. Redirects within the origin are followed. The client
-// handles it as a failed stream: when the stream had given
-// responses it starts a new one without reporting anything (at once when
-// the stream was long-lived, after its backoff otherwise), which polls
-// every type; when a stream fails before any response, its watchers get
-// the error as a connection error (AmbientError with a cached value,
+// ends the stream with the error. Redirects within the origin are
+// followed. The client handles the error as a failed stream: when
+// the stream had given responses it starts a new one at once without
+// reporting anything (after its backoff for a body over the limit), which
+// polls every type; when a stream fails before any response, its watchers
+// get the error as a connection error (AmbientError with a cached value,
 // ResourceError otherwise, R-11.3) and the client retries with its
 // backoff (1 s × 1.6ⁿ ± 20 %, at most 120 s; ).
 package rest
