@@ -91,7 +91,7 @@ func (s *stream) fetch(ctx context.Context, p *poller, body []byte) (*v3discover
 	// the poll timed out.
 	failed := func(err error) error {
 		if pctx.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("rest: POST %s: no complete answer within %v (rest.WithPollTimeout): %w", url, s.t.opts.pollTimeout, err)
+			return fmt.Errorf("rest: POST %s: no complete answer within %s (rest.WithPollTimeout): %w", url, s.t.opts.pollTimeout, err)
 		}
 		return fmt.Errorf("rest: POST %s: %w", url, err)
 	}
