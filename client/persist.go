@@ -305,8 +305,10 @@ func (c *Client) flushPersisted() {
 // fsyncs it, renames it over the old one and fsyncs dir, so that a crash
 // leaves the old file or the new one. Load skips, with a warning on
 // logger (nil: discarded), files that are truncated, corrupt or
-// undecodable, and temporary files left by a crash. dir is created with
-// mode 0o700 on the first Save.
+// undecodable, and temporary files left by a crash; it warns too when dir
+// is writable by its group or by everyone (mode & 0o022), since whoever
+// can write there can make the client serve their resources. dir is
+// created with mode 0o700 on the first Save.
 func DirStore(dir string, logger *slog.Logger) Store {
 	if logger == nil {
 		logger = xdslog.Discard()
@@ -416,6 +418,7 @@ func (s *dirStore) Load() ([]PersistedResource, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.checkMode()
 	var out []PersistedResource
 	for _, e := range entries {
 		name := e.Name()
@@ -437,6 +440,18 @@ func (s *dirStore) Load() ([]PersistedResource, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// checkMode warns when dir is writable by its group or by everyone (the
+// sticky bit does not help: others may still add files): whoever can
+// write there can plant resources that the client serves.
+func (s *dirStore) checkMode() {
+	fi, err := os.Stat(s.dir)
+	if err != nil || fi.Mode().Perm()&0o022 == 0 {
+		return
+	}
+	s.logger.Warn("the persistence directory is writable by its group or by everyone: anyone who can write there can make the client serve their resources; make it 0o700",
+		"dir", s.dir, "mode", fi.Mode().String())
 }
 
 // read reads and checks one file.

@@ -88,7 +88,9 @@
 // binary run again on a helper test that calls ServeProcess), so that the
 // heap of the test process is the client's alone.
 // Subpackage leakcheck finds goroutines a test left running; subpackage
-// clienttest tests a transport.Builder with the real client.
+// clienttest tests a transport.Builder with the real client; subpackage
+// faultproxy is a TCP proxy that resets, refuses or stalls connections on
+// command, to put a flaky network between a client and the server.
 //
 // # In-memory transport
 //

@@ -34,6 +34,16 @@
 // by type URL; the messages are resolved with protoregistry.GlobalTypes
 // (WithResolver), which holds the client's built-in resource types.
 //
+// Only regular files are read (symbolic links are followed): a FIFO,
+// device or socket in the directory is skipped with a warning, once per
+// file (WithLogger), and a source path that is one is an error. Files are
+// opened without blocking and checked after the open, so that a FIFO put
+// in the place of a file is never waited on. A file larger than 4 MiB
+// (DefaultMaxFileBytes; WithMaxFileBytes) is refused unread, with an error
+// wrapping ErrFileTooLarge that names the file and the limit. Loading
+// never holds up Close: Transport.Close, and Close of a client using the
+// transport, return within one file read, whatever the files are.
+//
 // The version_info of a type's response is the file's version_info when
 // one file holds the type and sets it, otherwise a digest of the
 // resources ("sha256:…"), so unchanged content is not sent again.
@@ -50,15 +60,16 @@
 // # Errors
 //
 // A load is all of the source or nothing: a file that cannot be read or
-// parsed, has no type_url, or changed its type_url since it was first
-// loaded (a Listener file replaced by a Cluster file) fails the whole
-// load, and nothing of it is sent: the client keeps its last good values.
-// The error reaches watchers through the client's connectivity handling
-// each type's stream ends; the client opens a new one (at once
-// when the stream had accepted responses), without reporting anything
-// the new stream fails with the load error before any
-// response, which the client reports as a connection error: an
-// AmbientError to watchers of cached resources of the type, a
+// parsed, is larger than the limit, has no type_url, or changed its
+// type_url since it was first loaded (a Listener file replaced by a
+// Cluster file) fails the whole load, and nothing of it is sent: the
+// client keeps its last good values. The error reaches watchers through
+// the client's connectivity handling: each type's stream ends; the
+// client opens a new one (at once when the stream had accepted
+// responses), without reporting anything; the new stream fails
+// with the load error before any response, which the client reports as a
+// connection error: an AmbientError to watchers of cached resources of
+// the type, a
 // ResourceError to the others. The client then retries with its
 // backoff (R-11.1: 1 s × 1.6ⁿ ± 20 %). Once an error was reported on a
 // type's stream, a stream of that type that meets it again does not fail

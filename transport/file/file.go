@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -25,12 +26,19 @@ const Scheme = "file"
 // watched with file-system notifications: 1 s.
 const DefaultPollInterval = time.Second
 
+// DefaultMaxFileBytes is the default limit on the size of a file of the
+// source: 4 MiB, as gRPC's default receive limit (the grpctransport
+// default).
+const DefaultMaxFileBytes = 4 << 20
+
 // Option configures a Builder.
 type Option func(*options)
 
 type options struct {
 	resolver Resolver
 	poll     time.Duration // > 0: poll at this interval instead of using notifications
+	maxBytes int64         // the largest file read, in bytes
+	logger   *slog.Logger
 }
 
 // WithResolver sets how the Any values of JSON, YAML and text files are
@@ -47,6 +55,29 @@ func WithPolling(d time.Duration) Option {
 	return func(o *options) { o.poll = d }
 }
 
+// WithMaxFileBytes sets the largest file of the source that is read, in
+// bytes (default DefaultMaxFileBytes, 4 MiB). A larger file fails the load
+// with an error wrapping ErrFileTooLarge that names the file and the
+// limit, without being read. Zero or negative means the default.
+func WithMaxFileBytes(n int64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.maxBytes = n
+		}
+	}
+}
+
+// WithLogger sets where the transport logs (default: nowhere). It warns,
+// once per file, about a file of a watched directory that it skips because
+// it is not a regular file (a FIFO, a device or a socket).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
 // Builder is a transport.Builder for filesystem sources: the
 // ServerConfig's ServerURI is "file:///path/to/file-or-directory" (or a
 // plain path). Safe for concurrent use.
@@ -58,7 +89,7 @@ var _ transport.Builder = (*Builder)(nil)
 
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
-	o := options{resolver: protoregistry.GlobalTypes}
+	o := options{resolver: protoregistry.GlobalTypes, maxBytes: DefaultMaxFileBytes, logger: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -109,7 +140,7 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 		opts:     b.opts,
 		ctx:      ctx,
 		cancel:   cancel,
-		loader:   &loader{path: path, resolver: b.opts.resolver, typeOf: make(map[string]string)},
+		loader:   &loader{path: path, resolver: b.opts.resolver, maxBytes: b.opts.maxBytes, logger: b.opts.logger, typeOf: make(map[string]string)},
 		reported: make(map[string]string),
 	}, nil
 }
@@ -213,7 +244,7 @@ func (t *Transport) watchAndLoad() {
 	defer t.wg.Done()
 	changes := watch(t.ctx, t.loader.path, t.opts.poll)
 	for {
-		snap, err := t.loader.load()
+		snap, err := t.loader.load(t.ctx)
 		t.mu.Lock()
 		if err == nil {
 			clear(t.reported)

@@ -3,10 +3,14 @@
 package file
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +34,11 @@ import (
 // ErrUnsupportedFormat is wrapped by the error for a file whose extension
 // is none of .json, .yaml, .yml, .textpb, .txtpb and .pb.
 var ErrUnsupportedFormat = errors.New("unsupported file extension")
+
+// ErrFileTooLarge is wrapped by the error for a file larger than the
+// limit (WithMaxFileBytes; default DefaultMaxFileBytes, 4 MiB), which
+// names the file, its size and the limit. The file is not read.
+var ErrFileTooLarge = errors.New("file too large")
 
 // Resolver finds the message types of the Any values in JSON, YAML and
 // text files. protoregistry.GlobalTypes (the default) knows every message
@@ -97,12 +106,21 @@ type snapshot struct {
 // replaced by one of another type is an error rather than the deletion of
 // every resource of the old type. Not safe for concurrent use.
 type loader struct {
+	// Initialized at creation time and read-only afterwards.
 	path     string
 	resolver Resolver
-	typeOf   map[string]string // file path → type URL of its first good load
+	maxBytes int64 // the largest file read, in bytes
+	logger   *slog.Logger
+
+	typeOf  map[string]string // file path → type URL of its first good load
+	skipped map[string]bool   // files of the directory skipped by the last load, warned about once
 }
 
-// files returns the files of the source, sorted.
+// files returns the files of the source, sorted. For a directory, only
+// its regular files (symbolic links followed) are returned; other files
+// of supported names (FIFOs, devices, sockets) are skipped with a warning,
+// once per file. The source itself, when not a directory, is returned
+// whatever its type: reading it fails unless it is a regular file.
 func (l *loader) files() ([]string, error) {
 	fi, err := os.Stat(l.path)
 	if err != nil {
@@ -116,18 +134,91 @@ func (l *loader) files() ([]string, error) {
 		return nil, err
 	}
 	var files []string
+	skipped := make(map[string]bool)
 	for _, e := range entries {
-		if supported(e.Name()) && !e.IsDir() {
-			files = append(files, filepath.Join(l.path, e.Name()))
+		if !supported(e.Name()) || e.IsDir() {
+			continue
+		}
+		f := filepath.Join(l.path, e.Name())
+		mode := e.Type()
+		if mode&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(f) // never blocks, whatever f is
+			if err != nil {
+				return nil, err
+			}
+			mode = fi.Mode().Type()
+		}
+		switch {
+		case mode.IsRegular():
+			files = append(files, f)
+		case mode.IsDir():
+		default:
+			l.skip(skipped, f, mode)
 		}
 	}
+	l.skipped = skipped
 	return files, nil
 }
 
-// load reads the source. Any unreadable or unparsable file, or a file
-// whose type URL changed, fails the whole load: a snapshot is all of the
-// source or nothing.
-func (l *loader) load() (*snapshot, error) {
+// skip records that the load skips file f, of the given type, warning
+// about it unless the previous load skipped it too.
+func (l *loader) skip(skipped map[string]bool, f string, mode fs.FileMode) {
+	skipped[f] = true
+	if !l.skipped[f] {
+		l.logger.Warn("file: skipping a file of the source that is not a regular file", "file", f, "mode", mode.Type().String())
+	}
+}
+
+// notRegularError is readFile's error for a file that is not a regular
+// file.
+type notRegularError struct {
+	file string
+	mode fs.FileMode
+}
+
+func (e *notRegularError) Error() string {
+	return fmt.Sprintf("%s: not a regular file (mode %s)", e.file, e.mode.Type())
+}
+
+// readFile returns the content of the regular file f, which must hold at
+// most limit bytes. It never blocks on a file that is not regular: f is
+// opened non-blocking (a FIFO without a writer opens at once) and checked
+// with fstat before it is read, so that a FIFO or device put in the place
+// of a regular file between the listing and the open is not read either.
+// The error names f, and the limit when f is larger.
+func readFile(f string, limit int64) ([]byte, error) {
+	fd, err := os.OpenFile(f, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f, err)
+	}
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &notRegularError{file: f, mode: fi.Mode()}
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s: %w: %d bytes, over the limit of %d bytes (file.WithMaxFileBytes)", f, ErrFileTooLarge, fi.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(fd, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", f, err)
+	}
+	if int64(len(b)) > limit { // it grew since fstat
+		return nil, fmt.Errorf("%s: %w: over the limit of %d bytes (file.WithMaxFileBytes)", f, ErrFileTooLarge, limit)
+	}
+	return b, nil
+}
+
+// load reads the source. Any unreadable or unparsable file, a file larger
+// than the limit, or a file whose type URL changed, fails the whole load:
+// a snapshot is all of the source or nothing. A file of the directory
+// that became something else than a regular file since the listing is
+// skipped with a warning, as if it had not been listed. load stops with
+// ctx's error between two files when ctx ends.
+func (l *loader) load(ctx context.Context) (*snapshot, error) {
 	files, err := l.files()
 	if err != nil {
 		return nil, fmt.Errorf("file: reading %s: %w", l.path, err)
@@ -139,9 +230,16 @@ func (l *loader) load() (*snapshot, error) {
 	}
 	var parts []part
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("file: reading %s: %w", l.path, err)
+		}
+		b, err := readFile(f, l.maxBytes)
+		if nr := (*notRegularError)(nil); errors.As(err, &nr) && f != l.path {
+			l.skip(l.skipped, f, nr.mode) // replaced since the listing
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("file: reading %s: %w", f, err)
+			return nil, fmt.Errorf("file: %w", err)
 		}
 		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
 		h.Write(b)

@@ -43,13 +43,18 @@
 // # Errors
 //
 // An HTTP error (no response, or a status other than 200 and 304), a body
-// that is not a DiscoveryResponse of the requested type, or a body larger
-// than WithMaxResponseBytes ends the stream with the error. The client
-// handles it as a failed stream: when the stream had given
-// responses it starts a new one without reporting anything (at once when
-// the stream was long-lived, after its backoff otherwise), which polls
-// every type; when a stream fails before any response, its watchers get
-// the error as a connection error (AmbientError with a cached value,
+// that is not a DiscoveryResponse of the requested type, a body larger
+// than WithMaxResponseBytes, a poll not over within WithPollTimeout
+// (default DefaultPollTimeout, 60 s, the body included; the error wraps
+// context.DeadlineExceeded), or a redirect to another origin than the
+// server URI's (scheme, host and port; ErrCrossOriginRedirect, never
+// followed, so that neither the node nor the subscription goes there)
+// ends the stream with the error. Redirects within the origin are
+// followed. The client handles the error as a failed stream: when
+// the stream had given responses it starts a new one at once without
+// reporting anything (after its backoff for a body over the limit), which
+// polls every type; when a stream fails before any response, its watchers
+// get the error as a connection error (AmbientError with a cached value,
 // ResourceError otherwise, R-11.3) and the client retries with its
 // backoff (1 s × 1.6ⁿ ± 20 %, at most 120 s; ).
 package rest
@@ -76,6 +81,16 @@ import (
 // DefaultInterval is the default time between two polls of a type: 30 s.
 const DefaultInterval = 30 * time.Second
 
+// DefaultPollTimeout is the default time a poll may take, from the request
+// to the end of the response body: 60 s. It leaves a long-polling server
+// (one that holds a poll until something changes) up to a minute, which is
+// also where common proxies and load balancers cut an idle HTTP request
+// (nginx's proxy_read_timeout, the idle timeout of AWS's load balancers),
+// while a stalled server or body is noticed within a minute. Envoy's
+// REST subscriptions, which do not long-poll, use 1 s
+// (ApiConfigSource.request_timeout).
+const DefaultPollTimeout = 60 * time.Second
+
 // DefaultMaxResponseBytes is the default limit on a response body: 4 MiB,
 // as gRPC's default receive limit.
 const DefaultMaxResponseBytes = 4 << 20
@@ -90,11 +105,12 @@ type Resolver interface {
 type Option func(*options)
 
 type options struct {
-	interval   time.Duration
-	httpClient *http.Client
-	maxBytes   int64
-	resolver   Resolver
-	paths      map[string]string // type URL → path suffix after "/v3/discovery:"
+	interval    time.Duration
+	pollTimeout time.Duration
+	httpClient  *http.Client
+	maxBytes    int64
+	resolver    Resolver
+	paths       map[string]string // type URL → path suffix after "/v3/discovery:"
 }
 
 // WithInterval sets the time between two polls of a type (default
@@ -108,9 +124,26 @@ func WithInterval(d time.Duration) Option {
 	}
 }
 
+// WithPollTimeout sets how long a poll may take, from the request to the
+// end of the response body (default DefaultPollTimeout, 60 s): make it
+// longer than a long-polling server holds a request. A poll that takes
+// longer fails the stream with an error wrapping context.DeadlineExceeded
+// and naming the timeout, which the client handles as any stream failure
+// (see Errors in the package doc). Zero or negative means the default.
+func WithPollTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.pollTimeout = d
+		}
+	}
+}
+
 // WithHTTPClient sets the HTTP client (default: a new http.Client with
-// http.DefaultTransport's settings, no timeout, so that a server may hold
-// a request). Configure TLS for https servers there.
+// http.DefaultTransport's settings). Its Timeout, if set, bounds every
+// poll besides WithPollTimeout. Configure TLS for https servers there.
+// The transport polls through a copy of c whose CheckRedirect refuses a
+// redirect to another origin (ErrCrossOriginRedirect) before c's own
+// CheckRedirect, if any, sees it; c itself is not modified.
 func WithHTTPClient(c *http.Client) Option {
 	return func(o *options) {
 		if c != nil {
@@ -160,9 +193,10 @@ var _ transport.Builder = (*Builder)(nil)
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
 	o := options{
-		interval: DefaultInterval,
-		maxBytes: DefaultMaxResponseBytes,
-		resolver: protoregistry.GlobalTypes,
+		interval:    DefaultInterval,
+		pollTimeout: DefaultPollTimeout,
+		maxBytes:    DefaultMaxResponseBytes,
+		resolver:    protoregistry.GlobalTypes,
 		paths: map[string]string{
 			resources.ListenerTypeURL:    "listeners",
 			resources.RouteConfigTypeURL: "routes",
@@ -187,11 +221,8 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Transport{opts: b.opts, base: base, ctx: ctx, cancel: cancel, hc: b.opts.httpClient}
-	if t.hc == nil {
-		t.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-		t.ownHC = true
-	}
+	t := &Transport{opts: b.opts, base: base, ctx: ctx, cancel: cancel}
+	t.hc, t.ownHC = pollClient(b.opts.httpClient)
 	return t, nil
 }
 
@@ -233,7 +264,7 @@ type Transport struct {
 	// Initialized at creation time and read-only afterwards.
 	opts   options
 	base   string             // server URI without a trailing slash
-	hc     *http.Client       // from WithHTTPClient, or owned
+	hc     *http.Client       // a copy of WithHTTPClient's (pollClient), or owned
 	ownHC  bool               // hc is the Transport's: Close closes its idle connections
 	ctx    context.Context    // cancelled by Close
 	cancel context.CancelFunc // cancels ctx
