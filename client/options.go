@@ -28,7 +28,8 @@ type options struct {
 	logger             *slog.Logger
 	delta              bool
 	maxRecvMsgSize     int           // 0: the transport's default
-	store              Store         // WithStore; nil: no persistence
+	store              Store         // WithStore; nil: no persistence, unless persistDir is set
+	persistDir         string        // WithPersistence: a DirStore of the client's logger
 	persistTimeout     time.Duration // WithPersistenceTimeout; 0: DefaultPersistenceTimeout
 	metrics            metricsOptions
 }

@@ -77,9 +77,9 @@ type Store interface {
 // per management server, type URL and resource name, written atomically
 // (temporary file, fsync, rename, fsync of the directory), and serve those
 // values when no server can be reached on start; see WithStore. It is
-// WithStore(DirStore(dir, nil)).
+// WithStore(DirStore(dir, logger)) with the client's logger (WithLogger).
 func WithPersistence(dir string) Option {
-	return WithStore(DirStore(dir, nil))
+	return func(o *options) { o.store, o.persistDir = nil, dir }
 }
 
 // WithStore makes the client persist the values it accepts in s (see
@@ -103,7 +103,7 @@ func WithPersistence(dir string) Option {
 // and is delivered even when equal. A stored value is never sent to a
 // server in delta's initial_resource_versions.
 func WithStore(s Store) Option {
-	return func(o *options) { o.store = s }
+	return func(o *options) { o.store, o.persistDir = s, "" }
 }
 
 // WithPersistenceTimeout sets how long after New the client waits for a
@@ -146,6 +146,9 @@ type loadedResource struct {
 // than the name it is stored under, is skipped with a warning.
 func (c *Client) startPersistence() {
 	s := c.opts.store
+	if s == nil && c.opts.persistDir != "" {
+		s = DirStore(c.opts.persistDir, c.logger)
+	}
 	if s == nil {
 		return
 	}

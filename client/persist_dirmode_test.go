@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 )
 
@@ -43,5 +44,28 @@ func TestDirStore_WritableByOthers(t *testing.T) {
 				t.Errorf("directory of mode %v: warned %v, want %v; logs:\n%s", tc.mode, warned, tc.wantWarn, logs.String())
 			}
 		})
+	}
+}
+
+// TestPersistence_WarnsThroughClientLogger checks that WithPersistence's
+// store logs through the client's logger (WithLogger): its warnings, such
+// as a directory writable by others, are not lost.
+func TestPersistence_WarnsThroughClientLogger(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	cfg, err := bootstrap.Parse([]byte(`{"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.WithPersistence(dir), client.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if !strings.Contains(logs.String(), "writable by") {
+		t.Fatalf("logs %q do not warn about the directory", logs.String())
 	}
 }
