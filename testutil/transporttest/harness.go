@@ -36,11 +36,12 @@ type Features struct {
 	// an empty resource_names.
 	Delta bool
 
-	// Unsupported names the cells (Cell… constants) that the transport
-	// cannot support, each with the reason, which Run gives to t.Skip. For
-	// CellNACK the reason means that the server cannot see NACKs (a file
-	// source): the cell checks the client's side and skips the check of
-	// error_detail.
+	// Unsupported names the cells that the transport (or its server)
+	// cannot support, each with the reason, which Run gives to t.Skip:
+	// keys are a cell (a Cell… constant) or a cell for one type
+	// ("Wildcard/RouteConfiguration"). For CellNACK the reason means that
+	// the server cannot see NACKs (a file source): the cell checks the
+	// client's side and skips the check of error_detail.
 	Unsupported map[string]string
 }
 

@@ -4,6 +4,7 @@ package transporttest
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -180,6 +181,46 @@ func (h *BreakingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Handler.ServeHTTP(w, r)
+}
+
+// BreakingListener is a net.Listener for harnesses of gRPC servers that
+// cannot break their own streams (go-control-plane's, in this module's
+// interop tests): Break closes every connection accepted so far, which
+// fails their streams on both sides as a server restart would; the
+// clients connect again. Safe for concurrent use.
+type BreakingListener struct {
+	net.Listener
+
+	mu    sync.Mutex
+	conns []net.Conn // accepted since the last Break
+}
+
+// NewBreakingListener returns a BreakingListener accepting on l.
+func NewBreakingListener(l net.Listener) *BreakingListener {
+	return &BreakingListener{Listener: l}
+}
+
+// Accept implements net.Listener.
+func (l *BreakingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.conns = append(l.conns, c)
+	l.mu.Unlock()
+	return c, nil
+}
+
+// Break closes every connection accepted so far.
+func (l *BreakingListener) Break() {
+	l.mu.Lock()
+	conns := l.conns
+	l.conns = nil
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // FileHarness returns the Harness of filesystem subscriptions (package

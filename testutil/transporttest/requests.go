@@ -83,6 +83,7 @@ type subscription struct {
 	stream   int64
 	wildcard bool            // the wildcard is subscribed
 	legacy   bool            // in the legacy form: an empty first request (or poll)
+	began    bool            // the first request was the legacy wildcard, whatever came later
 	names    map[string]bool // names subscribed, "*" excluded
 	explicit bool            // SotW: a request of the stream named something
 	first    *testutil.Request
@@ -122,7 +123,10 @@ func subscriptionsOf(reqs []*testutil.Request, typeURL string) []*subscription {
 			if r.Delta != nil {
 				s.legacy = len(r.Delta.GetResourceNamesSubscribe()) == 0 && len(r.Delta.GetResourceNamesUnsubscribe()) == 0
 				s.wildcard = s.legacy
+			} else {
+				s.legacy = len(r.Req.GetResourceNames()) == 0
 			}
+			s.began = s.legacy
 		}
 		if r.Delta != nil {
 			for _, n := range r.Delta.GetResourceNamesSubscribe() {
@@ -162,7 +166,7 @@ func legacyMisuse(reqs []*testutil.Request, k *kind) error {
 		return nil
 	}
 	for _, s := range subscriptionsOf(reqs, k.typeURL) {
-		if s.legacy {
+		if s.began {
 			return fmt.Errorf("the wildcard of %s was subscribed in the legacy form (an empty first request, on stream %d), which the xDS protocol defines for Listener and Cluster only (\"How the client specifies what resources to return\"): subscribe to \"*\"",
 				k.name, s.stream)
 		}

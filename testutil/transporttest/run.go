@@ -129,6 +129,9 @@ func Run(t *testing.T, h Harness, opts ...Option) {
 			}
 			for _, k := range c.kinds {
 				t.Run(k.name, func(t *testing.T) {
+					if reason, ok := f.Unsupported[c.name+"/"+k.name]; ok && c.name != CellNACK {
+						t.Skip(reason)
+					}
 					if reason, ok := cfg.skip[c.name+"/"+k.name]; ok {
 						t.Skip(reason)
 					}
