@@ -24,10 +24,8 @@ func deletion(t *testing.T, e *env) {
 	}
 	srv, c := e.setup(t, ClientOptions{})
 	e.set(t, srv, version(1), k.valid("a", 1), k.valid("b", 1))
-	a, cancelA := e.watch(t, c, "a")
-	defer cancelA()
-	b, cancelB := e.watch(t, c, "b")
-	defer cancelB()
+	a := e.watch(t, c, "a")
+	b := e.watch(t, c, "b")
 	a.wantValue(e.ctx, t, "a", k.tag(1))
 	b.wantValue(e.ctx, t, "b", k.tag(1))
 
@@ -48,10 +46,8 @@ func nack(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{})
 	e.set(t, srv, version(1), k.valid("a", 1), k.invalid("bad"))
-	a, cancelA := e.watch(t, c, "a")
-	defer cancelA()
-	bad, cancelBad := e.watch(t, c, "bad")
-	defer cancelBad()
+	a := e.watch(t, c, "a")
+	bad := e.watch(t, c, "bad")
 	a.wantValue(e.ctx, t, "a", k.tag(1))
 	bad.wantError(e.ctx, t, resourceError, "bad", client.ErrResourceInvalid)
 
@@ -95,10 +91,8 @@ func errorDetail(r *testutil.Request) string {
 func duplicateNames(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{})
-	a, cancelA := e.watch(t, c, "a")
-	defer cancelA()
-	b, cancelB := e.watch(t, c, "b")
-	defer cancelB()
+	a := e.watch(t, c, "a")
+	b := e.watch(t, c, "b")
 	e.set(t, srv, version(1), k.valid("a", 1), k.valid("b", 1), k.valid("a", 2))
 	a.wantError(e.ctx, t, resourceError, "a", client.ErrResourceInvalid)
 	b.wantValue(e.ctx, t, "b", k.tag(1))

@@ -27,8 +27,7 @@ func reconnectReplay(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{})
 	e.set(t, srv, version(1), k.valid("a", 1), k.valid("b", 1))
-	all, cancelAll := e.watch(t, c, "*")
-	defer cancelAll()
+	all := e.watch(t, c, "*")
 	all.wantValues(e.ctx, t, map[string]string{"a": k.tag(1), "b": k.tag(1)})
 
 	mark := markRequests(srv)
@@ -39,8 +38,7 @@ func reconnectReplay(t *testing.T, e *env) {
 		return checkSubscribed(mark.after(reqs), k, true)
 	})
 
-	named, cancelNamed := e.watch(t, c, "a")
-	defer cancelNamed()
+	named := e.watch(t, c, "a")
 	named.wantValue(e.ctx, t, "a", k.tag(2))
 	mark = markRequests(srv)
 	srv.Break(t)
@@ -72,8 +70,7 @@ func oversize(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{MaxResponseBytes: oversizeLimit})
 	e.set(t, srv, version(1), k.valid("a", 1))
-	a, cancel := e.watch(t, c, "a")
-	defer cancel()
+	a := e.watch(t, c, "a")
 	a.wantValue(e.ctx, t, "a", k.tag(1))
 
 	e.set(t, srv, version(2), k.oversize("a", 2*oversizeLimit))
@@ -144,13 +141,11 @@ func hostileNames(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{})
 	e.set(t, srv, version(1), k.valid("a", 1), k.valid("b", 1))
-	good, cancelGood := e.watch(t, c, "a")
-	defer cancelGood()
+	good := e.watch(t, c, "a")
 	good.wantValue(e.ctx, t, "a", k.tag(1))
 
 	for _, name := range []string{"bad-\xff\xfe-utf8", strings.Repeat("n", HostileNameLength)} {
-		bad, cancelBad := e.watch(t, c, name)
-		defer cancelBad()
+		bad := e.watch(t, c, name)
 		err := bad.wantError(e.ctx, t, resourceError, "", nil)
 		var re *client.ResourceError
 		if !errors.As(err, &re) || errors.Is(err, client.ErrConnection) {
@@ -160,7 +155,6 @@ func hostileNames(t *testing.T, e *env) {
 
 	e.set(t, srv, version(2), k.valid("a", 2), k.valid("b", 2))
 	good.wantValue(e.ctx, t, "a", k.tag(2))
-	later, cancelLater := e.watch(t, c, "b")
-	defer cancelLater()
+	later := e.watch(t, c, "b")
 	later.wantValue(e.ctx, t, "b", k.tag(2))
 }

@@ -17,8 +17,7 @@ func namedWatch(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{})
 	e.set(t, srv, version(1), k.valid("a", 1), k.valid("b", 1))
-	a, cancel := e.watch(t, c, "a")
-	defer cancel()
+	a := e.watch(t, c, "a")
 	a.wantValue(e.ctx, t, "a", k.tag(1))
 	e.set(t, srv, version(2), k.valid("a", 2), k.valid("b", 2))
 	a.wantValue(e.ctx, t, "a", k.tag(2))
@@ -26,8 +25,7 @@ func namedWatch(t *testing.T, e *env) {
 	// Another client, so that the short expiry cannot race the first
 	// response of "a".
 	short := srv.NewClient(t, ClientOptions{Options: []client.Option{client.WithWatchExpiryTimeout(shortExpiry)}})
-	missing, cancelMissing := e.watch(t, short, "missing")
-	defer cancelMissing()
+	missing := e.watch(t, short, "missing")
 	missing.wantError(e.ctx, t, resourceError, "missing", client.ErrResourceNotFound)
 }
 
@@ -39,8 +37,7 @@ func wildcard(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{})
 	e.set(t, srv, version(1), k.valid("a", 1), k.valid("b", 1))
-	all, cancel := e.watch(t, c, "*")
-	defer cancel()
+	all := e.watch(t, c, "*")
 	all.wantValues(e.ctx, t, map[string]string{"a": k.tag(1), "b": k.tag(1)})
 	e.set(t, srv, version(2), k.valid("a", 2), k.valid("b", 1), k.valid("c", 1))
 	all.wantValues(e.ctx, t, map[string]string{"a": k.tag(2), "c": k.tag(1)})
@@ -65,14 +62,14 @@ func wildcardAndNamed(t *testing.T, e *env) {
 			cancelAll, cancelNamed func()
 		)
 		if wildcardFirst {
-			all, cancelAll = e.watch(t, c, "*")
+			all, cancelAll = e.watchCancel(t, c, "*")
 			all.wantValues(e.ctx, t, map[string]string{"a": k.tag(1), "b": k.tag(1)})
-			named, cancelNamed = e.watch(t, c, "a")
+			named, cancelNamed = e.watchCancel(t, c, "a")
 			named.wantValue(e.ctx, t, "a", k.tag(1))
 		} else {
-			named, cancelNamed = e.watch(t, c, "a")
+			named, cancelNamed = e.watchCancel(t, c, "a")
 			named.wantValue(e.ctx, t, "a", k.tag(1))
-			all, cancelAll = e.watch(t, c, "*")
+			all, cancelAll = e.watchCancel(t, c, "*")
 			all.wantValues(e.ctx, t, map[string]string{"a": k.tag(1), "b": k.tag(1)})
 		}
 
@@ -97,10 +94,9 @@ func cancelAndRewatch(t *testing.T, e *env) {
 	k := e.k
 	srv, c := e.setup(t, ClientOptions{})
 	e.set(t, srv, version(1), k.valid("a", 1), k.valid("b", 1))
-	first, cancelFirst := e.watch(t, c, "a")
+	first, cancelFirst := e.watchCancel(t, c, "a")
 	first.wantValue(e.ctx, t, "a", k.tag(1))
-	keep, cancelKeep := e.watch(t, c, "b") // keeps the type subscribed
-	defer cancelKeep()
+	keep := e.watch(t, c, "b") // keeps the type subscribed
 	keep.wantValue(e.ctx, t, "b", k.tag(1))
 	cancelFirst()
 	if log := srv.Requests(); log != nil && streamed(log.Requests(), k) {
@@ -112,17 +108,15 @@ func cancelAndRewatch(t *testing.T, e *env) {
 	}
 
 	e.set(t, srv, version(2), k.valid("a", 2), k.valid("b", 1))
-	again, cancelAgain := e.watch(t, c, "a")
-	defer cancelAgain()
+	again := e.watch(t, c, "a")
 	again.wantLatest(e.ctx, t, "a", k.tag(2))
 	e.set(t, srv, version(3), k.valid("a", 3), k.valid("b", 1))
 	again.wantValue(e.ctx, t, "a", k.tag(3))
 
-	all, cancelAll := e.watch(t, c, "*")
+	all, cancelAll := e.watchCancel(t, c, "*")
 	all.wantValues(e.ctx, t, map[string]string{"a": k.tag(3), "b": k.tag(1)})
 	cancelAll()
-	allAgain, cancelAllAgain := e.watch(t, c, "*")
-	defer cancelAllAgain()
+	allAgain := e.watch(t, c, "*")
 	allAgain.wantValues(e.ctx, t, map[string]string{"a": k.tag(3), "b": k.tag(1)})
 	e.set(t, srv, version(4), k.valid("a", 4), k.valid("b", 1), k.valid("c", 1))
 	allAgain.wantValues(e.ctx, t, map[string]string{"a": k.tag(4), "c": k.tag(1)})

@@ -168,16 +168,3 @@ func (r *recorder) wantError(ctx context.Context, t *testing.T, k eventKind, nam
 		return e.kind == k && (name == "" || e.name == name) && (target == nil || errors.Is(e.err, target))
 	}, nil).err
 }
-
-// drain returns the events recorded so far, without waiting.
-func (r *recorder) drain() []event {
-	var out []event
-	for {
-		select {
-		case e := <-r.events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}

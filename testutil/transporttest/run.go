@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,15 +159,30 @@ func (e *env) set(t *testing.T, srv Server, version string, ms ...proto.Message)
 	srv.SetResources(t, e.k.resourcesOf(version, ms...))
 }
 
-// watch watches name (the wildcard for "*") with a new recorder.
-func (e *env) watch(t *testing.T, c *client.Client, name string) (*recorder, func()) {
+// watch watches name (the wildcard for "*") with a new recorder, until
+// the test ends.
+func (e *env) watch(t *testing.T, c *client.Client, name string) *recorder {
 	t.Helper()
+	r, _ := e.watchCancel(t, c, name)
+	return r
+}
+
+// watchCancel is watch, with a func that cancels the watch before the
+// test ends (once: later calls do nothing).
+func (e *env) watchCancel(t *testing.T, c *client.Client, name string) (*recorder, func()) {
+	t.Helper()
+	var r *recorder
+	var cancel func()
 	if name == "*" {
-		r := newRecorder("WatchAll(%s)", e.k.name)
-		return r, e.k.watchAll(c, r)
+		r = newRecorder("WatchAll(%s)", e.k.name)
+		cancel = e.k.watchAll(c, r)
+	} else {
+		r = newRecorder("Watch(%s, %.40q)", e.k.name, name)
+		cancel = e.k.watch(c, name, r)
 	}
-	r := newRecorder("Watch(%s, %.40q)", e.k.name, name)
-	return r, e.k.watch(c, name, r)
+	cancel = sync.OnceFunc(cancel)
+	t.Cleanup(cancel)
+	return r, cancel
 }
 
 // checkRequests runs check on the server's requests, if it logs them, and
