@@ -77,7 +77,10 @@
 // The same server also serves the per-type discovery services
 // (ListenerDiscoveryService and the others; xDS protocol, "Variants of
 // the xDS Transport Protocol"), which share its snapshots, request log,
-// BreakStreams and RejectStreams with ADS. NewLRSServer starts a Load
+// BreakStreams and RejectStreams with ADS, and RESTHandler serves the
+// snapshots over REST-JSON polling (POST /v3/discovery:listeners and the
+// others, proto3 JSON, 304 when the version is current), recording each
+// poll with StreamID 0. NewLRSServer starts a Load
 // Reporting Service server (R-22) that records LoadStatsRequests and
 // scripts LoadStatsResponses; ServerOptions.LoadReporting serves it on the
 // management server's own listener, so that load reports share the ADS
@@ -91,6 +94,9 @@
 // clienttest tests a transport.Builder with the real client; subpackage
 // faultproxy is a TCP proxy that resets, refuses or stalls connections on
 // command, to put a flaky network between a client and the server.
+// Subpackage transporttest is the conformance suite that every transport
+// passes (ADS, per-type, REST, file, or your own: implement its Harness
+// and call transporttest.Run).
 //
 // # In-memory transport
 //

@@ -16,7 +16,8 @@ import (
 type Request struct {
 	// StreamID identifies the stream: 1 for the first stream the server
 	// accepted, then 2, 3, ... (server-wide; streams refused by
-	// RejectStreams get none).
+	// RejectStreams get none). It is 0 for a REST-JSON poll
+	// (RESTHandler), which belongs to no stream.
 	StreamID int64
 	// Node is the stream's node, from its first request (nil if that
 	// request had none), whether or not Req carries it.
