@@ -248,7 +248,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 	ch.c.mu.Lock()
 	defer ch.c.mu.Unlock()
 	res := streamResult{err: ferr.err, gotResponse: ss.gotResponse, accepted: ss.accepted, restart: ss.restart}
-	if errors.Is(res.err, transport.ErrMessageTooLarge) {
+	if errors.Is(res.err, transport.ErrMessageTooLarge) && (ch.c.opts.transportBuilder == nil || ch.c.opts.maxRecvMsgSize > 0) {
 		res.err = ch.tooLargeError(res.err)
 	}
 	ch.endStreamLocked(s, ss)
@@ -256,8 +256,10 @@ func (s *slot) runStream(parent context.Context) streamResult {
 }
 
 // tooLargeError explains a stream failure caused by a message above a size
-// limit: a response above the client's receive limit, or a request above
-// the server's.
+// limit, a response above the client's receive limit or a request above
+// the server's, when the receive limit is the client's: its own gRPC
+// transport, or WithMaxRecvMsgSize was given. Another transport of
+// WithTransportBuilder names its own limits (a file's, a REST body's).
 func (ch *channel) tooLargeError(err error) error {
 	limit := ch.c.opts.maxRecvMsgSize
 	if limit <= 0 {

@@ -4,7 +4,6 @@ package interop
 
 import (
 	"context"
-	"flag"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -50,40 +49,6 @@ const (
 // poll (transporttest.BreakingHandler).
 type gcpHarness struct{ mode gcpMode }
 
-// gcpKnownDefects are the cells that fail against go-control-plane
-// because of defects of issue 21 §1, as in knownDefects of package
-// transporttest's tests. TEMPORARY: remove entries as fixes land.
-var gcpKnownDefects = map[gcpMode]map[string]string{
-	gcpPerTypeSotW: {
-		transporttest.CellReconnectReplay: defectWildcardTransports,
-		transporttest.CellHostileNames:    defectHostileNames,
-	},
-	gcpPerTypeDelta: {
-		"Wildcard/RouteConfiguration":            defectWildcardForm,
-		"Wildcard/ClusterLoadAssignment":         defectWildcardForm,
-		"WildcardAndNamed/RouteConfiguration":    defectWildcardForm,
-		"WildcardAndNamed/ClusterLoadAssignment": defectWildcardForm,
-		transporttest.CellReconnectReplay:        defectWildcardTransports,
-		transporttest.CellHostileNames:           defectHostileNames,
-	},
-	gcpREST: {
-		transporttest.CellWildcard:        defectWildcardTransports,
-		transporttest.CellReconnectReplay: defectWildcardTransports,
-		transporttest.CellHostileNames:    defectHostileNames,
-	},
-}
-
-// The defects of issue 21 §1 that gcpKnownDefects cites.
-const (
-	defectHostileNames       = "issue 21 §1, one bad name stops every watch"
-	defectWildcardTransports = "issue 21 §1, wildcards outside ADS: REST never polls an empty list, per-type replays nothing for it after a reconnect"
-	defectWildcardForm       = "issue 21 §1, delta wildcard for RouteConfiguration and ClusterLoadAssignment: the legacy (empty) wildcard is sent for every type, in delta and SotW"
-)
-
-// runKnownDefects runs the cells of gcpKnownDefects instead of skipping
-// them: go test -run Conformance -known-defects.
-var runKnownDefects = flag.Bool("known-defects", false, "run the cells listed in gcpKnownDefects instead of skipping them")
-
 // TestConformance_GoControlPlane runs the transport conformance suite
 // against go-control-plane's per-type services and REST gateway.
 func TestConformance_GoControlPlane(t *testing.T) {
@@ -97,11 +62,7 @@ func TestConformance_GoControlPlane(t *testing.T) {
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			var opts []transporttest.Option
-			if !*runKnownDefects {
-				opts = append(opts, transporttest.Skip(gcpKnownDefects[v.mode]))
-			}
-			transporttest.Run(t, gcpHarness{v.mode}, opts...)
+			transporttest.Run(t, gcpHarness{v.mode})
 		})
 	}
 }

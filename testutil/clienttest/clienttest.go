@@ -116,7 +116,11 @@ func (r *Recorder[T]) WantNone(t testing.TB, d time.Duration) {
 }
 
 // Builder wraps a transport.Builder: it records the method of every
-// stream opened and can break the open streams of one method.
+// stream opened and can break the open streams of one method. The xDS
+// streams of a transport that speaks xDS itself (REST, files,
+// transport.XDS) are recorded under the method XDSMethod(typeURL); those of
+// a gRPC transport go through ADS on the wrapper, and so are recorded
+// under their gRPC method.
 type Builder struct {
 	Inner transport.Builder
 
@@ -166,22 +170,65 @@ func (b *Builder) Break(method string) {
 	}
 }
 
+// BreakAll cancels every open stream, of any method.
+func (b *Builder) BreakAll() {
+	b.mu.Lock()
+	cancels := b.cancels
+	b.cancels = nil
+	b.mu.Unlock()
+	for _, cs := range cancels {
+		for _, c := range cs {
+			c()
+		}
+	}
+}
+
+// XDSMethod is the method under which Builder records an xDS stream of a
+// transport that speaks xDS itself: "xds:" and the stream's type URL
+// ("xds:" alone for an aggregated stream).
+func XDSMethod(typeURL string) string { return "xds:" + typeURL }
+
+// record records a stream of method opened now, and returns its context.
+func (b *Builder) record(ctx context.Context, method string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.methods = append(b.methods, method)
+	b.times = append(b.times, time.Now())
+	if b.cancels == nil {
+		b.cancels = make(map[string][]context.CancelFunc)
+	}
+	b.cancels[method] = append(b.cancels[method], cancel)
+	return ctx, cancel
+}
+
 type recTransport struct {
 	transport.Transport
 	b *Builder
 }
 
 func (t *recTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	t.b.mu.Lock()
-	t.b.methods = append(t.b.methods, method)
-	t.b.times = append(t.b.times, time.Now())
-	if t.b.cancels == nil {
-		t.b.cancels = make(map[string][]context.CancelFunc)
-	}
-	t.b.cancels[method] = append(t.b.cancels[method], cancel)
-	t.b.mu.Unlock()
+	ctx, cancel := t.b.record(ctx, method)
 	st, err := t.Transport.NewStream(ctx, method)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return st, nil
+}
+
+// PerType implements transport.XDS: the wrapped transport's layout.
+func (t *recTransport) PerType() bool { return transport.AsXDS(t.Transport).PerType() }
+
+// NewXDSStream implements transport.XDS: the wrapped transport's own xDS
+// stream, recorded under XDSMethod, or ADS over the wrapper.
+func (t *recTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	x, ok := t.Transport.(transport.XDS)
+	if !ok {
+		return transport.ADS(t).NewXDSStream(ctx, spec)
+	}
+	ctx, cancel := t.b.record(ctx, XDSMethod(spec.TypeURL))
+	st, err := x.NewXDSStream(ctx, spec)
 	if err != nil {
 		cancel()
 		return nil, err

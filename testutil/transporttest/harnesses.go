@@ -263,9 +263,11 @@ var fileNames = map[string]string{
 
 func (s *fileServer) NewClient(t *testing.T, o ClientOptions) *client.Client {
 	t.Helper()
-	// transport/file has no size limit to give o.MaxResponseBytes to
-	// (issue 21 §1 asks for one); CellOversize fails until it has.
-	b := &clienttest.Builder{Inner: file.NewBuilder()}
+	var fopts []file.Option
+	if o.MaxResponseBytes > 0 {
+		fopts = append(fopts, file.WithMaxFileBytes(int64(o.MaxResponseBytes)))
+	}
+	b := &clienttest.Builder{Inner: file.NewBuilder(fopts...)}
 	s.mu.Lock()
 	s.builders = append(s.builders, b)
 	s.mu.Unlock()
@@ -334,7 +336,7 @@ func (s *fileServer) Break(*testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range s.builders {
-		b.Break(transport.ADSMethod)
+		b.BreakAll()
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	// as Any, such as HttpConnectionManager) a JSON, YAML or text file may
 	// name are the client's built-in types, linked by this import.
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/transport"
 )
 
 // ErrUnsupportedFormat is wrapped by the error for a file whose extension
@@ -37,8 +38,10 @@ var ErrUnsupportedFormat = errors.New("unsupported file extension")
 
 // ErrFileTooLarge is wrapped by the error for a file larger than the
 // limit (WithMaxFileBytes; default DefaultMaxFileBytes, 4 MiB), which
-// names the file, its size and the limit. The file is not read.
-var ErrFileTooLarge = errors.New("file too large")
+// names the file, its size and the limit. The file is not read. It wraps
+// transport.ErrMessageTooLarge: the client reports it as it reports a
+// response above its receive limit.
+var ErrFileTooLarge = fmt.Errorf("file too large: %w", transport.ErrMessageTooLarge)
 
 // Resolver finds the message types of the Any values in JSON, YAML and
 // text files. protoregistry.GlobalTypes (the default) knows every message
