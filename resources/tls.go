@@ -21,7 +21,7 @@ const (
 type SecurityConfig struct {
 	// RootInstanceName names the certificate provider instance (in the
 	// bootstrap's certificate_providers) of the root certificates that
-	// validate servers; never empty.
+	// validate servers; empty exactly when SystemRootCerts is set.
 	RootInstanceName string
 	// RootCertName is the certificate name passed to that provider.
 	RootCertName string
@@ -34,6 +34,11 @@ type SecurityConfig struct {
 	// certificate must have a SAN that one of them matches; nil means any
 	// SAN.
 	SubjectAltNameMatchers []StringMatcher
+	// SystemRootCerts reports that servers are validated with the system's
+	// root certificates (validation_context.system_root_certs, gRFC A82):
+	// set only when no ca_certificate_provider_instance is given, which
+	// takes precedence.
+	SystemRootCerts bool
 }
 
 // securityFromCluster validates the transport socket of c (R-17.4, gRFC
