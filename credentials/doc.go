@@ -54,6 +54,22 @@
 // certificate, if the cluster names one (mTLS). See docs/security.md and
 // rules of docs/protocol.md.
 //
+// # Certificate providers
+//
+// The instances a Cluster names (CertificateProviderPluginInstance) are
+// those of the bootstrap's certificate_providers, held by a
+// ProviderStore: its providers are shared by every cluster and channel
+// that names them, started on first use and stopped when the last user
+// goes. The built-in plugin is "file_watcher" (certificate_file,
+// private_key_file, ca_certificate_file, spiffe_trust_bundle_map_file,
+// refresh_interval, default 10 minutes), on grpc-go's
+// certprovider/pemfile. Plugins of your own implement ProviderPlugin and
+// are given to NewProviderStore with WithProviderPlugins; give that store
+// to the resolver (resolver.WithCertificateProviders):
+//
+//	store := credentials.NewProviderStore(cfg.CertificateProviders, credentials.WithProviderPlugins(myPlugin{}))
+//	b := resolver.NewBuilder(c, resolver.WithCertificateProviders(store))
+//
 // # Concurrency
 //
 // Credentials are immutable and safe for concurrent use by any number of
