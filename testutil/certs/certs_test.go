@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -95,5 +96,48 @@ func TestCerts(t *testing.T) {
 	}
 	if _, err := expired.Cert.Verify(x509.VerifyOptions{Roots: certs.Pool(ca)}); err == nil {
 		t.Error("an expired certificate verified")
+	}
+}
+
+// TestMesh checks that a mesh's server and client verify each other over
+// a real TLS connection made from its files.
+func TestMesh(t *testing.T) {
+	m, err := certs.NewMesh(t.TempDir(), "mesh.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCert, err := tls.LoadX509KeyPair(m.ClientCertFile, m.ClientKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(m.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	srv, cli := net.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		c := tls.Server(srv, m.ServerTLS())
+		defer c.Close()
+		errc <- c.Handshake()
+	}()
+	c := tls.Client(cli, &tls.Config{RootCAs: roots, ServerName: "localhost", Certificates: []tls.Certificate{clientCert}})
+	defer c.Close()
+	if err := c.Handshake(); err != nil {
+		t.Fatalf("client handshake: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("server handshake: %v", err)
+	}
+	if got := c.ConnectionState().PeerCertificates[0].URIs[0].String(); got != m.ID("backend") {
+		t.Errorf("server SPIFFE ID %s, want %s", got, m.ID("backend"))
+	}
+	if err := m.IssueClient(m.ID("client-v2")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := tls.LoadX509KeyPair(m.ClientCertFile, m.ClientKeyFile); err != nil || l.Leaf.URIs[0].String() != m.ID("client-v2") {
+		t.Errorf("after IssueClient, the client files hold %v, %v; want client-v2", l.Leaf, err)
 	}
 }
