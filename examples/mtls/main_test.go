@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/proxyless/xds/testutil/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestMTLS_TwoCommands runs the README's two commands: the xdsctl demo
+// with --mtls, built and run as a program, writes its bootstrap; this
+// example, with GRPC_XDS_BOOTSTRAP naming it, makes its RPCs over mutual
+// TLS and succeeds. The demo then stops on an interrupt.
+func TestMTLS_TwoCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/xdsctl")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command: ", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	xdsctl := filepath.Join(dir, "xdsctl")
+	build := exec.CommandContext(ctx, goTool, "build", "-o", xdsctl, "./cmd/xdsctl")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/xdsctl: %v\n%s", err, out)
+	}
+
+	// Command 1.
+	bootstrapFile := filepath.Join(dir, "b.json")
+	var demoOut, demoErr syncBuffer
+	demo := exec.Command(xdsctl, "demo", "--mtls", "--base-port", "0", "--bootstrap-out", bootstrapFile, "--interval", "1h")
+	demo.Stdout, demo.Stderr = &demoOut, &demoErr
+	if err := demo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- demo.Wait() }()
+	waited := false // exited was read
+	defer func() {
+		if !waited {
+			_ = demo.Process.Kill()
+			<-exited
+		}
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(demoOut.String(), "Bootstrap written to") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the demo wrote no bootstrap in time; stdout:\n%s\nstderr:\n%s", demoOut.String(), demoErr.String())
+		case err := <-exited:
+			waited = true
+			t.Fatalf("the demo exited: %v; stderr:\n%s", err, demoErr.String())
+		case <-tick.C:
+		}
+	}
+
+	// Command 2.
+	t.Setenv("GRPC_XDS_BOOTSTRAP", bootstrapFile)
+	var out bytes.Buffer
+	if err := run(ctx, &out); err != nil {
+		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"RPC 1: answered by backend-",
+		"which proved it is spiffe://demo.example/backend and saw client spiffe://demo.example/client",
+		"OK: mutual TLS from xDS",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the example's output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	if err := demo.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		waited = true
+		if err != nil {
+			t.Errorf("the demo exited with %v after an interrupt, want 0; stderr:\n%s", err, demoErr.String())
+		}
+	case <-ctx.Done():
+		t.Fatal("the demo did not exit after an interrupt")
+	}
+}
