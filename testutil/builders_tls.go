@@ -37,6 +37,7 @@ type UpstreamTLSOptions struct {
 // holding the UpstreamTlsContext that o describes, with the gRFC A29
 // fields (validation_context, tls_certificate_provider_instance).
 func UpstreamTLS(o UpstreamTLSOptions) *v3corepb.TransportSocket {
+	//lint:ignore SA1019 gRFC A29: gRPC reads match_subject_alt_names, not match_typed_subject_alt_names
 	vc := &v3tlspb.CertificateValidationContext{MatchSubjectAltNames: o.SubjectAltNames}
 	if o.RootInstance != "" {
 		vc.CaCertificateProviderInstance = &v3tlspb.CertificateProviderPluginInstance{InstanceName: o.RootInstance, CertificateName: o.RootCertName}
