@@ -108,9 +108,11 @@ func WithLoadReportTransport(b transport.Builder) Option {
 // for the clusters with a transport socket; see package credentials. The
 // default is a store of the client's bootstrap (its certificate_providers)
 // with the built-in file_watcher plugin only, made by NewBuilder and
-// shared by the Builder's channels. Give your own to add plugins
+// shared by the Builder's channels only: DialOptions makes a Builder per
+// call, so channels made with several DialOptions calls run a provider
+// each unless they are given one store. Give your own to add plugins
 // (credentials.WithProviderPlugins), or to share running providers with
-// other Builders. The store must have been made from the same bootstrap
+// other Builders (and, later, xDS servers). The store must have been made from the same bootstrap
 // as the client: the client checks the names a Cluster uses against the
 // bootstrap, the store runs them.
 func WithCertificateProviders(s *credentials.ProviderStore) Option {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +16,6 @@ import (
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestMTLS_TwoCommands runs the README's two commands: the xdsctl demo
 // with --mtls, built and run as a program, writes its bootstrap; this
@@ -58,11 +39,19 @@ func TestMTLS_TwoCommands(t *testing.T) {
 		t.Fatalf("go build ./cmd/xdsctl: %v\n%s", err, out)
 	}
 
-	// Command 1.
+	// Command 1, its output in a file that the test reads while it runs.
 	bootstrapFile := filepath.Join(dir, "b.json")
-	var demoOut, demoErr syncBuffer
+	demoLog, err := os.Create(filepath.Join(dir, "demo.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer demoLog.Close()
+	demoOut := func() string {
+		b, _ := os.ReadFile(demoLog.Name()) // what was written so far
+		return string(b)
+	}
 	demo := exec.Command(xdsctl, "demo", "--mtls", "--base-port", "0", "--bootstrap-out", bootstrapFile, "--interval", "1h")
-	demo.Stdout, demo.Stderr = &demoOut, &demoErr
+	demo.Stdout, demo.Stderr = demoLog, demoLog
 	if err := demo.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +66,13 @@ func TestMTLS_TwoCommands(t *testing.T) {
 	}()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !strings.Contains(demoOut.String(), "Bootstrap written to") {
+	for !strings.Contains(demoOut(), "Bootstrap written to") {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the demo wrote no bootstrap in time; stdout:\n%s\nstderr:\n%s", demoOut.String(), demoErr.String())
+			t.Fatalf("the demo wrote no bootstrap in time; its output:\n%s", demoOut())
 		case err := <-exited:
 			waited = true
-			t.Fatalf("the demo exited: %v; stderr:\n%s", err, demoErr.String())
+			t.Fatalf("the demo exited: %v; its output:\n%s", err, demoOut())
 		case <-tick.C:
 		}
 	}
@@ -111,7 +100,7 @@ func TestMTLS_TwoCommands(t *testing.T) {
 	case err := <-exited:
 		waited = true
 		if err != nil {
-			t.Errorf("the demo exited with %v after an interrupt, want 0; stderr:\n%s", err, demoErr.String())
+			t.Errorf("the demo exited with %v after an interrupt, want 0; its output:\n%s", err, demoOut())
 		}
 	case <-ctx.Done():
 		t.Fatal("the demo did not exit after an interrupt")

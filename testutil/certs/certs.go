@@ -63,7 +63,8 @@ type CA struct {
 // subject's common name). When name is a SPIFFE trust domain URI
 // ("spiffe://example.org"), the CA's TrustDomain is set, and its
 // certificate carries that URI as a SAN, as SPIFFE recommends for
-// signing certificates.
+// signing certificates; a "spiffe://" name that is not a valid trust
+// domain is an error.
 func NewCA(name string) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
