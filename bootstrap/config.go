@@ -4,6 +4,8 @@ package bootstrap
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -37,9 +39,20 @@ type Config struct {
 	ServerListenerResourceNameTemplate string
 
 	// CertificateProviders maps an instance name to its plugin name and
-	// raw JSON config (`certificate_providers`). Kept for later use; the
-	// client does not interpret them. Nil when the file has none.
+	// raw JSON config (`certificate_providers`, gRFC A29), as written. The
+	// client checks that the instances a Cluster names are here (R-25.2);
+	// package credentials runs them (credentials.NewProviderStore). Nil
+	// when the file has none.
 	CertificateProviders map[string]CertificateProvider
+}
+
+// CertificateProviderNames returns the instance names of
+// CertificateProviders, sorted; nil when there are none.
+func (c *Config) CertificateProviderNames() []string {
+	if len(c.CertificateProviders) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(c.CertificateProviders))
 }
 
 // ServerConfig is one entry of `xds_servers`, top-level or of an authority.

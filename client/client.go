@@ -70,7 +70,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	reg, err := resources.NewRegistry(append(resources.BuiltinTypes(), o.customTypes...)...)
+	reg, err := resources.NewRegistry(append(resources.BuiltinTypes(resources.WithCertificateProviderInstances(cfg.CertificateProviderNames()...)), o.customTypes...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

@@ -14,18 +14,10 @@ import (
 // Attributes; read it with EndpointInfoFromEndpoint. It is comparable,
 // and compared with == when grpc compares attributes.
 type EndpointInfo struct {
-	// RouteCluster is the leaf cluster whose balancer the endpoint was
-	// given to, canonical: the router shares a leaf cluster's balancers
-	// between the routes and aggregate clusters that lead to it, so this
-	// equals Cluster.
-	RouteCluster string
 	// Cluster is the cluster the endpoint belongs to, canonical: the leaf
-	// (EDS or LOGICAL_DNS) cluster; equal to RouteCluster unless that is an
-	// aggregate cluster.
+	// (EDS or LOGICAL_DNS) cluster, whose balancers the router shares
+	// between the routes and aggregate clusters that lead to it.
 	Cluster string
-	// ClusterWeight is 0: weights of weighted_clusters apply per RPC, in
-	// the router, not to endpoints.
-	ClusterWeight uint32
 	// Locality is the endpoint's locality.
 	Locality resources.LocalityID
 	// Priority is the priority of the locality, 0 being the highest.

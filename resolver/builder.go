@@ -18,6 +18,7 @@ import (
 	_ "google.golang.org/grpc/balancer/weightedroundrobin"
 
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/lrs"
 )
@@ -48,6 +49,9 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 		// The client's: load reports go on its ADS connection.
 		o.lrsBuilder = c.TransportBuilder()
 	}
+	if o.providers == nil {
+		o.providers = credentials.NewProviderStore(c.BootstrapConfig().CertificateProviders, credentials.WithStoreLogger(o.logger))
+	}
 	return &builder{
 		client:   c,
 		opts:     o,
@@ -56,8 +60,9 @@ func NewBuilder(c *client.Client, opts ...Option) grpcresolver.Builder {
 	}
 }
 
-// builder implements grpcresolver.Builder. Its fields are set once; load
-// and breakers are shared by its resolvers (and safe for concurrent use).
+// builder implements grpcresolver.Builder. Its fields are set once; load,
+// breakers and opts.providers are shared by its resolvers (and safe for
+// concurrent use).
 type builder struct {
 	client   *client.Client
 	opts     options
@@ -114,6 +119,7 @@ func (b *builder) Build(target grpcresolver.Target, cc grpcresolver.ClientConn, 
 		routerSC:       routerSC,
 		timer:          b.opts.timer,
 		holder:         b.opts.holder,
+		providers:      b.opts.providers,
 		logger:         b.opts.logger.With("target", t, "listener", listener),
 	}
 	r.load, r.breakers = b.load, b.breakers

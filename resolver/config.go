@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/resolver/ringhash"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
@@ -50,6 +51,9 @@ type routerConfig struct {
 	// intercepted: the channel has DialOptions' interceptors, which put
 	// the route they matched in the RPC's context.
 	intercepted bool
+	// providers are the certificate providers of clusters with a
+	// transport socket (gRFC A29); nil in unit tests without security.
+	providers *credentials.ProviderStore
 }
 
 // route is a route compiled for matching.
@@ -116,6 +120,11 @@ type priorityConfig struct {
 	lrs         bool   // the leaf cluster has lrs_server "self"
 	lrsService  string // eds_cluster_config.service_name as received, for load reports
 	policy      childPolicy
+	// security is the leaf cluster's TLS configuration (gRFC A29); nil
+	// for plaintext (the channel's fallback credentials). Its children's
+	// keys include it, so that a change gives new children, and so new
+	// connections.
+	security *resources.SecurityConfig
 	// localities are the localities with a usable endpoint. For a
 	// policy that balances over the whole priority (ring_hash), one
 	// pseudo-locality holding every usable endpoint of the priority.
@@ -148,7 +157,7 @@ type localityConfig struct {
 // hashed when a route to a RING_HASH cluster has no hash policy ("" for
 // a random hash). Errors concern the whole virtual host; cluster errors
 // are kept in the cluster's config and fail only the RPCs routed there.
-func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
+func buildConfig(s snapshot, ringHashHeader string, providers *credentials.ProviderStore) (*routerConfig, error) {
 	where := describeVH(s)
 	if s.virtualHost == nil {
 		return nil, fmt.Errorf("%s: no virtual host", where)
@@ -157,7 +166,7 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 	if len(vh.Routes) == 0 {
 		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
 	}
-	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig)}
+	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig), providers: providers}
 	names := newMatchIndex()
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
@@ -185,7 +194,7 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 			}
 			rt.targets = append(rt.targets, wt)
 			if _, done := cfg.clusters[name]; !done {
-				cfg.clusters[name] = buildCluster(name, s.cluster(name))
+				cfg.clusters[name] = buildCluster(name, s.cluster(name), providers)
 			}
 		}
 		cfg.routes = append(cfg.routes, rt)
@@ -195,8 +204,9 @@ func buildConfig(s snapshot, ringHashHeader string) (*routerConfig, error) {
 }
 
 // buildCluster returns the config of the route cluster name, whose result
-// is r (nil when absent). Its error names the cluster.
-func buildCluster(name string, r *depmgr.ClusterResult) *clusterConfig {
+// is r (nil when absent). Its error names the cluster. providers hold the
+// certificate providers that the security configs of its leaves name.
+func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.ProviderStore) *clusterConfig {
 	cc := &clusterConfig{name: name}
 	switch {
 	case r == nil:
@@ -218,7 +228,7 @@ func buildCluster(name string, r *depmgr.ClusterResult) *clusterConfig {
 		if leaf == nil || leaf.Cluster == nil {
 			continue
 		}
-		ps, err := leafPriorities(leaf)
+		ps, err := leafPriorities(leaf, providers)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %q: %w", leaf.Name, err))
 			continue
@@ -245,8 +255,10 @@ func buildCluster(name string, r *depmgr.ClusterResult) *clusterConfig {
 
 // leafPriorities returns the priorities of a leaf cluster that have a
 // usable endpoint, highest first; an error when the cluster's policy
-// cannot be run, or when no priority has a usable endpoint.
-func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
+// cannot be run, when its security config names a certificate provider
+// instance that providers cannot run, or when no priority has a usable
+// endpoint.
+func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderStore) ([]*priorityConfig, error) {
 	if _, err := usablePriority(leaf); err != nil {
 		return nil, err
 	}
@@ -255,6 +267,10 @@ func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
 		return nil, err
 	}
 	c := leaf.Cluster
+	if err := checkSecurity(c.Security, providers); err != nil {
+		return nil, err
+	}
+	sec := securityKey(c.Security)
 	eds := c.EDSServiceName
 	if eds == "" {
 		eds = leaf.Name
@@ -299,7 +315,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
 			ep = weight.Set(ep, weight.EndpointInfo{Weight: w})
 			ep = ringhash.SetHashKey(ep, e.HashKey)
 			ep = setEndpointInfo(ep, EndpointInfo{
-				RouteCluster: leaf.Name, Cluster: leaf.Name, Locality: l.ID, Priority: l.Priority,
+				Cluster: leaf.Name, Locality: l.ID, Priority: l.Priority,
 				LocalityWeight: l.Weight, Weight: e.Weight, HealthStatus: e.HealthStatus, Hostname: e.Hostname,
 			})
 			eps = append(eps, ep)
@@ -309,13 +325,13 @@ func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
 		}
 		p := byPrio[l.Priority]
 		if p == nil {
-			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy}
+			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy, security: c.Security}
 			byPrio[l.Priority] = p
 			out = append(out, p)
 		}
 		if policy.perPriority {
 			if len(p.localities) == 0 {
-				p.localities = []localityConfig{{weight: 1, key: childKey(leaf.Name, l.Priority, "*", policy.name), addrLocality: make(map[string]resources.LocalityID)}}
+				p.localities = []localityConfig{{weight: 1, key: childKey(leaf.Name, l.Priority, "*", policy.name, sec), addrLocality: make(map[string]resources.LocalityID)}}
 			}
 			p.localities[0].endpoints = append(p.localities[0].endpoints, eps...)
 			for _, ep := range eps {
@@ -325,7 +341,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig) ([]*priorityConfig, error) {
 			}
 			continue
 		}
-		p.localities = append(p.localities, localityConfig{id: l.ID, weight: l.Weight, key: childKey(leaf.Name, l.Priority, l.ID.String(), policy.name), endpoints: eps})
+		p.localities = append(p.localities, localityConfig{id: l.ID, weight: l.Weight, key: childKey(leaf.Name, l.Priority, l.ID.String(), policy.name, sec), endpoints: eps})
 	}
 	// Priorities are numbered without gaps; those without a
 	// usable endpoint are left out, which fails over at once, as their
@@ -342,8 +358,11 @@ func sortPriorities(ps []*priorityConfig) {
 	}
 }
 
-func childKey(leaf string, prio uint32, locality, policy string) string {
-	return leaf + "\x00" + strconv.FormatUint(uint64(prio), 10) + "\x00" + locality + "\x00" + policy
+// childKey is the key of the child balancer of a locality (or of a whole
+// priority) of a leaf cluster with an endpoint policy and a security
+// config (securityKey).
+func childKey(leaf string, prio uint32, locality, policy, security string) string {
+	return leaf + "\x00" + strconv.FormatUint(uint64(prio), 10) + "\x00" + locality + "\x00" + policy + "\x00" + security
 }
 
 // childPolicyOf returns the grpc balancer and its parsed config for the

@@ -3,6 +3,7 @@
 package resolver
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/experimental/balancer/weight"
 
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/resources"
 )
@@ -102,7 +105,7 @@ func TestResolver_Config_Priorities(t *testing.T) {
 		locality("z2", 1, 1, endpoint("a2:1", unknown, 1)),
 	)
 	b := leaf("b", roundRobin, locality("z9", 0, 1, endpoint("b:1", healthy, 1)))
-	cfg, err := buildConfig(snap(ok(aggregate("agg", a, b))), "")
+	cfg, err := buildConfig(snap(ok(aggregate("agg", a, b))), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +127,7 @@ func TestResolver_Config_RingHashWeights(t *testing.T) {
 		locality("z1", 0, 3, endpoint("x:1", h, 1)),
 		locality("z2", 0, 1, endpoint("y:1", h, 1), endpoint("y:2", h, 3)),
 	)
-	cfg, err := buildConfig(snap(ok(c)), "")
+	cfg, err := buildConfig(snap(ok(c)), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +155,7 @@ func TestResolver_Config_ClusterErrors(t *testing.T) {
 	good := leaf("good", roundRobin, locality("z", 0, 1, endpoint("g:1", resources.HealthStatusHealthy, 1)))
 	sick := leaf("sick", roundRobin, locality("z", 0, 1, endpoint("s:1", resources.HealthStatusDraining, 1)))
 	missing := &depmgr.ClusterResult{Name: "missing", Err: errors.New("resource does not exist")}
-	cfg, err := buildConfig(snap(ok(good), ok(sick), missing), "")
+	cfg, err := buildConfig(snap(ok(good), ok(sick), missing), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,5 +167,85 @@ func TestResolver_Config_ClusterErrors(t *testing.T) {
 	}
 	if e := cfg.clusters["missing"].err; e == nil || !strings.Contains(e.Error(), `cluster "missing": resource does not exist`) {
 		t.Errorf("missing cluster: %v", e)
+	}
+}
+
+// TestResolver_Config_Security checks that a leaf cluster's TLS
+// configuration travels with its priorities (gRFC A29), that its
+// children's keys change with it (so that a change gives new
+// connections), and that a cluster whose instances the store cannot run
+// fails with the instance named; and that every endpoint carries its
+// leaf cluster in its EndpointInfo.
+func TestResolver_Config_Security(t *testing.T) {
+	h := resources.HealthStatusHealthy
+	secured := func(name string, sc *resources.SecurityConfig) *depmgr.ClusterConfig {
+		l := leaf(name, roundRobin, locality("z", 0, 1, endpoint(name+":1", h, 1)))
+		l.Cluster.Security = sc
+		return l
+	}
+	mtls := &resources.SecurityConfig{RootInstanceName: "roots", IdentityInstanceName: "id"}
+	sanA := &resources.SecurityConfig{RootInstanceName: "roots", IdentityInstanceName: "id", SubjectAltNameMatchers: []resources.StringMatcher{{Kind: resources.StringMatchExact, Value: "a"}}}
+	system := &resources.SecurityConfig{SystemRootCerts: true}
+	store := credentials.NewProviderStore(map[string]bootstrap.CertificateProvider{
+		"roots": {PluginName: "file_watcher", Config: json.RawMessage(`{"ca_certificate_file":"/ca.pem"}`)},
+		"id":    {PluginName: "file_watcher", Config: json.RawMessage(`{"certificate_file":"/c.pem","private_key_file":"/k.pem"}`)},
+	})
+	key := func(c *depmgr.ClusterConfig) string {
+		t.Helper()
+		cfg, err := buildConfig(snap(ok(c)), "", store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := cfg.clusters[c.Name]
+		if cc.err != nil {
+			t.Fatalf("cluster %s: %v", c.Name, cc.err)
+		}
+		p := cc.priorities[0]
+		if p.security != c.Cluster.Security {
+			t.Errorf("cluster %s: priority security %+v, want %+v", c.Name, p.security, c.Cluster.Security)
+		}
+		if info, ok := EndpointInfoFromEndpoint(p.localities[0].endpoints[0]); !ok || info.Cluster != c.Name {
+			t.Errorf("cluster %s: EndpointInfo %+v, %v; want Cluster %s", c.Name, info, ok, c.Name)
+		}
+		return p.localities[0].key
+	}
+	keys := map[string]string{
+		"plain":  key(secured("c", nil)),
+		"mtls":   key(secured("c", mtls)),
+		"mtls2":  key(secured("c", &resources.SecurityConfig{RootInstanceName: "roots", IdentityInstanceName: "id"})),
+		"sanA":   key(secured("c", sanA)),
+		"system": key(secured("c", system)),
+	}
+	if keys["mtls"] != keys["mtls2"] {
+		t.Errorf("equal security configs give the child keys %q and %q; want one", keys["mtls"], keys["mtls2"])
+	}
+	seen := map[string]string{}
+	for name, k := range keys {
+		if name == "mtls2" {
+			continue
+		}
+		if other, dup := seen[k]; dup {
+			t.Errorf("the security configs %s and %s give one child key %q", name, other, k)
+		}
+		seen[k] = name
+	}
+
+	for _, tc := range []struct {
+		name    string
+		sc      *resources.SecurityConfig
+		store   *credentials.ProviderStore
+		wantErr string
+	}{
+		{"unknown root instance", &resources.SecurityConfig{RootInstanceName: "nope"}, store, `"nope"`},
+		{"unknown identity instance", &resources.SecurityConfig{RootInstanceName: "roots", IdentityInstanceName: "nope"}, store, `"nope"`},
+		{"no store", mtls, nil, "no certificate provider store"},
+	} {
+		cfg, err := buildConfig(snap(ok(secured("c", tc.sc))), "", tc.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := cfg.clusters["c"].err; e == nil || !strings.Contains(e.Error(), tc.wantErr) {
+			t.Errorf("%s: cluster error %v, want one containing %s", tc.name, e, tc.wantErr)
+		}
 	}
 }

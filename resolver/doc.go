@@ -143,11 +143,26 @@
 // other children no longer referred to are closed at once, and RPCs in
 // flight on their connections complete.
 //
+// Security (gRFC A29, R-25). A leaf cluster whose Cluster has a
+// transport_socket (an UpstreamTlsContext) gets TLS or mTLS with the
+// credentials of package credentials (credentials.NewClientCredentials,
+// given to the channel with grpc.WithTransportCredentials): the children
+// of its priorities acquire the certificate providers its security config
+// names from the Builder's credentials.ProviderStore (by default one of
+// the client's bootstrap; WithCertificateProviders), and put them, with
+// its SAN matchers, in the attributes of every address of its endpoints,
+// where the credentials read them at each handshake. A cluster whose
+// security config names an instance the store cannot run (an unknown
+// plugin, an invalid config) fails its RPCs with UNAVAILABLE naming it. A
+// change of a cluster's security config gives it new children, and so new
+// connections. Clusters without transport_socket, and every cluster with
+// other transport credentials, use the channel's credentials (for xDS
+// credentials, their fallback).
+//
 // Not supported: retry policies (gRFC A44; RPCs are not retried),
 // cluster_specifier_plugin (RLS; the route's RPCs fail), outlier
-// detection (gRFC A50), the cluster's TLS settings (the channel's
-// transport credentials apply), custom LB policies, and ORCA load
-// reports in LRS. The resolver logs a warning
+// detection (gRFC A50), custom LB policies, and ORCA load reports in
+// LRS. The resolver logs a warning
 // once per channel when a configuration uses retries or RLS, and, without
 // DialOptions, fault injection or max_stream_duration.
 //

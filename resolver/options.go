@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
@@ -27,6 +28,7 @@ type options struct {
 	timer          timerFunc // failover timers; nil for time.AfterFunc
 	lrsBuilder     transport.Builder
 	holder         *atomic.Pointer[routerConfig] // set by DialOptions: the interceptors' configuration
+	providers      *credentials.ProviderStore    // nil: NewBuilder makes one from the client's bootstrap
 }
 
 func defaultOptions() options {
@@ -99,4 +101,20 @@ func WithRingHashRequestHashHeader(name string) Option {
 // last of them is closed. See package lrs.
 func WithLoadReportTransport(b transport.Builder) Option {
 	return func(o *options) { o.lrsBuilder = b }
+}
+
+// WithCertificateProviders sets the store of certificate provider
+// instances (gRFC A29) whose providers the channels of the Builder use
+// for the clusters with a transport socket; see package credentials. The
+// default is a store of the client's bootstrap (its certificate_providers)
+// with the built-in file_watcher plugin only, made by NewBuilder and
+// shared by the Builder's channels only: DialOptions makes a Builder per
+// call, so channels made with several DialOptions calls run a provider
+// each unless they are given one store. Give your own to add plugins
+// (credentials.WithProviderPlugins), or to share running providers with
+// other Builders (and, later, xDS servers). The store must have been made from the same bootstrap
+// as the client: the client checks the names a Cluster uses against the
+// bootstrap, the store runs them.
+func WithCertificateProviders(s *credentials.ProviderStore) Option {
+	return func(o *options) { o.providers = s }
 }

@@ -12,6 +12,7 @@ import (
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/resources"
 )
@@ -42,8 +43,11 @@ type xdsResolver struct {
 	load     *loadReporter                 // the Builder's; set by Build
 	breakers *breakers                     // the Builder's; set by Build
 	holder   *atomic.Pointer[routerConfig] // DialOptions' interceptors' configuration; nil without them
-	warned   map[string]bool               // what warnUnsupported logged; manager goroutine only
-	version  uint64                        // configurations pushed; used on the manager's goroutine only
+	// providers are the certificate providers of clusters with a
+	// transport socket (the Builder's).
+	providers *credentials.ProviderStore
+	warned    map[string]bool // what warnUnsupported logged; manager goroutine only
+	version   uint64          // configurations pushed; used on the manager's goroutine only
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -65,7 +69,7 @@ func (r *xdsResolver) Close() {
 // attributes; or fails the channel when the configuration cannot be used
 // (see the package doc, "Errors").
 func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
-	rc, err := buildConfig(snapshotOf(cfg), r.ringHashHeader)
+	rc, err := buildConfig(snapshotOf(cfg), r.ringHashHeader, r.providers)
 	if err != nil {
 		r.fail(err)
 		return

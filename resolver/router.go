@@ -4,16 +4,22 @@ package resolver
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/balancer"
+	"google.golang.org/grpc/balancer/base"
 	"google.golang.org/grpc/connectivity"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/credentials"
+	"github.com/proxyless/xds/internal/xdscreds"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 )
@@ -162,6 +168,14 @@ type child struct {
 	// load of an RPC is reported for its locality.
 	addrLocality map[string]resources.LocalityID
 	scLocality   sync.Map // balancer.SubConn → resources.LocalityID
+	// leaf and security are the child's leaf cluster and its TLS
+	// configuration (nil: plaintext), set at creation: they are part of
+	// the child's key. hs is the handshake info of security, acquired
+	// when b is built and released when the child is closed; only
+	// accessed under r.childMu.
+	leaf     string
+	security *resources.SecurityConfig
+	hs       *xdscreds.ClientHandshakeInfo
 }
 
 // NewSubConn creates a SubConn on the channel: its state listener runs
@@ -246,6 +260,10 @@ func (r *router) withChildren(f func()) {
 			continue
 		}
 		ps := r.pending
+		var providers *credentials.ProviderStore
+		if r.cfg != nil {
+			providers = r.cfg.providers
+		}
 		r.pending = nil
 		r.mu.Unlock()
 		for _, p := range ps {
@@ -256,13 +274,22 @@ func (r *router) withChildren(f func()) {
 				continue
 			}
 			if p.c.b == nil {
+				if err := p.c.acquireSecurity(providers); err != nil {
+					// Tried again at the child's next update.
+					r.mu.Lock()
+					if !p.c.removed {
+						p.c.state = balancer.State{ConnectivityState: connectivity.TransientFailure, Picker: base.NewErrPicker(unavailable(err.Error()))}
+					}
+					r.mu.Unlock()
+					continue
+				}
 				// childPolicyOf checked that the balancer is registered.
 				p.c.b = balancer.Get(policy.name).Build(p.c, r.bopts)
 			}
 			// A child that rejects its endpoints reports
 			// TRANSIENT_FAILURE itself; the error says nothing more.
 			_ = p.c.b.UpdateClientConnState(balancer.ClientConnState{
-				ResolverState:  grpcresolver.State{Endpoints: p.eps},
+				ResolverState:  grpcresolver.State{Endpoints: withHandshakeInfo(p.eps, p.c.hs)},
 				BalancerConfig: policy.config,
 			})
 		}
@@ -405,12 +432,36 @@ func (r *router) pruneChildren() {
 	closeChildren(removed)
 }
 
+// closeChildren closes the balancers of cs, then releases their
+// certificate providers; the caller holds childMu.
 func closeChildren(cs []*child) {
 	for _, c := range cs {
 		if c.b != nil {
 			c.b.Close()
 		}
+		if c.hs != nil {
+			c.hs.Close()
+			c.hs = nil
+		}
 	}
+}
+
+// acquireSecurity acquires the certificate providers of c's security
+// config from providers, unless c has none or has them already; the
+// caller holds childMu.
+func (c *child) acquireSecurity(providers *credentials.ProviderStore) error {
+	if c.security == nil || c.hs != nil {
+		return nil
+	}
+	if providers == nil {
+		return fmt.Errorf("cluster %q has a TLS configuration, and the channel no certificate provider store", c.leaf)
+	}
+	hs, err := xdscreds.NewClientHandshakeInfo(c.leaf, c.security, providers.Provider)
+	if err != nil {
+		return err
+	}
+	c.hs = hs
+	return nil
 }
 
 // startPriorityLocked queues the creation (or the update) of the children
@@ -425,7 +476,7 @@ func (r *router) startPriorityLocked(p *priorityConfig, want map[string]bool) {
 		}
 		c := r.children[l.key]
 		if c == nil {
-			c = &child{ClientConn: r.cc, r: r, key: l.key,
+			c = &child{ClientConn: r.cc, r: r, key: l.key, leaf: p.leaf, security: p.security,
 				state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
 			r.children[l.key] = c
 		}
@@ -485,14 +536,10 @@ func (r *router) Close() {
 			p.stopTimers()
 		}
 	}
-	children := r.children
+	children := slices.Collect(maps.Values(r.children))
 	r.children, r.pending = nil, nil
 	r.mu.Unlock()
-	for _, c := range children {
-		if c.b != nil {
-			c.b.Close()
-		}
-	}
+	closeChildren(children)
 }
 
 // snapshotChildren returns the built children; the caller holds childMu.

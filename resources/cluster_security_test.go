@@ -5,6 +5,7 @@
 package resources
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -275,14 +276,34 @@ func clusterSecurityCases(t testing.TB) []decodeCase[*Cluster] {
 			wantErr: tlsField + ": unsupported validation context validation_context_sds_secret_config",
 		},
 		{
-			// R-17.4: a root provider is required (system root certs need
-			// GRPC_EXPERIMENTAL_XDS_SYSTEM_ROOT_CERTS, off by default).
+			// R-17.4, gRFC A82: system_root_certs without a root provider
+			// (grpc-go with GRPC_EXPERIMENTAL_XDS_SYSTEM_ROOT_CERTS).
 			rule: "R-17.4",
-			name: "validation context without a root provider",
+			name: "system root certs",
 			give: edsCluster("c", "s", withTLS(t, validationContext(&v3tlspb.CertificateValidationContext{
-				SystemRootCerts: &v3tlspb.CertificateValidationContext_SystemRootCerts{},
+				SystemRootCerts:      &v3tlspb.CertificateValidationContext_SystemRootCerts{},
+				MatchSubjectAltNames: []*v3matcherpb.StringMatcher{{MatchPattern: &v3matcherpb.StringMatcher_Exact{Exact: "a.example.com"}}},
 			}))),
-			wantErr: tlsField + ".validation_context.ca_certificate_provider_instance: missing",
+			want: want(func(c *Cluster) {
+				c.Security = &SecurityConfig{SystemRootCerts: true, IdentityInstanceName: "id", IdentityCertName: "id-cert",
+					SubjectAltNameMatchers: []StringMatcher{{Kind: StringMatchExact, Value: "a.example.com"}}}
+			}),
+		},
+		{
+			// R-17.4, gRFC A82: a root provider wins over system_root_certs.
+			rule: "R-17.4",
+			name: "root provider and system root certs",
+			give: edsCluster("c", "s", withTLS(t, rootVC(func(vc *v3tlspb.CertificateValidationContext) {
+				vc.SystemRootCerts = &v3tlspb.CertificateValidationContext_SystemRootCerts{}
+			}))),
+			want: want(func(c *Cluster) { c.Security = full }),
+		},
+		{
+			// R-17.4: a root provider or system_root_certs is required.
+			rule:    "R-17.4",
+			name:    "validation context without a root provider",
+			give:    edsCluster("c", "s", withTLS(t, validationContext(&v3tlspb.CertificateValidationContext{}))),
+			wantErr: tlsField + ".validation_context.ca_certificate_provider_instance: missing, and system_root_certs is not set",
 		},
 		{
 			// grpc-go transport-socket-without-validation-context.
@@ -648,5 +669,73 @@ func TestLBPolicyMemo(t *testing.T) {
 	}
 	if _, err := decode(lbPolicies(t, wrrLocality(nested))); err == nil || !strings.Contains(err.Error(), "nested more than 16 levels deep") {
 		t.Errorf("17 levels after 16: got error %v, want nested more than 16 levels deep", err)
+	}
+}
+
+// TestCheck_CertificateProviderInstances checks that, given the
+// bootstrap's certificate provider instances, a Cluster naming another
+// one is invalid, with the instance and the field in the error (R-17.4,
+// gRFC A29); without them, names are not checked; and BuiltinTypes gives
+// a Cluster type that checks them, which the client's registry holds.
+func TestCheck_CertificateProviderInstances(t *testing.T) {
+	const tlsField = "transport_socket.typed_config.common_tls_context"
+	mtls := mustAny(t, edsCluster("c", "s", withTLS(t, rootVC(nil)))) // root "root", identity "id"
+	system := mustAny(t, edsCluster("c", "s", withTLS(t, &v3tlspb.CommonTlsContext{
+		ValidationContextType: &v3tlspb.CommonTlsContext_ValidationContext{ValidationContext: &v3tlspb.CertificateValidationContext{
+			SystemRootCerts: &v3tlspb.CertificateValidationContext_SystemRootCerts{},
+		}},
+	})))
+	tests := []struct {
+		name    string
+		give    *anypb.Any
+		opts    []DecodeOption
+		wantErr string
+	}{
+		{name: "not checked", give: mtls},
+		{name: "both defined", give: mtls, opts: []DecodeOption{WithCertificateProviderInstances("id", "root", "other")}},
+		{name: "root missing", give: mtls, opts: []DecodeOption{WithCertificateProviderInstances("id")},
+			wantErr: tlsField + `.validation_context.ca_certificate_provider_instance.instance_name: root certificate provider instance "root" is not in the bootstrap's certificate_providers`},
+		{name: "identity missing", give: mtls, opts: []DecodeOption{WithCertificateProviderInstances("root")},
+			wantErr: tlsField + `.tls_certificate_provider_instance.instance_name: identity certificate provider instance "id" is not in the bootstrap's certificate_providers`},
+		{name: "no instances", give: mtls, opts: []DecodeOption{WithCertificateProviderInstances()},
+			wantErr: `identity certificate provider instance "id" is not in the bootstrap's certificate_providers`},
+		{name: "system roots need no instance", give: system, opts: []DecodeOption{WithCertificateProviderInstances()}},
+		{name: "no transport socket", give: mustAny(t, edsCluster("c", "s")), opts: []DecodeOption{WithCertificateProviderInstances()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Check(tc.give, tc.opts...)
+			err := Validate(tc.give, tc.opts...)
+			if tc.wantErr == "" {
+				if v.Err != nil || err != nil || v.Value == nil {
+					t.Fatalf("Check = %+v, Validate = %v; want valid", v, err)
+				}
+				return
+			}
+			if v.Err == nil || !strings.Contains(v.Err.Error(), tc.wantErr) || v.Name != "c" || v.Value != nil {
+				t.Fatalf("Check = %+v, want invalid Cluster c with %q", v, tc.wantErr)
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), `Cluster "c": `) {
+				t.Fatalf("Validate = %v, want an error naming the Cluster", err)
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Errorf("Validate's error does not wrap a *ValidationError: %v", err)
+			}
+		})
+	}
+
+	if got := BuiltinTypes()[2]; got != ResourceType(ClusterType) {
+		t.Errorf("BuiltinTypes()[2] = %v, want ClusterType", got)
+	}
+	checking := BuiltinTypes(WithCertificateProviderInstances("root"))[2]
+	if _, ok := checking.(Type[*Cluster]); !ok || checking.TypeURL() != ClusterTypeURL || checking.TypeName() != "Cluster" {
+		t.Fatalf("BuiltinTypes(WithCertificateProviderInstances)[2] = %T %s, want a Type[*Cluster] of %s", checking, checking.TypeURL(), ClusterTypeURL)
+	}
+	if name, _, err := checking.Decode(mtls); name != "c" || err == nil {
+		t.Errorf("the checking type's Decode = %q, %v; want an error for Cluster c", name, err)
+	}
+	if name, ok := checking.Name(mtls); !ok || name != "c" {
+		t.Errorf("the checking type's Name = %q, %v; want c", name, ok)
 	}
 }

@@ -56,7 +56,12 @@
 //
 // Check and Validate decode and validate one resource, possibly wrapped,
 // exactly as the client does on receiving it: a control plane can lint
-// its output in CI (the xdsctl validate command is built on Check).
+// its output in CI (the xdsctl validate command is built on Check). What
+// a client knows beyond the resource is given as options: with
+// WithCertificateProviderInstances (the bootstrap's certificate provider
+// instances), a Cluster whose transport socket names another instance is
+// invalid, as in a client, whose registry holds the Cluster type that
+// BuiltinTypes returns with that option.
 //
 // # Errors
 //
@@ -97,7 +102,9 @@
 //     load_balancing_policy (gRFC A52: round_robin, ring_hash,
 //     least_request, pick_first, client-side weighted round robin,
 //     wrr_locality, 16 levels at most); the TLS transport socket of gRFC A29
-//     and its unsupported fields; outlier detection (gRFC A50); lrs_server
+//     and its unsupported fields, system_root_certs (gRFC A82), and, given
+//     the bootstrap's instances, the certificate provider instances it
+//     names; outlier detection (gRFC A50); lrs_server
 //     self; EDS (ads or self, service_name required for xdstp names),
 //     LOGICAL_DNS (one locality, one endpoint) and aggregate (gRFC A37)
 //     clusters; circuit breakers.

@@ -5,6 +5,7 @@ package resources
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
@@ -54,6 +55,40 @@ func (k StringMatchKind) String() string {
 	default:
 		return fmt.Sprintf("StringMatchKind(%d)", uint8(k))
 	}
+}
+
+// Match reports whether s matches m, with the semantics of
+// envoy.type.matcher.v3.StringMatcher: exact, prefix, suffix and contains
+// compare case-insensitively when IgnoreCase is set (ASCII and Unicode
+// simple folding, strings.EqualFold); safe_regex must match the whole of
+// s. The zero StringMatcher matches nothing. Match is safe for concurrent
+// use.
+func (m StringMatcher) Match(s string) bool {
+	switch m.Kind {
+	case StringMatchExact:
+		if m.IgnoreCase {
+			return strings.EqualFold(s, m.Value)
+		}
+		return s == m.Value
+	case StringMatchPrefix:
+		if m.IgnoreCase {
+			return len(s) >= len(m.Value) && strings.EqualFold(s[:len(m.Value)], m.Value)
+		}
+		return strings.HasPrefix(s, m.Value)
+	case StringMatchSuffix:
+		if m.IgnoreCase {
+			return len(s) >= len(m.Value) && strings.EqualFold(s[len(s)-len(m.Value):], m.Value)
+		}
+		return strings.HasSuffix(s, m.Value)
+	case StringMatchContains:
+		if m.IgnoreCase {
+			return strings.Contains(strings.ToLower(s), strings.ToLower(m.Value))
+		}
+		return strings.Contains(s, m.Value)
+	case StringMatchSafeRegex:
+		return m.Regex != nil && m.Regex.MatchString(s)
+	}
+	return false
 }
 
 // stringMatcherFromProto converts a StringMatcher as gRPC does: prefix,

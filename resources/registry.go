@@ -32,9 +32,13 @@ func NewRegistry(types ...ResourceType) (*Registry, error) {
 }
 
 // BuiltinTypes returns the four types a gRPC client uses, in the order LDS,
-// RDS, CDS, EDS.
-func BuiltinTypes() []ResourceType {
-	return []ResourceType{ListenerType, RouteConfigType, ClusterType, EndpointsType}
+// RDS, CDS, EDS: the constants ListenerType, RouteConfigType, ClusterType
+// and EndpointsType, except that an option that changes validation (a
+// client's bootstrap, WithCertificateProviderInstances) gives a Cluster
+// type of its own in place of ClusterType, with the same type URL and Go
+// type, so that Watch(c, ClusterType, …) works with it.
+func BuiltinTypes(opts ...DecodeOption) []ResourceType {
+	return []ResourceType{ListenerType, RouteConfigType, clusterTypeWith(newDecodeOptions(opts)), EndpointsType}
 }
 
 // Lookup returns the type registered for typeURL.

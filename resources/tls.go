@@ -21,7 +21,7 @@ const (
 type SecurityConfig struct {
 	// RootInstanceName names the certificate provider instance (in the
 	// bootstrap's certificate_providers) of the root certificates that
-	// validate servers; never empty.
+	// validate servers; empty exactly when SystemRootCerts is set.
 	RootInstanceName string
 	// RootCertName is the certificate name passed to that provider.
 	RootCertName string
@@ -34,6 +34,11 @@ type SecurityConfig struct {
 	// certificate must have a SAN that one of them matches; nil means any
 	// SAN.
 	SubjectAltNameMatchers []StringMatcher
+	// SystemRootCerts reports that servers are validated with the system's
+	// root certificates (validation_context.system_root_certs, gRFC A82):
+	// set only when no ca_certificate_provider_instance is given, which
+	// takes precedence.
+	SystemRootCerts bool
 }
 
 // securityFromCluster validates the transport socket of c (R-17.4, gRFC
@@ -41,12 +46,13 @@ type SecurityConfig struct {
 // socket (plaintext, or the channel's fallback credentials). Error fields
 // are relative to the Cluster.
 //
-// As grpc-go with its defaults: the HTTP/1.1 proxy transport socket
-// (GRPC_EXPERIMENTAL_XDS_HTTP_CONNECT), system root certificates
-// (GRPC_EXPERIMENTAL_XDS_SYSTEM_ROOT_CERTS) and SNI
+// System root certificates (gRFC A82) are supported, as grpc-go does with
+// GRPC_EXPERIMENTAL_XDS_SYSTEM_ROOT_CERTS: validation_context's
+// system_root_certs, when ca_certificate_provider_instance is unset, sets
+// SystemRootCerts. As grpc-go with its defaults, the HTTP/1.1 proxy
+// transport socket (GRPC_EXPERIMENTAL_XDS_HTTP_CONNECT) and SNI
 // (GRPC_EXPERIMENTAL_XDS_SNI) are not supported: the proxy socket is an
-// unsupported type, system_root_certs alone leaves no root provider, and
-// sni is ignored.
+// unsupported type, and sni is ignored.
 func securityFromCluster(c *v3clusterpb.Cluster) (*SecurityConfig, error) {
 	if len(c.GetTransportSocketMatches()) != 0 {
 		return nil, invalid("transport_socket_matches", "not supported")
@@ -91,18 +97,36 @@ func securityFromCluster(c *v3clusterpb.Cluster) (*SecurityConfig, error) {
 		}
 		sc = old
 	}
-	if sc.RootInstanceName == "" {
+	if sc.RootInstanceName == "" && !sc.SystemRootCerts {
 		if err != nil {
 			return nil, withFieldPrefix(field, err)
 		}
-		return nil, invalid(field, "no root certificate provider instance (validation_context.ca_certificate_provider_instance)")
+		return nil, invalid(field, "no root certificate provider instance (validation_context.ca_certificate_provider_instance) and no system_root_certs")
 	}
 	return sc, nil
 }
 
 func (sc *SecurityConfig) isEmpty() bool {
 	return sc.RootInstanceName == "" && sc.RootCertName == "" && sc.IdentityInstanceName == "" &&
-		sc.IdentityCertName == "" && len(sc.SubjectAltNameMatchers) == 0
+		sc.IdentityCertName == "" && len(sc.SubjectAltNameMatchers) == 0 && !sc.SystemRootCerts
+}
+
+// checkCertificateProviders returns an error when sc names a certificate
+// provider instance that is not in instances, the bootstrap's
+// certificate_providers (gRFC A29: the Cluster is NACKed). Error fields
+// are relative to the Cluster.
+func checkCertificateProviders(sc *SecurityConfig, instances map[string]bool) error {
+	if sc == nil {
+		return nil
+	}
+	const field = "transport_socket.typed_config.common_tls_context"
+	if sc.IdentityInstanceName != "" && !instances[sc.IdentityInstanceName] {
+		return invalid(field+".tls_certificate_provider_instance.instance_name", "identity certificate provider instance %q is not in the bootstrap's certificate_providers", sc.IdentityInstanceName)
+	}
+	if sc.RootInstanceName != "" && !instances[sc.RootInstanceName] {
+		return invalid(field+".validation_context.ca_certificate_provider_instance.instance_name", "root certificate provider instance %q is not in the bootstrap's certificate_providers", sc.RootInstanceName)
+	}
+	return nil
 }
 
 // securityFromCommon reads the gRFC A29 fields of common; error fields
@@ -142,11 +166,14 @@ func securityFromCommon(common *v3tlspb.CommonTlsContext) (*SecurityConfig, erro
 	case vc.GetCustomValidatorConfig() != nil:
 		return nil, invalid(field+".custom_validator_config", "not supported")
 	}
-	root := vc.GetCaCertificateProviderInstance()
-	if root == nil {
-		return nil, invalid(field+".ca_certificate_provider_instance", "missing")
+	switch root := vc.GetCaCertificateProviderInstance(); {
+	case root != nil:
+		sc.RootInstanceName, sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
+	case vc.GetSystemRootCerts() != nil:
+		sc.SystemRootCerts = true // gRFC A82
+	default:
+		return nil, invalid(field+".ca_certificate_provider_instance", "missing, and system_root_certs is not set")
 	}
-	sc.RootInstanceName, sc.RootCertName = root.GetInstanceName(), root.GetCertificateName()
 	ms, err := sanMatchers(vc)
 	if err != nil {
 		return nil, withFieldPrefix(field, err)

@@ -39,15 +39,18 @@ type Verdict struct {
 // possibly inside an envoy.service.discovery.v3.Resource wrapper, exactly
 // as a client of this library does on receiving it in a
 // DiscoveryResponse. It does no I/O and is safe for concurrent use:
-// a control plane can lint its output with it, for example in CI.
-func Check(r *anypb.Any) Verdict {
+// a control plane can lint its output with it, for example in CI. opts
+// give what a client would know besides the resource: with
+// WithCertificateProviderInstances, the certificate provider instances of
+// its bootstrap, which a Cluster's transport socket must name.
+func Check(r *anypb.Any, opts ...DecodeOption) Verdict {
 	inner, err := Unwrap(r)
 	if err != nil {
 		return Verdict{Err: err}
 	}
 	v := Verdict{TypeURL: inner.GetTypeUrl()}
 	var typ ResourceType
-	for _, t := range BuiltinTypes() {
+	for _, t := range BuiltinTypes(opts...) {
 		if t.TypeURL() == v.TypeURL {
 			typ = t
 		}
@@ -68,9 +71,9 @@ func Check(r *anypb.Any) Verdict {
 // built-in type, possibly wrapped: it returns nil if so, and otherwise an
 // error naming the resource and saying why, which wraps a
 // *ValidationError when a field is at fault. It is Check without the
-// details; see Check.
-func Validate(r *anypb.Any) error {
-	v := Check(r)
+// details; see Check, and its opts.
+func Validate(r *anypb.Any, opts ...DecodeOption) error {
+	v := Check(r, opts...)
 	switch {
 	case v.Err == nil:
 		return nil

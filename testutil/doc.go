@@ -72,6 +72,16 @@
 // RouteConfiguration → Cluster → ClusterLoadAssignment chain from a
 // listener name. MarshalAny packs a message deterministically.
 //
+// # Security and backends
+//
+// UpstreamTLS and WithUpstreamTLS give a Cluster the transport socket of
+// xDS mTLS (gRFC A29), ExactSAN and PrefixSAN its server identities, and
+// WithCertificateProviders adds file_watcher certificate provider
+// instances to a bootstrap; subpackage certs makes the certificates.
+// StartBackend serves grpc.health.v1.Health and grpc.testing.TestService
+// on loopback, in plaintext or TLS, answering with its name and the
+// client's SPIFFE ID.
+//
 // # More servers and helpers
 //
 // The same server also serves the per-type discovery services

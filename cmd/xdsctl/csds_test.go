@@ -14,7 +14,7 @@ import (
 // a table, as JSON, and filtered by TYPE/NAME arguments.
 func TestDemoAdmin_StatusCSDS(t *testing.T) {
 	ctx := testContext(t)
-	r := startRun(t, "demo", "--admin", "127.0.0.1:0", "--interval", "1h")
+	r := startRun(t, "demo", "--base-port", "0", "--admin", "127.0.0.1:0", "--interval", "1h")
 	out := waitForOutput(ctx, t, &r.stdout, "the demo's CSDS address and resolved mesh",
 		containsAll("serving CSDS on ", "ClusterLoadAssignment eds-svc-canary"))
 	addr := regexp.MustCompile(`serving CSDS on (\S+) `).FindStringSubmatch(out)[1]

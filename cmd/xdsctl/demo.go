@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -36,7 +37,7 @@ const defaultDemoInterval = 2 * time.Second
 
 var demoCommand = &command{
 	name:     "demo",
-	synopsis: "[--bootstrap-out FILE] [--admin ADDR] [--duration D] [--interval D] [--delta] [-o text|json|yaml]",
+	synopsis: "[--bootstrap-out FILE] [--mtls] [--base-port PORT] [--admin ADDR] [--duration D] [--interval D] [--delta] [-o text|json|yaml]",
 	summary:  "serve a small mesh in-process, print its bootstrap, and watch its updates flow",
 	help: `Demo starts an in-process management server serving a small mesh:
 
@@ -47,12 +48,28 @@ var demoCommand = &command{
     -> ClusterLoadAssignments "eds-svc" (3 endpoints, 2 priorities)
        and "eds-svc-canary" (1 endpoint)
 
-It prints a bootstrap that points at the server, so that a second
-terminal can look at it while the demo runs:
+Real gRPC backends serve the endpoints, on 127.0.0.1:50051 to 50054 and
+50061 (--base-port PORT moves them to PORT.., 0 to free ports): each
+serves grpc.health.v1.Health and grpc.testing.TestService, whose
+UnaryCall answers with the backend's name. It prints a bootstrap that
+points at the server, so that a second terminal can look at it, or send
+RPCs through it, while the demo runs:
 
   xdsctl demo --bootstrap-out /tmp/b.json
   GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/watch
   xdsctl status --bootstrap /tmp/b.json 'listener/*'
+
+With --mtls the mesh uses mutual TLS configured by xDS (gRFC A29): the
+demo makes a CA and SPIFFE certificates (spiffe://demo.example/backend
+for the backends, spiffe://demo.example/client for clients) in a
+temporary directory, removed when it stops; the backends require and
+verify client certificates; the bootstrap names the client's files in
+its certificate_providers (a file_watcher instance "demo"); and the
+Clusters carry an UpstreamTlsContext that uses it and accepts only the
+backends' SPIFFE ID:
+
+  xdsctl demo --mtls --bootstrap-out /tmp/b.json
+  GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/mtls
 
 --bootstrap-out FILE writes the bootstrap to FILE (replacing it); without
 it, demo prints an export line for GRPC_XDS_BOOTSTRAP_CONFIG to paste.
@@ -73,6 +90,8 @@ other messages go to stderr.`,
 		delta := fs.Bool("delta", false, "the demo's own client speaks incremental (delta) xDS")
 		bootstrapOut := fs.String("bootstrap-out", "", "write the bootstrap of the demo server to `FILE`, for GRPC_XDS_BOOTSTRAP or --bootstrap")
 		admin := fs.String("admin", "", "also serve CSDS (gRFC A40) for the demo's client on this `address`, e.g. localhost:9901")
+		mtls := fs.Bool("mtls", false, "secure the mesh with mutual TLS configured by xDS: certificates in a temporary directory, named by the bootstrap's certificate_providers; backends that require client certificates")
+		basePort := fs.Int("base-port", defaultDemoBasePort, "serve the endpoints on 127.0.0.1 at `PORT` to PORT+3 and PORT+10; 0 picks free ports")
 		out := registerOutput(fs)
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
@@ -84,8 +103,12 @@ other messages go to stderr.`,
 			if *interval <= 0 {
 				return usageErrorf("--interval must be positive, got %v", *interval)
 			}
+			if *basePort < 0 || *basePort > 65535-10 {
+				return usageErrorf("--base-port must be 0 or a port up to %d, got %d", 65535-10, *basePort)
+			}
 			return runDemo(ctx, e, demoOptions{
 				duration: *duration, interval: *interval, delta: *delta, bootstrapOut: *bootstrapOut, admin: *admin, out: *out,
+				mtls: *mtls, basePort: *basePort,
 			})
 		}
 	},
@@ -109,6 +132,8 @@ type demoOptions struct {
 	bootstrapOut       string // "" prints an export line instead
 	admin              string // "" serves no CSDS
 	out                outputFormat
+	mtls               bool // mutual TLS configured by xDS
+	basePort           int  // the first endpoint's port; 0 for free ports
 }
 
 // runDemo implements the demo command.
@@ -118,15 +143,35 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
+	var sec *demoMTLS
+	var backendTLS *tls.Config
+	if o.mtls {
+		var err error
+		if sec, err = newDemoMTLS(); err != nil {
+			return err
+		}
+		defer sec.close()
+		backendTLS = sec.mesh.ServerTLS()
+	}
+	backends, err := startDemoBackends(o.basePort, backendTLS)
+	if err != nil {
+		return err
+	}
+	defer backends.stop()
 	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
 	if err != nil {
 		return fmt.Errorf("starting the demo management server: %w", err)
 	}
 	defer ms.Stop()
-	mesh := newDemoMesh()
+	mesh := newDemoMesh(backends.ports, sec)
 	ms.Update("", mesh.resources())
 
 	bootstrapJSON := ms.Bootstrap(testutil.BootstrapOptions{NodeID: demoNodeID})
+	if sec != nil {
+		if bootstrapJSON, err = sec.bootstrap(bootstrapJSON); err != nil {
+			return fmt.Errorf("writing the demo bootstrap: %w", err)
+		}
+	}
 	cfg, err := bootstrap.Parse(bootstrapJSON)
 	if err != nil {
 		return fmt.Errorf("parsing the demo bootstrap: %w", err)
@@ -153,7 +198,13 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		notes = e.stderr
 	}
 	fmt.Fprintf(notes, "xdsctl demo: management server on %s, serving Listener %q to every node.\n", ms.Address(), demoListener)
-	if err := announceBootstrap(notes, bootstrapJSON, o.bootstrapOut); err != nil {
+	p := backends.ports
+	fmt.Fprintf(notes, "gRPC backends (grpc.health.v1.Health, grpc.testing.TestService) on 127.0.0.1 ports %d, %d, %d, %d and %d.\n", p.a, p.b, p.c, p.d, p.canary)
+	if sec != nil {
+		fmt.Fprintf(notes, "mTLS: certificates in %s; backends are %s and require client certificates; clients are %s (certificate_providers instance %q).\n",
+			sec.mesh.Dir, sec.mesh.ID("backend"), sec.mesh.ID("client"), demoInstance)
+	}
+	if err := announceBootstrap(notes, bootstrapJSON, o.bootstrapOut, o.mtls); err != nil {
 		return err
 	}
 	fmt.Fprintf(notes, "Resolving Listener %q: every complete configuration is printed; an endpoint changes every %v. Ctrl-C to stop.\n\n", demoListener, o.interval)
@@ -203,14 +254,18 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 
 // announceBootstrap writes the bootstrap to file, when given, and tells
 // how a second terminal uses it.
-func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string) error {
+func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string, mtls bool) error {
+	example := "./examples/watch"
+	if mtls {
+		example = "./examples/mtls"
+	}
 	if file != "" {
 		if err := os.WriteFile(file, append(bootstrapJSON, '\n'), 0o644); err != nil {
 			return fmt.Errorf("--bootstrap-out: %w", err)
 		}
 		q := shellQuote(file)
 		fmt.Fprintf(w, "Bootstrap written to %s. In another terminal:\n", file)
-		fmt.Fprintf(w, "  GRPC_XDS_BOOTSTRAP=%s go run ./examples/watch\n", q)
+		fmt.Fprintf(w, "  GRPC_XDS_BOOTSTRAP=%s go run %s\n", q, example)
 		fmt.Fprintf(w, "  xdsctl status --bootstrap %s 'listener/*'\n", q)
 		fmt.Fprintf(w, "  xdsctl resolve --bootstrap %s %s\n", q, demoListener)
 		return nil
@@ -221,7 +276,7 @@ func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string) error {
 	}
 	fmt.Fprintf(w, "Its bootstrap, for another terminal (or use --bootstrap-out FILE):\n")
 	fmt.Fprintf(w, "  export GRPC_XDS_BOOTSTRAP_CONFIG=%s\n", shellQuote(compact.String()))
-	fmt.Fprintf(w, "  go run ./examples/watch\n")
+	fmt.Fprintf(w, "  go run %s\n", example)
 	fmt.Fprintf(w, "  xdsctl status 'listener/*'\n")
 	return nil
 }
@@ -254,6 +309,8 @@ type demoEndpoint struct {
 type demoMesh struct {
 	steps     int            // how many times step was called
 	endpoints []demoEndpoint // of demoEDS
+	ports     demoPorts
+	sec       *demoMTLS // nil: plaintext clusters
 }
 
 var (
@@ -261,11 +318,13 @@ var (
 	demoWest = &v3corepb.Locality{Region: "us-west1", Zone: "us-west1-a"}
 )
 
-func newDemoMesh() *demoMesh {
-	return &demoMesh{endpoints: []demoEndpoint{
-		{port: 50051, health: v3corepb.HealthStatus_HEALTHY, locality: demoEast},
-		{port: 50052, health: v3corepb.HealthStatus_HEALTHY, locality: demoEast},
-		{port: 50053, health: v3corepb.HealthStatus_HEALTHY, locality: demoWest, priority: 1},
+// newDemoMesh returns the mesh on ports; with sec, its Clusters use
+// mutual TLS.
+func newDemoMesh(ports demoPorts, sec *demoMTLS) *demoMesh {
+	return &demoMesh{ports: ports, sec: sec, endpoints: []demoEndpoint{
+		{port: ports.a, health: v3corepb.HealthStatus_HEALTHY, locality: demoEast},
+		{port: ports.b, health: v3corepb.HealthStatus_HEALTHY, locality: demoEast},
+		{port: ports.c, health: v3corepb.HealthStatus_HEALTHY, locality: demoWest, priority: 1},
 	}}
 }
 
@@ -288,24 +347,30 @@ func (m *demoMesh) step() string {
 	}
 	ep := &m.endpoints[2]
 	old := ep.port
-	if ep.port == 50053 {
-		ep.port = 50054
+	if ep.port == m.ports.c {
+		ep.port = m.ports.d
 	} else {
-		ep.port = 50053
+		ep.port = m.ports.c
 	}
 	return fmt.Sprintf("the port of 127.0.0.1:%d in %q to %d", old, demoEDS, ep.port)
 }
 
 // resources returns the mesh as a snapshot.
 func (m *demoMesh) resources() testutil.Resources {
+	clusters := []*v3clusterpb.Cluster{testutil.Cluster(demoCluster, demoEDS), testutil.Cluster(demoCanaryCluster, demoCanaryEDS)}
+	if m.sec != nil {
+		for _, c := range clusters {
+			testutil.WithUpstreamTLS(c, m.sec.tlsOptions())
+		}
+	}
 	return testutil.Resources{
 		Version:   m.version(),
 		Listeners: []*v3listenerpb.Listener{testutil.Listener(demoListener, demoRoute)},
 		Routes:    []*v3routepb.RouteConfiguration{demoRouteConfig()},
-		Clusters:  []*v3clusterpb.Cluster{testutil.Cluster(demoCluster, demoEDS), testutil.Cluster(demoCanaryCluster, demoCanaryEDS)},
+		Clusters:  clusters,
 		Endpoints: []*v3endpointpb.ClusterLoadAssignment{
 			demoAssignment(demoEDS, m.endpoints),
-			demoAssignment(demoCanaryEDS, []demoEndpoint{{port: 50061, health: v3corepb.HealthStatus_HEALTHY, locality: demoEast}}),
+			demoAssignment(demoCanaryEDS, []demoEndpoint{{port: m.ports.canary, health: v3corepb.HealthStatus_HEALTHY, locality: demoEast}}),
 		},
 	}
 }

@@ -18,7 +18,7 @@ var demoResources = []*regexp.Regexp{
 	regexp.MustCompile(`\n  Cluster cluster-svc-canary \(version \d+\): EDS, EDS service name "eds-svc-canary",`),
 	regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc \(version \d+\): 3 endpoints in 2 localities\n`),
 	regexp.MustCompile(`\n      priority 1, locality us-west1/us-west1-a, weight 1\n`),
-	regexp.MustCompile(`\n        127\.0\.0\.1:50051 weight=1 health=HEALTHY\n`),
+	regexp.MustCompile(`\n        127\.0\.0\.1:\d+ weight=1 health=HEALTHY\n`),
 	regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc-canary \(version \d+\): 1 endpoint in 1 locality\n`),
 }
 
@@ -37,14 +37,14 @@ func missing(s string, want ...*regexp.Regexp) []string {
 // changes endpoints every --interval and prints the configurations that
 // have the change, and exits 0 on its own after --duration.
 func TestDemo_Duration(t *testing.T) {
-	r := startRun(t, "demo", "--duration", "1s", "--interval", "100ms")
+	r := startRun(t, "demo", "--base-port", "0", "--duration", "1s", "--interval", "100ms")
 	if code := r.wait(t); code != exitOK {
 		t.Fatalf("demo = %d, want 0; stderr: %s", code, r.stderr.String())
 	}
 	out := r.stdout.String()
 	if m := missing(out, append(demoResources,
-		regexp.MustCompile(`\] demo: the management server changes the health of 127\.0\.0\.1:50052 in "eds-svc" to UNHEALTHY \(version 2\)\n`),
-		regexp.MustCompile(`\n        127\.0\.0\.1:50052 weight=1 health=UNHEALTHY\n`),
+		regexp.MustCompile(`\] demo: the management server changes the health of 127\.0\.0\.1:\d+ in "eds-svc" to UNHEALTHY \(version 2\)\n`),
+		regexp.MustCompile(`\n        127\.0\.0\.1:\d+ weight=1 health=UNHEALTHY\n`),
 		regexp.MustCompile(`\nxdsctl demo: stopped after \d+ updates\.\n$`),
 	)...); len(m) > 0 {
 		t.Errorf("demo output lacks %q; it is:\n%s", m, out)
@@ -59,7 +59,7 @@ func TestDemo_Duration(t *testing.T) {
 // interrupted.
 func TestDemo_Interrupted(t *testing.T) {
 	ctx := testContext(t)
-	r := startRun(t, "demo", "--interval", "50ms")
+	r := startRun(t, "demo", "--base-port", "0", "--interval", "50ms")
 	// The server may coalesce quick updates, so any later version will do.
 	laterEndpoints := regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc \(version ([2-9]|[1-9][0-9]+)\)`)
 	waitForOutput(ctx, t, &r.stdout, "the mesh and an update", func(s string) bool {
@@ -74,7 +74,7 @@ func TestDemo_Interrupted(t *testing.T) {
 // updates, over incremental xDS. Versions are then per resource (the
 // testutil server's hashes), so only the shapes are checked.
 func TestDemo_Delta(t *testing.T) {
-	r := startRun(t, "demo", "--delta", "--duration", "1s", "--interval", "100ms")
+	r := startRun(t, "demo", "--base-port", "0", "--delta", "--duration", "1s", "--interval", "100ms")
 	if code := r.wait(t); code != exitOK {
 		t.Fatalf("demo --delta = %d, want 0; stderr: %s", code, r.stderr.String())
 	}
@@ -83,7 +83,7 @@ func TestDemo_Delta(t *testing.T) {
 		regexp.MustCompile(`\] Listener svc \(version \w+\): routes via RouteConfiguration "route-svc"\n`),
 		regexp.MustCompile(`\n  Cluster cluster-svc \(version \w+\): EDS, EDS service name "eds-svc",`),
 		regexp.MustCompile(`\n    ClusterLoadAssignment eds-svc \(version \w+\): 3 endpoints in 2 localities\n`),
-		regexp.MustCompile(`\n        127\.0\.0\.1:50052 weight=1 health=UNHEALTHY\n`),
+		regexp.MustCompile(`\n        127\.0\.0\.1:\d+ weight=1 health=UNHEALTHY\n`),
 	); len(m) > 0 {
 		t.Errorf("demo --delta output lacks %q; it is:\n%s", m, out)
 	}

@@ -254,8 +254,39 @@ func writeCluster(b *strings.Builder, c *resources.Cluster) {
 		if c.LRSServerSelf {
 			b.WriteString(", load reports to the management server")
 		}
+		if c.Security != nil {
+			b.WriteString(", " + securityText(c.Security))
+		}
 	}
 	b.WriteString("\n")
+}
+
+// securityText describes a cluster's TLS configuration (gRFC A29):
+// `mTLS (roots "ca", identity "id", SANs exact "spiffe://td/backend")`.
+func securityText(sc *resources.SecurityConfig) string {
+	kind := "TLS"
+	if sc.IdentityInstanceName != "" {
+		kind = "mTLS"
+	}
+	roots := "system roots"
+	if !sc.SystemRootCerts {
+		roots = fmt.Sprintf("roots %q", sc.RootInstanceName)
+	}
+	parts := []string{roots}
+	if sc.IdentityInstanceName != "" {
+		parts = append(parts, fmt.Sprintf("identity %q", sc.IdentityInstanceName))
+	}
+	if len(sc.SubjectAltNameMatchers) > 0 {
+		sans := make([]string, len(sc.SubjectAltNameMatchers))
+		for i, m := range sc.SubjectAltNameMatchers {
+			sans[i] = fmt.Sprintf("%s %q", m.Kind, m.Value)
+			if m.IgnoreCase {
+				sans[i] += " (ignore case)"
+			}
+		}
+		parts = append(parts, "SANs "+strings.Join(sans, ", "))
+	}
+	return kind + " (" + strings.Join(parts, ", ") + ")"
 }
 
 func writeEndpoints(b *strings.Builder, e *resources.Endpoints) {

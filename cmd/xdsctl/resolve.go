@@ -365,6 +365,7 @@ type (
 		EDSServiceName string         `json:"eds_service_name,omitempty"`
 		DNS            string         `json:"dns,omitempty"`
 		LBPolicy       string         `json:"lb_policy,omitempty"`
+		TLS            string         `json:"tls,omitempty"`
 		Endpoints      *jsonEndpoints `json:"endpoints,omitempty"`
 		Leaves         []*jsonCluster `json:"leaves,omitempty"`
 		Skipped        []*jsonCluster `json:"skipped,omitempty"`
@@ -465,6 +466,9 @@ func clusterJSON(r *depmgr.ClusterResult) *jsonCluster {
 		return j
 	}
 	j.LBPolicy = c.Cluster.LBPolicy.Kind.String()
+	if c.Cluster.Security != nil {
+		j.TLS = securityText(c.Cluster.Security)
+	}
 	e := &jsonEndpoints{Name: c.Endpoints.ClusterName, Localities: []jsonLocality{}}
 	if c.Cluster.Kind == resources.ClusterKindLogicalDNS {
 		j.DNS = c.Endpoints.ClusterName

@@ -66,6 +66,7 @@ func TestRun_UsageErrors(t *testing.T) {
 		{"no resources", []string{"watch", "--bootstrap", bootstrapFile}, "no resources given"},
 		{"demo arguments", []string{"demo", "extra"}, "unexpected arguments"},
 		{"demo interval", []string{"demo", "--interval", "0s"}, "--interval must be positive"},
+		{"demo base port", []string{"demo", "--base-port", "65530"}, "--base-port must be 0 or a port up to 65525"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -246,7 +246,7 @@ func TestOutputFormats(t *testing.T) {
 			},
 		},
 		{
-			name: "demo", args: []string{"demo", "--interval", "1h"}, running: true,
+			name: "demo", args: []string{"demo", "--base-port", "0", "--interval", "1h"}, running: true,
 			wantText: "Listener svc",
 			checkJSON: func(t *testing.T, rec map[string]any) {
 				if field(rec, "config", "listener", "name") != "svc" {
@@ -383,7 +383,7 @@ func TestResolve_OnceTimeout(t *testing.T) {
 func TestDemo_SecondTerminal(t *testing.T) {
 	ctx := testContext(t)
 	bootstrapFile := filepath.Join(t.TempDir(), "b.json")
-	demo := startRun(t, "demo", "--bootstrap-out", bootstrapFile, "--interval", "1h")
+	demo := startRun(t, "demo", "--base-port", "0", "--bootstrap-out", bootstrapFile, "--interval", "1h")
 	waitForOutput(ctx, t, &demo.stdout, "the bootstrap", containsAll("Bootstrap written to "+bootstrapFile, "xdsctl status --bootstrap "+bootstrapFile+" 'listener/*'"))
 
 	code, stdout, stderr := runSync(ctx, "status", "--bootstrap", bootstrapFile, "listener/*")

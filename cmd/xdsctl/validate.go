@@ -25,7 +25,7 @@ import (
 
 var validateCommand = &command{
 	name:     "validate",
-	synopsis: "[-o text|json|yaml] FILE...",
+	synopsis: "[--bootstrap FILE] [-o text|json|yaml] FILE...",
 	summary:  "check resources offline, as a gRPC client would on receiving them",
 	help: `Validate decodes and validates xDS resources exactly as this library's
 client does when a management server sends them (the rules of gRPC's xDS
@@ -47,6 +47,12 @@ the fields file, index, type_url, type, name, valid, and for an invalid
 resource error, and field and reason when a field is at fault; with
 --output yaml, the same as YAML documents.
 
+With --bootstrap FILE, resources are also checked against that
+bootstrap, as a client using it would: the certificate provider
+instances a Cluster's transport socket names must be in its
+certificate_providers (gRFC A29). Without it, instance names are not
+checked.
+
 JSON input names the types inside Any fields ("@type"). An Any whose type
 xdsctl does not link (an Envoy extension gRPC does not use, or your own)
 is read as that type URL with an opaque value, which is all gRPC looks at
@@ -58,8 +64,17 @@ an input cannot be read.
 `,
 	setup: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		out := registerOutput(fs)
+		bootstrapFile := fs.String("bootstrap", "", "check the resources against this gRPC xDS bootstrap `file` too (its certificate_providers); default: none")
 		return func(_ context.Context, e *env, args []string) error {
-			return runValidate(e, *out, args)
+			var opts []resources.DecodeOption
+			if *bootstrapFile != "" {
+				cfg, err := loadBootstrap(*bootstrapFile)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, resources.WithCertificateProviderInstances(cfg.CertificateProviderNames()...))
+			}
+			return runValidate(e, *out, args, opts...)
 		}
 	},
 }
@@ -84,7 +99,7 @@ type jsonVerdict struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
-func runValidate(e *env, out outputFormat, files []string) error {
+func runValidate(e *env, out outputFormat, files []string, opts ...resources.DecodeOption) error {
 	if len(files) == 0 {
 		return usageErrorf("no FILE given")
 	}
@@ -101,7 +116,7 @@ func runValidate(e *env, out outputFormat, files []string) error {
 			continue
 		}
 		for i, r := range rs {
-			v := verdict{file: f, index: i, Verdict: resources.Check(r)}
+			v := verdict{file: f, index: i, Verdict: resources.Check(r, opts...)}
 			total++
 			if v.Err != nil {
 				bad++

@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/proxyless/xds/testutil"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -219,10 +222,47 @@ func listenerWithFilter(optional string) string {
 // TestValidate_Help checks that validate is listed and has its help.
 func TestValidate_Help(t *testing.T) {
 	code, stdout, _ := runSync(testContext(t), "help", "validate")
-	if code != exitOK || !strings.Contains(stdout, "Usage: xdsctl validate [-o text|json|yaml] FILE...") {
+	if code != exitOK || !strings.Contains(stdout, "Usage: xdsctl validate [--bootstrap FILE] [-o text|json|yaml] FILE...") {
 		t.Fatalf("help validate = %d, %q", code, stdout)
 	}
-	if _, stdout, _ := runSync(testContext(t), "help"); !strings.Contains(stdout, "xdsctl validate [-o text|json|yaml] FILE...") {
+	if _, stdout, _ := runSync(testContext(t), "help"); !strings.Contains(stdout, "xdsctl validate [--bootstrap FILE] [-o text|json|yaml] FILE...") {
 		t.Fatalf("help does not list validate:\n%s", stdout)
+	}
+}
+
+// TestValidate_Bootstrap checks that validate --bootstrap FILE checks the
+// certificate provider instances a Cluster names against the bootstrap's
+// certificate_providers (gRFC A29), and that without it they are not
+// checked.
+func TestValidate_Bootstrap(t *testing.T) {
+	dir := t.TempDir()
+	cluster := testutil.WithUpstreamTLS(testutil.Cluster("tls", ""), testutil.UpstreamTLSOptions{RootInstance: "roots", IdentityInstance: "mine"})
+	js, err := protojson.Marshal(testutil.MarshalAny(cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resourcesFile := filepath.Join(dir, "cluster.json")
+	bootstrapFile := filepath.Join(dir, "bootstrap.json")
+	b, err := testutil.WithCertificateProviders([]byte(`{"xds_servers":[{"server_uri":"x","channel_creds":[{"type":"insecure"}]}]}`),
+		map[string]testutil.FileWatcher{"roots": {CACertificateFile: "/ca.pem"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, content := range map[string][]byte{resourcesFile: js, bootstrapFile: b} {
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runSync(testContext(t), "validate", resourcesFile)
+	if code != exitOK || stdout != "VALID Cluster tls\n" {
+		t.Errorf("validate without --bootstrap = %d, %q (stderr %q); want 0, VALID", code, stdout, stderr)
+	}
+	code, stdout, stderr = runSync(testContext(t), "validate", "--bootstrap", bootstrapFile, resourcesFile)
+	want := `INVALID Cluster tls: transport_socket.typed_config.common_tls_context.tls_certificate_provider_instance.instance_name: identity certificate provider instance "mine" is not in the bootstrap's certificate_providers` + "\n"
+	if code != exitFailure || stdout != want {
+		t.Errorf("validate --bootstrap = %d, %q (stderr %q); want 1, %q", code, stdout, stderr, want)
+	}
+	if code, _, stderr := runSync(testContext(t), "validate", "--bootstrap", filepath.Join(dir, "missing.json"), resourcesFile); code != exitFailure || !strings.Contains(stderr, "reading the bootstrap") {
+		t.Errorf("validate --bootstrap of a missing file = %d, stderr %q; want 1 and the reading error", code, stderr)
 	}
 }
