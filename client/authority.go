@@ -131,7 +131,7 @@ func (c *Client) authorityForLocked(name string) (*authority, error) {
 func (c *Client) knownAuthorityLocked(name string) *authority {
 	rest, ok := strings.CutPrefix(name, "xdstp://")
 	if !ok {
-		return c.auths[listKey{c.cfg.Servers[0], len(c.cfg.Servers)}]
+		return c.top
 	}
 	auth, _, _ := strings.Cut(rest, "/")
 	return c.xdstp[auth]
@@ -149,6 +149,9 @@ func (c *Client) authorityOfLocked(servers []*bootstrap.ServerConfig) *authority
 		a.keys[i] = sc.Key()
 	}
 	c.auths[key] = a
+	if key == (listKey{c.cfg.Servers[0], len(c.cfg.Servers)}) {
+		c.top = a
+	}
 	return a
 }
 

@@ -428,8 +428,11 @@ func (ch *channel) retireLocked() {
 
 // pendingLocked records that e, which ch serves, lost its last watcher
 // (or the collection that held it): the next request of its type
-// unsubscribes it.
+// unsubscribes it. An entry already pending is listed once.
 func (ch *channel) pendingLocked(e *entry) {
+	if e.pending {
+		return
+	}
 	ct := ch.typeLocked(e.typ)
 	e.pending = true
 	ct.pending = append(ct.pending, e)
@@ -443,13 +446,13 @@ func (ch *channel) pendingLocked(e *entry) {
 // that loses its watcher again after the build, whose unsubscription
 // belongs to the next request, would be dropped when this one is written,
 // while the server still has the name subscribed and will not send it
-// again: a re-watch would then wait for nothing. An entry
-// unsubscribed twice since the last build is returned once.
+// again: a re-watch would then wait for nothing. The entries
+// returned stay pending until dropPendingLocked settles them.
 func (ct *chanType) takePendingLocked() []*entry {
 	drop := ct.pending[:0]
 	for _, e := range ct.pending {
 		tc := e.auth.types[e.typ.TypeURL()]
-		if !e.pending || tc.entries[e.name] != e || slices.Contains(drop, e) {
+		if !e.pending || tc.entries[e.name] != e {
 			continue
 		}
 		if len(e.watchers) > 0 || (e.value != nil && tc.wantsLocked(e.name)) {

@@ -47,6 +47,7 @@ type Client struct {
 	mu         sync.Mutex
 	closed     bool                           // set by Close
 	auths      map[listKey]*authority         // the authorities in use, by server list (authority.go)
+	top        *authority                     // the authority of the top-level servers, once made
 	xdstp      map[string]*authority          // the authority of each xdstp authority name watched
 	channels   map[string]*channel            // the current channel of each server, by bootstrap.ServerConfig.Key()
 	transports map[string]transport.Transport // by bootstrap.ServerConfig.Key(); kept until Close

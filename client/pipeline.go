@@ -192,27 +192,48 @@ func responseMessage(resp *transport.Response) proto.Message {
 // bytes of a response are never modified, and the string is not kept.
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// servedTypeLocked returns the cache of typeURL of the authority name maps
-// to, if ch is that authority's active server; nil otherwise (another
-// server's, or no watch made that authority).
-func (ch *channel) servedTypeLocked(typeURL, name string) (*authority, *typeCache) {
-	a := ch.c.knownAuthorityLocked(name)
-	if a == nil {
-		if !strings.HasPrefix(name, "xdstp:") {
-			return nil, nil
+// served finds, by name, the caches of one type that a channel serves,
+// during one locked section: the cache of the top-level servers'
+// authority, which every old-style name maps to, is found once; xdstp
+// names go through their authority. A name whose authority is not served
+// by the channel (another server's, or no watch made that authority)
+// finds nothing.
+type served struct {
+	ch      *channel
+	url     string
+	topDone bool
+	top     *authority
+	topTC   *typeCache
+}
+
+// servedLocked returns a served of ch for typeURL.
+func (ch *channel) served(typeURL string) *served { return &served{ch: ch, url: typeURL} }
+
+// lookup returns the authority and cache of name, if ch serves them.
+func (v *served) lookup(name string) (*authority, *typeCache) {
+	if !strings.HasPrefix(name, "xdstp:") {
+		if !v.topDone {
+			v.topDone = true
+			if a := v.ch.c.top; a != nil && a.serves(v.ch) {
+				v.top, v.topTC = a, a.types[v.url]
+			}
 		}
+		return v.top, v.topTC
+	}
+	a := v.ch.c.knownAuthorityLocked(name)
+	if a == nil {
 		// An xdstp name of an authority no watch named yet, received
 		// through the wildcard of the top-level servers: its authority
 		// may be those servers.
 		var err error
-		if a, err = ch.c.authorityForLocked(name); err != nil {
+		if a, err = v.ch.c.authorityForLocked(name); err != nil {
 			return nil, nil
 		}
 	}
-	if !a.serves(ch) {
+	if !a.serves(v.ch) {
 		return nil, nil
 	}
-	return a, a.types[typeURL]
+	return a, a.types[v.url]
 }
 
 // lookupLocked marks the items nobody wants, which decode skips, and
@@ -221,7 +242,7 @@ func (ch *channel) servedTypeLocked(typeURL, name string) (*authority, *typeCach
 // again and delta heartbeats are recognised. While the wildcard or a glob
 // collection that holds the name is subscribed, the resource is wanted.
 func (ch *channel) lookupLocked(u *update) {
-	url := u.typ.TypeURL()
+	v := ch.served(u.typ.TypeURL())
 	for i := range u.items {
 		it := &u.items[i]
 		if it.heartbeat {
@@ -232,7 +253,7 @@ func (ch *channel) lookupLocked(u *update) {
 		switch {
 		case it.nameBytes != nil:
 			name := view(it.nameBytes)
-			_, tc = ch.servedTypeLocked(url, name)
+			_, tc = v.lookup(name)
 			if tc == nil {
 				it.unwanted = true
 				continue
@@ -243,7 +264,7 @@ func (ch *channel) lookupLocked(u *update) {
 				it.name = strings.Clone(name)
 			}
 		case it.name != "":
-			if _, tc = ch.servedTypeLocked(url, it.name); tc != nil {
+			if _, tc = v.lookup(it.name); tc != nil {
 				e = tc.entries[it.name]
 			}
 		default:
@@ -253,7 +274,7 @@ func (ch *channel) lookupLocked(u *update) {
 			if e != nil {
 				break
 			}
-			if _, atc := ch.servedTypeLocked(url, alias); atc != nil {
+			if _, atc := v.lookup(alias); atc != nil {
 				if ae := atc.entries[alias]; ae != nil && len(ae.watchers) > 0 {
 					e = ae
 				}
@@ -327,13 +348,13 @@ func decodeAll(u *update) (topErrs []error) {
 	return topErrs
 }
 
-// entryForLocked returns the cache entry a received resource named name
+// entryFor returns the cache entry a received resource named name
 // goes to: its entry if it has one, else, while a collection of its
 // authority (the wildcard, or a glob that holds the name) is subscribed,
 // a new entry for it; nil when the resource is not wanted or ch does not
 // serve it.
-func (ch *channel) entryForLocked(typ resources.ResourceType, name string) *entry {
-	a, tc := ch.servedTypeLocked(typ.TypeURL(), name)
+func (v *served) entryFor(name string) *entry {
+	a, tc := v.lookup(name)
 	if tc == nil {
 		return nil
 	}
@@ -346,22 +367,22 @@ func (ch *channel) entryForLocked(typ resources.ResourceType, name string) *entr
 	return a.newEntryLocked(tc, name, phaseRequested)
 }
 
-// targetsLocked appends to out the entries a resource goes to: its own
+// targets appends to out the entries a resource goes to: its own
 // (created for a collection when subscribed) and, in delta, those of its
 // watched aliases (xDS protocol, "Resource names": it is then delivered to
 // the watchers of that alias, and cached under the alias). Callers pass a
 // small array's slice, which one entry, the common case, fits without
 // allocating. Without create, no entry is made for a collection.
-func (ch *channel) targetsLocked(out []*entry, typ resources.ResourceType, it *item, create bool) []*entry {
+func (v *served) targets(out []*entry, it *item, create bool) []*entry {
 	if create {
-		if e := ch.entryForLocked(typ, it.name); e != nil {
+		if e := v.entryFor(it.name); e != nil {
 			out = append(out, e)
 		}
-	} else if _, tc := ch.servedTypeLocked(typ.TypeURL(), it.name); tc != nil && tc.entries[it.name] != nil {
+	} else if _, tc := v.lookup(it.name); tc != nil && tc.entries[it.name] != nil {
 		out = append(out, tc.entries[it.name])
 	}
 	for _, alias := range it.aliases {
-		if _, tc := ch.servedTypeLocked(typ.TypeURL(), alias); tc != nil {
+		if _, tc := v.lookup(alias); tc != nil {
 			if e := tc.entries[alias]; e != nil && len(e.watchers) > 0 && !slices.Contains(out, e) {
 				out = append(out, e)
 			}
@@ -398,6 +419,7 @@ func (ch *channel) targetsLocked(out []*entry, typ resources.ResourceType, it *i
 // for, is not left out.
 func (ch *channel) applyLocked(u *update, fc *flowControl) (resErrs map[string]error, valid int) {
 	c := ch.c
+	v := ch.served(u.typ.TypeURL())
 	in := input{ch: ch, sc: ch.sc, now: u.arrived}
 	resErrs = make(map[string]error)
 	var count map[string]int
@@ -420,7 +442,7 @@ func (ch *channel) applyLocked(u *update, fc *flowControl) (resErrs map[string]e
 		switch {
 		case it.heartbeat:
 			if it.err == nil {
-				for _, e := range ch.targetsLocked(buf[:0], u.typ, it, false) {
+				for _, e := range v.targets(buf[:0], it, false) {
 					if e.value != nil {
 						c.heartbeatLocked(e, it.ttl, u.arrived)
 					}
@@ -446,7 +468,7 @@ func (ch *channel) applyLocked(u *update, fc *flowControl) (resErrs map[string]e
 		if count[it.name] > 1 {
 			err = fmt.Errorf("duplicate resource name %q", it.name)
 		}
-		targets := ch.targetsLocked(buf[:0], u.typ, it, true)
+		targets := v.targets(buf[:0], it, true)
 		if len(targets) == 0 {
 			continue // no longer wanted
 		}
@@ -468,10 +490,10 @@ func (ch *channel) applyLocked(u *update, fc *flowControl) (resErrs map[string]e
 		}
 		valid++
 	}
-	ch.applyReportedLocked(u, resErrs, &in, fc)
+	ch.applyReportedLocked(v, u, resErrs, &in, fc)
 	switch {
 	case u.delta:
-		ch.applyRemovalsLocked(u, resErrs, &in, fc)
+		ch.applyRemovalsLocked(v, u, resErrs, &in, fc)
 	case u.omissionDeletes && len(u.topErrs) == 0:
 		ch.applyOmissionsLocked(u, count, &in, fc)
 	}
@@ -498,12 +520,12 @@ func (ch *channel) recordDeltaNamesLocked(e *entry, it *item) {
 // per-resource error in the response (resErrs) is skipped, and so is a
 // name the client has no entry for: the server's errors create no
 // entries.
-func (ch *channel) applyReportedLocked(u *update, resErrs map[string]error, in *input, fc *flowControl) {
+func (ch *channel) applyReportedLocked(v *served, u *update, resErrs map[string]error, in *input, fc *flowControl) {
 	for _, r := range u.reps {
 		if _, bad := resErrs[r.name]; bad {
 			continue
 		}
-		if _, tc := ch.servedTypeLocked(u.typ.TypeURL(), r.name); tc != nil {
+		if _, tc := v.lookup(r.name); tc != nil {
 			if e := tc.entries[r.name]; e != nil {
 				in.status = r.status
 				ch.c.transitionLocked(e, evServerError, in, fc)
@@ -515,11 +537,11 @@ func (ch *channel) applyReportedLocked(u *update, resErrs map[string]error, in *
 // applyRemovalsLocked applies delta's removed_resources: each
 // entry a removed name targets is deleted, or made invalid when the name
 // is repeated. Names the client has no entry for are ignored.
-func (ch *channel) applyRemovalsLocked(u *update, resErrs map[string]error, in *input, fc *flowControl) {
+func (ch *channel) applyRemovalsLocked(v *served, u *update, resErrs map[string]error, in *input, fc *flowControl) {
 	c := ch.c
 	in.reason = "removed by the management server"
 	for _, r := range u.removed {
-		targets := ch.removalTargetsLocked(u.typ, r.name)
+		targets := ch.removalTargetsLocked(v, u.typ, r.name)
 		if len(targets) == 0 {
 			continue
 		}
@@ -546,9 +568,9 @@ func (ch *channel) applyRemovalsLocked(u *update, resErrs map[string]error, in *
 // resource delivered to the watchers of an alias is cached under the
 // alias, and the server may remove it by either name: xDS protocol,
 // "Resource names").
-func (ch *channel) removalTargetsLocked(typ resources.ResourceType, name string) []*entry {
+func (ch *channel) removalTargetsLocked(v *served, typ resources.ResourceType, name string) []*entry {
 	var out []*entry
-	if _, tc := ch.servedTypeLocked(typ.TypeURL(), name); tc != nil {
+	if _, tc := v.lookup(name); tc != nil {
 		if e := tc.entries[name]; e != nil {
 			out = append(out, e)
 		}

@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/proxyless/xds/internal/backoff"
@@ -202,20 +204,6 @@ type streamResult struct {
 	restart     bool // ended on purpose by restartLocked
 }
 
-// firstErr keeps the first error that ends a stream: the send loop's or
-// the receive loop's, whichever failed first, so that the cancellation
-// one causes in the other never hides the cause.
-type firstErr struct {
-	once sync.Once
-	err  error
-}
-
-func (f *firstErr) set(err error) {
-	if err != nil {
-		f.once.Do(func() { f.err = err })
-	}
-}
-
 // runStream runs one stream until it fails or ctx ends.
 func (s *slot) runStream(parent context.Context) streamResult {
 	ch := s.ch
@@ -234,25 +222,47 @@ func (s *slot) runStream(parent context.Context) streamResult {
 	ch.c.mu.Unlock()
 	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, s.typeURL, "delta", ch.proto.delta())
 
-	var ferr firstErr
 	recvDone := make(chan struct{})
+	var recvErr error
 	go func() {
 		defer close(recvDone)
 		defer cancel() // unblocks a Send in progress
-		ferr.set(ch.recvLoop(ctx, st, ss))
+		recvErr = ch.recvLoop(ctx, st, ss)
 	}()
-	ferr.set(ch.sendLoop(ctx, st, ss, recvDone))
+	sendErr := ch.sendLoop(ctx, st, ss, recvDone)
+	if errors.Is(sendErr, io.EOF) {
+		// The stream ended (a gRPC stream's Send says io.EOF): its
+		// receive side says why, unless cancelled first.
+		t := time.NewTimer(time.Second)
+		select {
+		case <-recvDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	cancel()
 	<-recvDone
 
 	ch.c.mu.Lock()
 	defer ch.c.mu.Unlock()
-	res := streamResult{err: ferr.err, gotResponse: ss.gotResponse, accepted: ss.accepted, restart: ss.restart}
+	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, accepted: ss.accepted, restart: ss.restart}
 	if errors.Is(res.err, transport.ErrMessageTooLarge) && (ch.c.opts.transportBuilder == nil || ch.c.opts.maxRecvMsgSize > 0) {
 		res.err = ch.tooLargeError(res.err)
 	}
 	ch.endStreamLocked(s, ss)
 	return res
+}
+
+// streamError returns why a stream ended, from the errors of its send and
+// receive loops: the receive side's, unless it is only the cancellation
+// that a failed send caused (ctx, the stream's, is done then), in which
+// case the send's error is the cause, never masked.
+func streamError(ctx context.Context, sendErr, recvErr error) error {
+	cancelled := ctx.Err() != nil && (errors.Is(recvErr, context.Canceled) || status.Code(recvErr) == codes.Canceled)
+	if sendErr != nil && (recvErr == nil || cancelled) {
+		return sendErr
+	}
+	return recvErr
 }
 
 // tooLargeError explains a stream failure caused by a message above a size
@@ -468,12 +478,13 @@ func (ch *channel) requestSentLocked(ss *stream, out *outgoing) {
 	}
 	var et *expiryTimer // one timer for the names this request starts timing
 	in := input{et: &et}
+	v := ch.served(out.typeURL)
 	for _, name := range out.requested {
-		e := c.entryLocked(out.typeURL, name)
-		if e == nil || !e.auth.serves(ch) {
-			continue
+		if _, tc := v.lookup(name); tc != nil {
+			if e := tc.entries[name]; e != nil {
+				c.transitionLocked(e, evRequested, &in, nil)
+			}
 		}
-		c.transitionLocked(e, evRequested, &in, nil)
 	}
 	c.startExpiryLocked(et)
 }
