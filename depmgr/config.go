@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -138,7 +139,7 @@ var (
 	// ErrNoVirtualHost is wrapped by the whole-config error reported when
 	// the RouteConfiguration has no virtual host whose domains match the
 	// data-plane authority, or has an invalid domain pattern.
-	ErrNoVirtualHost = errors.New("no matching virtual host")
+	ErrNoVirtualHost = routing.ErrNoVirtualHost
 
 	// ErrMaxDepthExceeded is wrapped by the error of a cluster whose
 	// aggregate graph is deeper than MaxAggregateDepth.

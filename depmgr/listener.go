@@ -5,6 +5,7 @@ package depmgr
 import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -158,7 +159,7 @@ func (m *Manager) stopRDSLocked() {
 // RouteConfiguration without a virtual host for the data-plane authority
 // makes the whole configuration unusable.
 func (m *Manager) useRouteConfigLocked(rc *resources.RouteConfig, rcVersion string) {
-	vh, err := selectVirtualHost(m.authority, rc)
+	vh, err := routing.SelectVirtualHost(m.authority, rc)
 	if err != nil {
 		m.failLocked(m.errorf("RouteConfiguration %q: %w", rc.Name, err))
 		return

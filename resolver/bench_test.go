@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -27,15 +28,15 @@ func benchPicker(value func(i, j int) string) *picker {
 	cfg := &routerConfig{clusters: map[string]*clusterConfig{}}
 	prio := &priorityConfig{leaf: "c", maxRequests: 1 << 30, localities: []localityConfig{{weight: 1}}}
 	cfg.clusters["c"] = &clusterConfig{name: "c", priorities: []*priorityConfig{prio}}
-	names := newMatchIndex()
+	names := routing.NewIndex()
 	for i := range 100 {
 		m := resources.RouteMatch{PathKind: resources.PathKindPrefix, Prefix: "/", CaseSensitive: true}
 		for j := range 10 {
 			m.Headers = append(m.Headers, resources.HeaderMatcher{Name: fmt.Sprintf("x-h%d", j), Kind: resources.HeaderMatchExact, Value: value(i, j)})
 		}
-		cfg.routes = append(cfg.routes, route{match: compileMatch(&m, names), action: resources.RouteActionCluster, targets: []weightedTarget{{cluster: "c", cum: 1}}, total: 1})
+		cfg.routes = append(cfg.routes, route{match: routing.Compile(&m, names), action: resources.RouteActionCluster, targets: []weightedTarget{{cluster: "c", cum: 1}}, total: 1})
 	}
-	orderMatchers(cfg.routes)
+	orderRoutes(cfg.routes)
 	pp := newPrioPicker(prio, new(atomic.Int64), &clusterRef{})
 	pp.ready, pp.total = []weightedPicker{{cum: 1, p: fixedPicker{}}}, 1
 	return &picker{cfg: cfg, clusters: map[string]*clusterPicker{"c": {prio: pp}}}
@@ -95,7 +96,7 @@ func BenchmarkPickPaths(b *testing.B) {
 	p := benchPicker(func(int, int) string { return "" })
 	for i := range p.cfg.routes {
 		m := resources.RouteMatch{PathKind: resources.PathKindPrefix, Prefix: fmt.Sprintf("/svc%d/", i), CaseSensitive: true}
-		p.cfg.routes[i].match = compileMatch(&m, nil)
+		p.cfg.routes[i].match = routing.Compile(&m, nil)
 	}
 	info := balancer.PickInfo{FullMethodName: "/svc99/Method", Ctx: context.Background()}
 	b.ReportAllocs()

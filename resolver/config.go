@@ -20,6 +20,7 @@ import (
 
 	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 )
@@ -59,7 +60,7 @@ type routerConfig struct {
 // route is a route compiled for matching.
 type route struct {
 	desc    string // "route 2 (\"name\")", for messages
-	match   routeMatch
+	match   routing.Match
 	action  resources.RouteActionKind
 	plugin  string           // cluster_specifier_plugin name, for messages
 	targets []weightedTarget // cluster or weighted_clusters, cumulative weights
@@ -167,10 +168,10 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
 	}
 	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig), providers: providers}
-	names := newMatchIndex()
+	names := routing.NewIndex()
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
-		rt := route{desc: describeRoute(i, r), match: compileMatch(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
+		rt := route{desc: describeRoute(i, r), match: routing.Compile(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
 		if s.listener != nil {
 			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r, nil)
 		}
@@ -199,7 +200,7 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 		}
 		cfg.routes = append(cfg.routes, rt)
 	}
-	orderMatchers(cfg.routes)
+	orderRoutes(cfg.routes)
 	return cfg, nil
 }
 
@@ -433,4 +434,15 @@ func fraction(num, den uint64) uint32 {
 
 func fixedPointMul(a, b uint32) uint32 {
 	return uint32(uint64(a) * uint64(b) >> fixedPointBits)
+}
+
+// orderRoutes reorders the header matchers of each route, rarest first
+// (routing.OrderMatchers): an RPC that does not match a route is told so
+// after fewer evaluations.
+func orderRoutes(routes []route) {
+	ms := make([]*routing.Match, len(routes))
+	for i := range routes {
+		ms[i] = &routes[i].match
+	}
+	routing.OrderMatchers(ms)
 }

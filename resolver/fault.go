@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 
 	v3faultcommonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
@@ -185,10 +186,10 @@ func overridesFault(filters []resources.HTTPFilter, overrides map[string]resourc
 // it, or ctx's end), then an abort. It returns the error that ends the
 // RPC, or nil to let it proceed; release must be called when the RPC
 // ends (it counts the RPC as an active fault while it runs).
-func (f *faultConfig) apply(ctx context.Context, h *rpcHeaders) (release func(), err error) {
+func (f *faultConfig) apply(ctx context.Context, h *routing.Headers) (release func(), err error) {
 	release = func() {}
 	for i := range f.headers {
-		if !matchHeader(&f.headers[i], h) {
+		if !routing.MatchHeader(&f.headers[i], h) {
 			return release, nil
 		}
 	}
@@ -217,13 +218,13 @@ func (f *faultConfig) apply(ctx context.Context, h *rpcHeaders) (release func(),
 	return release, nil
 }
 
-func (f *faultConfig) delayFor(h *rpcHeaders) (time.Duration, bool) {
+func (f *faultConfig) delayFor(h *routing.Headers) (time.Duration, bool) {
 	if !f.hasDelay {
 		return 0, false
 	}
 	d, pm := f.delay, f.delayPerMillion
 	if f.delayFromHeader {
-		v, ok := h.get(headerDelay)
+		v, ok := h.Get(headerDelay)
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if !ok || err != nil || ms < 0 {
 			return 0, false
@@ -234,19 +235,19 @@ func (f *faultConfig) delayFor(h *rpcHeaders) (time.Duration, bool) {
 	return d, chance(pm)
 }
 
-func (f *faultConfig) abortFor(h *rpcHeaders) (codes.Code, bool) {
+func (f *faultConfig) abortFor(h *routing.Headers) (codes.Code, bool) {
 	if !f.hasAbort {
 		return codes.OK, false
 	}
 	code, pm := f.abort, f.abortPerMillion
 	if f.abortFromHeader {
-		if v, ok := h.get(headerAbortGRPC); ok {
+		if v, ok := h.Get(headerAbortGRPC); ok {
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
 				return codes.OK, false
 			}
 			code = codes.Code(n)
-		} else if v, ok := h.get(headerAbortHTTP); ok {
+		} else if v, ok := h.Get(headerAbortHTTP); ok {
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
 				return codes.OK, false
@@ -266,8 +267,8 @@ func (f *faultConfig) abortFor(h *rpcHeaders) (codes.Code, bool) {
 // headerPercentage returns the share an RPC asks for in header (the
 // numerator over the config's denominator, whose unit is mult parts per
 // million), capped by the configured share (gRFC A33).
-func headerPercentage(h *rpcHeaders, header string, configured, mult uint32) uint32 {
-	v, ok := h.get(header)
+func headerPercentage(h *routing.Headers, header string, configured, mult uint32) uint32 {
+	v, ok := h.Get(header)
 	if !ok {
 		return configured
 	}

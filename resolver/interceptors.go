@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/routing"
 )
 
 // DialOptions returns what a ClientConn needs for xDS targets served by c,
@@ -72,10 +73,10 @@ func (ic *interceptor) before(ctx context.Context, method string) (context.Conte
 	if cfg == nil {
 		return ctx, func() {}, nil
 	}
-	h := rpcHeaders{ctx: ctx}
+	h := routing.Headers{Ctx: ctx}
 	var rt *route
 	for i := range cfg.routes {
-		if cfg.routes[i].match.matches(method, &h) {
+		if cfg.routes[i].match.Matches(method, &h) {
 			rt = &cfg.routes[i]
 			break
 		}

@@ -9,11 +9,12 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
+	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 )
 
-func headersOf(kv ...string) *rpcHeaders {
-	return &rpcHeaders{ctx: metadata.NewOutgoingContext(context.Background(), metadata.Pairs(kv...))}
+func headersOf(kv ...string) *routing.Headers {
+	return &routing.Headers{Ctx: metadata.NewOutgoingContext(context.Background(), metadata.Pairs(kv...))}
 }
 
 // TestResolver_Match_Headers checks every header matcher kind (gRFC A28),
@@ -55,8 +56,8 @@ func TestResolver_Match_Headers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := matchHeader(&tt.hm, headersOf(tt.md...)); got != tt.want {
-				t.Errorf("matchHeader(%+v) with %v = %v; want %v", tt.hm, tt.md, got, tt.want)
+			if got := routing.MatchHeader(&tt.hm, headersOf(tt.md...)); got != tt.want {
+				t.Errorf("routing.MatchHeader(%+v) with %v = %v; want %v", tt.hm, tt.md, got, tt.want)
 			}
 		})
 	}
@@ -90,8 +91,8 @@ func TestResolver_Match_Path(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := compileMatch(&tt.m, nil)
-			if got := m.matches(path, headersOf("a", "1", "b", "2")); got != tt.want {
+			m := routing.Compile(&tt.m, nil)
+			if got := m.Matches(path, headersOf("a", "1", "b", "2")); got != tt.want {
 				t.Errorf("matches(%q) = %v; want %v", path, got, tt.want)
 			}
 		})
@@ -102,11 +103,11 @@ func TestResolver_Match_Path(t *testing.T) {
 // matches about a quarter of RPCs.
 func TestResolver_Match_Fraction(t *testing.T) {
 	q := uint32(250_000)
-	m := compileMatch(&resources.RouteMatch{PathKind: resources.PathKindPrefix, CaseSensitive: true, FractionPerMillion: &q}, nil)
+	m := routing.Compile(&resources.RouteMatch{PathKind: resources.PathKindPrefix, CaseSensitive: true, FractionPerMillion: &q}, nil)
 	const n = 20000
 	hits := 0
 	for range n {
-		if m.matches("/a/b", headersOf()) {
+		if m.Matches("/a/b", headersOf()) {
 			hits++
 		}
 	}
@@ -162,15 +163,15 @@ func TestResolver_Match_SharedMatchers(t *testing.T) {
 		{PathKind: resources.PathKindPrefix, CaseSensitive: true, Headers: []resources.HeaderMatcher{exact("x-b", "3")}},
 		{PathKind: resources.PathKindPrefix, CaseSensitive: true},
 	}
-	x := newMatchIndex()
+	x := routing.NewIndex()
 	routes := make([]route, len(matches))
 	for i := range matches {
-		routes[i].match = compileMatch(&matches[i], x)
+		routes[i].match = routing.Compile(&matches[i], x)
 	}
-	orderMatchers(routes)
-	first := func(h *rpcHeaders) int {
+	orderRoutes(routes)
+	first := func(h *routing.Headers) int {
 		for i := range routes {
-			if routes[i].match.matches("/a/b", h) {
+			if routes[i].match.Matches("/a/b", h) {
 				return i
 			}
 		}

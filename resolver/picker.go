@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 )
@@ -106,7 +107,7 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 
 // Pick routes and picks one RPC.
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
-	h := rpcHeaders{ctx: info.Ctx}
+	h := routing.Headers{Ctx: info.Ctx}
 	if p.cfg.intercepted {
 		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok && rc.cfg == p.cfg {
 			return p.pickRoute(rc.route, rc.target, info, &h)
@@ -114,7 +115,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	}
 	for i := range p.cfg.routes {
 		rt := &p.cfg.routes[i]
-		if rt.match.matches(info.FullMethodName, &h) {
+		if rt.match.Matches(info.FullMethodName, &h) {
 			return p.pickRoute(rt, nil, info, &h)
 		}
 	}
@@ -124,7 +125,7 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 // pickRoute picks for an RPC that matched rt, sending it to target (one of
 // rt's clusters, chosen by the interceptor), or, when nil, to a cluster
 // of rt chosen by weight.
-func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.PickInfo, h *rpcHeaders) (balancer.PickResult, error) {
+func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
 	switch rt.action {
 	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
 	case resources.RouteActionNonForwarding:
@@ -150,7 +151,7 @@ func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.Pick
 
 // pick applies the drops and the circuit breaker of the priority's leaf
 // cluster, then picks a locality by weight and delegates to its picker.
-func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcHeaders) (balancer.PickResult, error) {
+func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
 	for i, d := range pp.cfg.drops {
 		if d.PerMillion > 0 && rand.Uint32N(1_000_000) < d.PerMillion {
 			if pp.errs.dropCounters != nil {
@@ -227,7 +228,7 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rpcH
 // yields a hash is combined by rotating the running hash left by one bit
 // and XORing; a terminal policy that yields a hash ends the list. ok is
 // false when no policy yields one (the RPC gets a random hash).
-func (p *picker) requestHash(rt *route, h *rpcHeaders) (hash uint64, ok bool) {
+func (p *picker) requestHash(rt *route, h *routing.Headers) (hash uint64, ok bool) {
 	for i := range rt.hash {
 		hp := &rt.hash[i]
 		var ph uint64
@@ -237,7 +238,7 @@ func (p *picker) requestHash(rt *route, h *rpcHeaders) (hash uint64, ok bool) {
 			if strings.HasSuffix(name, "-bin") {
 				continue
 			}
-			v, present := h.get(name)
+			v, present := h.Get(name)
 			if !present {
 				continue
 			}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package depmgr
+package routing
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"github.com/proxyless/xds/resources"
 )
 
-// TestDepMgr_VirtualHost_Selection checks the virtual host selection of
+// TestSelectVirtualHost checks the virtual host selection of
 // exact > suffix wildcard > prefix wildcard > "*", the longest
 // pattern within a kind, the first of equals, ASCII case ignored, and an
 // invalid pattern anywhere failing the lookup.
-func TestDepMgr_VirtualHost_Selection(t *testing.T) {
+func TestSelectVirtualHost(t *testing.T) {
 	vhs := func(domains ...[]string) *resources.RouteConfig {
 		rc := &resources.RouteConfig{Name: "rc"}
 		for i, d := range domains {
@@ -46,15 +46,15 @@ func TestDepMgr_VirtualHost_Selection(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := selectVirtualHost(tt.authority, tt.rc)
+			got, err := SelectVirtualHost(tt.authority, tt.rc)
 			if tt.want == "" {
 				if !errors.Is(err, ErrNoVirtualHost) {
-					t.Fatalf("selectVirtualHost = %v, %v; want an error wrapping ErrNoVirtualHost", got, err)
+					t.Fatalf("SelectVirtualHost = %v, %v; want an error wrapping ErrNoVirtualHost", got, err)
 				}
 				return
 			}
 			if err != nil || got.Name != tt.want {
-				t.Fatalf("selectVirtualHost = %+v, %v; want virtual host %q", got, err, tt.want)
+				t.Fatalf("SelectVirtualHost = %+v, %v; want virtual host %q", got, err, tt.want)
 			}
 		})
 	}

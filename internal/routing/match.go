@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package resolver
+// Package routing is the matching gRPC does per RPC on xDS routes (gRFC
+// A28): virtual hosts by authority, routes by path and headers. The
+// client's data path (package resolver), the dependency manager and the
+// xDS-enabled server share it, so that a route matches the same RPCs on
+// either end.
+package routing
 
 import (
 	"context"
@@ -15,8 +20,8 @@ import (
 	"github.com/proxyless/xds/resources"
 )
 
-// routeMatch is a RouteMatch compiled for matching one RPC (gRFC A28).
-type routeMatch struct {
+// Match is a RouteMatch compiled for matching one RPC (gRFC A28).
+type Match struct {
 	kind          resources.PathKind
 	value         string // prefix or path; lowercased when !caseSensitive
 	caseSensitive bool
@@ -26,7 +31,7 @@ type routeMatch struct {
 }
 
 // headerMatch is a header matcher with the index of its header name
-// (rpcHeaders.byIndex) and its own index (rpcHeaders.cached) in the
+// (Headers.byIndex) and its own index (Headers.cached) in the
 // configuration: equal matchers of several routes share an index, and
 // are evaluated once per RPC.
 type headerMatch struct {
@@ -35,9 +40,10 @@ type headerMatch struct {
 	hm  *resources.HeaderMatcher
 }
 
-// matchIndex numbers the header names and the distinct header matchers
-// of a configuration.
-type matchIndex struct {
+// Index numbers the header names and the distinct header matchers of a
+// configuration. It is not safe for concurrent use; the Matches compiled
+// with it are immutable.
+type Index struct {
 	names    map[string]int
 	matchers map[matcherKey]int
 }
@@ -51,11 +57,11 @@ type matcherKey struct {
 	start, end                  int64
 }
 
-func newMatchIndex() *matchIndex {
-	return &matchIndex{names: make(map[string]int), matchers: make(map[matcherKey]int)}
+func NewIndex() *Index {
+	return &Index{names: make(map[string]int), matchers: make(map[matcherKey]int)}
 }
 
-func (x *matchIndex) add(hm *resources.HeaderMatcher) headerMatch {
+func (x *Index) add(hm *resources.HeaderMatcher) headerMatch {
 	i, ok := x.names[hm.Name]
 	if !ok {
 		i = len(x.names)
@@ -70,13 +76,14 @@ func (x *matchIndex) add(hm *resources.HeaderMatcher) headerMatch {
 	return headerMatch{idx: i, mid: mid, hm: hm}
 }
 
-// compileMatch compiles m; x numbers its header names and matchers (nil:
-// a fresh numbering).
-func compileMatch(m *resources.RouteMatch, x *matchIndex) routeMatch {
+// Compile compiles m; x numbers its header names and matchers (nil: a
+// fresh numbering): the matches of one configuration share an Index, so
+// that equal matchers are evaluated once per RPC.
+func Compile(m *resources.RouteMatch, x *Index) Match {
 	if x == nil {
-		x = newMatchIndex()
+		x = NewIndex()
 	}
-	rm := routeMatch{kind: m.PathKind, caseSensitive: m.CaseSensitive, regex: m.Regex, fraction: 1_000_000}
+	rm := Match{kind: m.PathKind, caseSensitive: m.CaseSensitive, regex: m.Regex, fraction: 1_000_000}
 	for i := range m.Headers {
 		rm.headers = append(rm.headers, x.add(&m.Headers[i]))
 	}
@@ -95,13 +102,17 @@ func compileMatch(m *resources.RouteMatch, x *matchIndex) routeMatch {
 	return rm
 }
 
-// rpcHeaders are the headers of one RPC as route matching sees them
+// Headers are the headers of one RPC as route matching sees them
 // (gRFC A28): its outgoing metadata, without "-bin" headers, and with
 // content-type "application/grpc". Each header a route matcher names is
 // read at most once per RPC, by its index in the configuration's header
-// names (matchIndex), and only if a matcher needs it.
-type rpcHeaders struct {
-	ctx   context.Context
+// names (Index), and only if a matcher needs it.
+type Headers struct {
+	// Ctx is the context of a client's RPC, whose outgoing metadata are
+	// its headers; MD, when not nil, are the headers instead (a server's
+	// RPC: its incoming metadata).
+	Ctx   context.Context
+	MD    metadata.MD
 	cache [16]headerValue // by header index; more for larger indexes
 	more  []headerValue
 	// The results of the first 256 matchers (by matcher index), once
@@ -110,7 +121,7 @@ type rpcHeaders struct {
 }
 
 // cached returns the result of matcher mid, and whether it is known.
-func (h *rpcHeaders) cached(mid int) (result, known bool) {
+func (h *Headers) cached(mid int) (result, known bool) {
 	if mid >= 256 {
 		return false, false
 	}
@@ -119,7 +130,7 @@ func (h *rpcHeaders) cached(mid int) (result, known bool) {
 }
 
 // remember records the result of matcher mid.
-func (h *rpcHeaders) remember(mid int, r bool) {
+func (h *Headers) remember(mid int, r bool) {
 	if mid >= 256 {
 		return
 	}
@@ -136,7 +147,7 @@ type headerValue struct {
 }
 
 // byIndex returns the header of index i (named name).
-func (h *rpcHeaders) byIndex(i int, name string) (string, bool) {
+func (h *Headers) byIndex(i int, name string) (string, bool) {
 	var hv *headerValue
 	if i < len(h.cache) {
 		hv = &h.cache[i]
@@ -145,12 +156,12 @@ func (h *rpcHeaders) byIndex(i int, name string) (string, bool) {
 			h.more = make([]headerValue, 64)
 		}
 		if i-len(h.cache) >= len(h.more) {
-			return h.get(name)
+			return h.Get(name)
 		}
 		hv = &h.more[i-len(h.cache)]
 	}
 	if hv.state == 0 {
-		v, ok := h.get(name)
+		v, ok := h.Get(name)
 		hv.v, hv.state = v, 1
 		if ok {
 			hv.state = 2
@@ -159,21 +170,24 @@ func (h *rpcHeaders) byIndex(i int, name string) (string, bool) {
 	return hv.v, hv.state == 2
 }
 
-// get returns the values of header name joined with ",", and whether the
+// Get returns the values of header name joined with ",", and whether the
 // RPC has it. metadata.ValueFromOutgoingContext copies the values (one
 // allocation per header present), the least gRPC Go's public API allows;
 // byIndex reads each header once per RPC.
-func (h *rpcHeaders) get(name string) (string, bool) {
+func (h *Headers) Get(name string) (string, bool) {
 	if strings.HasSuffix(name, "-bin") {
 		return "", false
 	}
 	if name == "content-type" {
 		return "application/grpc", true
 	}
-	if h.ctx == nil {
-		return "", false
+	var vs []string
+	switch {
+	case h.MD != nil:
+		vs = h.MD.Get(name)
+	case h.Ctx != nil:
+		vs = metadata.ValueFromOutgoingContext(h.Ctx, name)
 	}
-	vs := metadata.ValueFromOutgoingContext(h.ctx, name)
 	switch len(vs) {
 	case 0:
 		return "", false
@@ -185,7 +199,7 @@ func (h *rpcHeaders) get(name string) (string, bool) {
 
 // matchPath reports whether the full method name path ("/pkg.Svc/Method")
 // matches.
-func (m *routeMatch) matchPath(path string) bool {
+func (m *Match) MatchPath(path string) bool {
 	switch m.kind {
 	case resources.PathKindPrefix:
 		if m.caseSensitive {
@@ -205,8 +219,8 @@ func (m *routeMatch) matchPath(path string) bool {
 
 // matches reports whether an RPC of path and headers h matches: path,
 // then every header matcher, then the runtime fraction.
-func (m *routeMatch) matches(path string, h *rpcHeaders) bool {
-	if !m.matchPath(path) {
+func (m *Match) Matches(path string, h *Headers) bool {
+	if !m.MatchPath(path) {
 		return false
 	}
 	for i := range m.headers {
@@ -214,7 +228,7 @@ func (m *routeMatch) matches(path string, h *rpcHeaders) bool {
 		r, known := h.cached(hm.mid)
 		if !known {
 			v, ok := h.byIndex(hm.idx, hm.hm.Name)
-			r = matchHeaderValue(hm.hm, v, ok)
+			r = MatchHeaderValue(hm.hm, v, ok)
 			h.remember(hm.mid, r)
 		}
 		if !r {
@@ -225,15 +239,15 @@ func (m *routeMatch) matches(path string, h *rpcHeaders) bool {
 }
 
 // matchHeader applies one header matcher to the RPC of headers h.
-func matchHeader(hm *resources.HeaderMatcher, h *rpcHeaders) bool {
-	v, ok := h.get(hm.Name)
-	return matchHeaderValue(hm, v, ok)
+func MatchHeader(hm *resources.HeaderMatcher, h *Headers) bool {
+	v, ok := h.Get(hm.Name)
+	return MatchHeaderValue(hm, v, ok)
 }
 
-// matchHeaderValue applies one header matcher (gRFC A28, R-17.3) to the
+// MatchHeaderValue applies one header matcher (gRFC A28, R-17.3) to the
 // header's value v (ok: present): a matcher on an absent header fails
 // (even inverted), except present_match.
-func matchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
+func MatchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
 	if hm.Kind == resources.HeaderMatchPresent {
 		return (ok == hm.Present) != hm.Invert
 	}
@@ -275,20 +289,20 @@ func matchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
 	return r != hm.Invert
 }
 
-// orderMatchers reorders the header matchers of each route, rarest first:
+// OrderMatchers reorders the header matchers of each of ms, rarest first:
 // a matcher that few routes share is the likeliest to tell them apart, so
 // an RPC that does not match a route is told so after fewer evaluations.
 // All of a route's matchers must match, and matching has no side effect,
-// so the order does not change which route an RPC matches.
-func orderMatchers(routes []route) {
+// so the order does not change which route an RPC matches. ms are the
+// matches of one configuration (one Index).
+func OrderMatchers(ms []*Match) {
 	uses := map[int]int{}
-	for i := range routes {
-		for _, hm := range routes[i].match.headers {
+	for _, m := range ms {
+		for _, hm := range m.headers {
 			uses[hm.mid]++
 		}
 	}
-	for i := range routes {
-		hs := routes[i].match.headers
-		slices.SortStableFunc(hs, func(a, b headerMatch) int { return uses[a.mid] - uses[b.mid] })
+	for _, m := range ms {
+		slices.SortStableFunc(m.headers, func(a, b headerMatch) int { return uses[a.mid] - uses[b.mid] })
 	}
 }
