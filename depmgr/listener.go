@@ -4,8 +4,8 @@ package depmgr
 
 import (
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/internal/routing"
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 )
 

@@ -101,4 +101,3 @@ func SelectVirtualHost(authority string, rc *resources.RouteConfig) (*resources.
 	}
 	return best, nil
 }
-
