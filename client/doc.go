@@ -192,9 +192,7 @@
 //
 // # Not supported
 //
-// gRFC A88's resource_timer_is_transient_error (R-2.5: the feature is
-// recognised, the timer stays 15 s and its expiry DOES_NOT_EXIST) and its
-// "keep on deletion" default (R-14.4: a deletion drops the cached value)
-// are not implemented. Server-side Listeners (gRFC A36, R-17.2) are
-// rejected as invalid. Only xDS v3 is spoken.
+// gRFC A88's "keep on deletion" default (R-14.4: a deletion drops the
+// cached value) is not implemented. Server-side Listeners (gRFC A36,
+// ) are rejected as invalid. Only xDS v3 is spoken.
 package client

@@ -32,6 +32,7 @@ import (
 //	phaseRejected   its last version was NACKed, and none was ever valid, or fail_on_data_errors dropped it
 //	phaseErrored    the server reported an error for it
 //	phaseExpired    its TTL ran out: does not exist, and counts as never received for fallback
+//	phaseTimedOut   not received in time from a server with resource_timer_is_transient_error: a transient error, not a does-not-exist
 //
 // With a cached value (an earlier NACK or server error may be pending on
 // it, ambient: extra.nack, extra.serverErr):
@@ -67,9 +68,9 @@ import (
 //	                    other                         — (R-9.7: no value, no deletion)
 //	evRemoved           value                         phaseMissing, or phaseIgnored (ignore_resource_deletion)
 //	                    no value                      phaseMissing
-//	evTimerFired        phaseTimed                    phaseMissing
+//	evTimerFired        phaseTimed                    phaseMissing, or phaseTimedOut (resource_timer_is_transient_error)
 //	evTTLExpired        value                         phaseExpired
-//	evPersisted         phaseRequested, phaseTimed    phaseStale
+//	evPersisted         Requested, Timed, TimedOut    phaseStale
 //
 // Every event the server causes (evValid, evInvalid, evServerError, a
 // deletion) stops the does-not-exist timer: the resource was seen.
@@ -87,6 +88,7 @@ const (
 	phaseRejected
 	phaseErrored
 	phaseExpired
+	phaseTimedOut
 	phaseStale
 	phaseCached
 	phaseIgnored
@@ -280,14 +282,17 @@ func (e *entry) status() v3adminpb.ClientResourceStatus {
 		return v3adminpb.ClientResourceStatus_NACKED
 	case e.phase == phaseErrored:
 		return v3adminpb.ClientResourceStatus_RECEIVED_ERROR
+	case e.phase == phaseTimedOut:
+		return v3adminpb.ClientResourceStatus_TIMEOUT
 	}
 	return v3adminpb.ClientResourceStatus_REQUESTED
 }
 
 // neverReceived reports whether e is watched and was never received: no
-// value, and not known not to exist or to be invalid.
+// value, and not known not to exist or to be invalid; a transient
+// timeout says nothing of the resource either.
 func (e *entry) neverReceived() bool {
-	return len(e.watchers) > 0 && (e.phase == phaseRequested || e.phase == phaseTimed)
+	return len(e.watchers) > 0 && (e.phase == phaseRequested || e.phase == phaseTimed || e.phase == phaseTimedOut)
 }
 
 // unanswered reports whether e is watched and no server of its list has
@@ -302,19 +307,20 @@ func (e *entry) unanswered() bool {
 
 // input is what an event brings: the fields each event reads.
 type input struct {
-	value   any           // evValid: the decoded value
-	raw     []byte        // evValid: its bytes
-	version string        // evValid, evInvalid: the version received
-	ttl     time.Duration // evValid: Resource.ttl, 0 when none
-	err     error         // evInvalid: the validation error
-	status  *statuspb.Status
-	reason  string                  // deletions: why the resource does not exist
-	ch      *channel                // the channel that received it; nil for timers and persistence
-	now     time.Time               // when the response arrived
-	et      **expiryTimer           // evRequested: the shared timer of the request written
-	rec     *PersistedResource      // evPersisted
-	sc      *bootstrap.ServerConfig // the server of ch
-	timeout time.Duration           // evTimerFired
+	value     any           // evValid: the decoded value
+	raw       []byte        // evValid: its bytes
+	version   string        // evValid, evInvalid: the version received
+	ttl       time.Duration // evValid: Resource.ttl, 0 when none
+	err       error         // evInvalid: the validation error
+	status    *statuspb.Status
+	reason    string                  // deletions: why the resource does not exist
+	ch        *channel                // the channel that received it; nil for timers and persistence
+	now       time.Time               // when the response arrived
+	et        **expiryTimer           // evRequested: the shared timer of the request written
+	rec       *PersistedResource      // evPersisted
+	sc        *bootstrap.ServerConfig // the server of ch
+	timeout   time.Duration           // evTimerFired: how long the timer ran
+	transient bool                    // evTimerFired: the server has resource_timer_is_transient_error
 }
 
 // transitionLocked applies ev to e (see the table in the file comment):
@@ -354,16 +360,23 @@ func (c *Client) transitionLocked(e *entry, ev event, in *input, fc *flowControl
 		if from != phaseTimed {
 			return
 		}
-		e.phase = phaseMissing
-		e.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", in.timeout)
-		c.logger.Warn("resource does not exist: watch expired", "type", e.typ.TypeName(), "resource", e.name)
-		err := c.notFoundError(e)
+		var err error
+		if in.transient {
+			e.phase = phaseTimedOut
+			c.logger.Warn("resource not received in time: a transient error (resource_timer_is_transient_error)", "type", e.typ.TypeName(), "resource", e.name)
+			err = c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received within %v of being requested (resource_timer_is_transient_error)", ErrTimeout, in.timeout))
+		} else {
+			e.phase = phaseMissing
+			e.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", in.timeout)
+			c.logger.Warn("resource does not exist: watch expired", "type", e.typ.TypeName(), "resource", e.name)
+			err = c.notFoundError(e)
+		}
 		for _, we := range e.watchers { // the watchers of the name
 			c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 		}
 		return
 	case evPersisted:
-		if from != phaseRequested && from != phaseTimed {
+		if from != phaseRequested && from != phaseTimed && from != phaseTimedOut {
 			return
 		}
 		e.stopTimerLocked()
@@ -629,6 +642,9 @@ func (c *Client) replayLocked(e *entry, we *watchEntry) {
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	case x.serverErr != nil:
 		err := c.resourceError(e.typ, e.name, x.serverErr.err)
+		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case e.phase == phaseTimedOut:
+		err := c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received in time (resource_timer_is_transient_error)", ErrTimeout))
 		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
 	}
 }

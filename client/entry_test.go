@@ -35,6 +35,7 @@ func TestTransition_Table(t *testing.T) {
 		ev        event
 		features  []string
 		code      codes.Code // evServerError
+		transient bool       // evTimerFired: resource_timer_is_transient_error
 		want      phase
 		wantValue bool
 		wantCall  string // the watcher calls, comma-separated
@@ -48,6 +49,8 @@ func TestTransition_Table(t *testing.T) {
 		{name: "unsubscription written while re-watched", from: phaseRewatched, value: true, ev: evUnsubWritten, want: phaseUnsubRaced, wantValue: true},
 		{name: "stream end stops the timer", from: phaseTimed, ev: evStreamEnded, want: phaseRequested},
 		{name: "timer fires", from: phaseTimed, ev: evTimerFired, want: phaseMissing, wantCall: resErr},
+		{name: "timer fires, transient", from: phaseTimed, ev: evTimerFired, transient: true, want: phaseTimedOut, wantCall: resErr},
+		{name: "persisted value after a transient timeout", from: phaseTimedOut, ev: evPersisted, want: phaseStale, wantValue: true, wantCall: changed + "," + ambErr},
 		{name: "timer of a received resource", from: phaseCached, value: true, ev: evTimerFired, want: phaseCached, wantValue: true},
 		{name: "first value", from: phaseTimed, ev: evValid, want: phaseCached, wantValue: true, wantCall: changed},
 		{name: "value while guarded keeps the guard", from: phaseRewatched, value: true, ev: evValid, want: phaseRewatched, wantValue: true, wantCall: changed},
@@ -107,7 +110,7 @@ func TestTransition_Table(t *testing.T) {
 			var et *expiryTimer
 			in := &input{
 				ch: &channel{logger: c.logger}, sc: sc, now: time.Now(), et: &et, timeout: time.Second,
-				version: "2", err: errors.New("bad"), reason: "gone",
+				version: "2", err: errors.New("bad"), reason: "gone", transient: tc.transient,
 				status: &statuspb.Status{Code: int32(tc.code), Message: "server says"},
 				rec:    &PersistedResource{ServerURI: "s", TypeURL: resources.ClusterTypeURL, Name: "c", Version: "1", Resource: valid},
 			}
@@ -116,7 +119,7 @@ func TestTransition_Table(t *testing.T) {
 				in.raw = valid.GetValue()
 			}
 			c.transitionLocked(e, tc.ev, in, nil)
-			c.startExpiryLocked(et)
+			c.startExpiryLocked(et, sc)
 			if e.phase != tc.want {
 				t.Errorf("phase %v, want %v", e.phase, tc.want)
 			}

@@ -36,6 +36,15 @@ var (
 	// NOT_FOUND the error wraps ErrResourceNotFound too.
 	ErrServerReported = errors.New("error reported by the management server")
 
+	// ErrTimeout is wrapped by the ResourceError delivered when a resource
+	// is not received within twice the watch expiry timeout (30 s by
+	// default) from a management server with the server feature
+	// resource_timer_is_transient_error (gRFC A88, R-2.5): such a server
+	// reports missing resources itself (resource_errors, R-19), so the
+	// timeout is a transient error, not a does-not-exist; the resource is
+	// delivered if it comes later. Dump shows TIMEOUT.
+	ErrTimeout = errors.New("resource not received in time")
+
 	// ErrStale is wrapped by the AmbientError delivered with a value loaded
 	// from persistence (WithStore, WithPersistence) because no management
 	// server could be reached on start: the value may be out of date. It
@@ -67,7 +76,8 @@ type ResourceError struct {
 	// NodeID is the bootstrap node ID.
 	NodeID string
 	// Err wraps one of ErrResourceNotFound, ErrResourceInvalid,
-	// ErrServerReported, ErrConnection, ErrUnsupported, ErrClosed.
+	// ErrServerReported, ErrConnection, ErrTimeout, ErrStale,
+	// ErrUnsupported, ErrClosed.
 	Err error
 }
 

@@ -60,6 +60,10 @@ const (
 	// CacheStateReceivedErrorButCached: the server sent an error for it
 	// and an earlier valid version is kept (gRFC A88).
 	CacheStateReceivedErrorButCached = "received_error_but_cached"
+	// CacheStateTimeout: not received in time from a server whose watch
+	// expiry timer is a transient error (gRFC A88,
+	// resource_timer_is_transient_error; ).
+	CacheStateTimeout = "timeout"
 )
 
 // MetricsRecorder receives the client's metrics (gRFC A78 "XdsClient",
@@ -375,6 +379,8 @@ func cacheState(e *entry) string {
 		return CacheStateNACKed
 	case e.phase == phaseErrored:
 		return CacheStateReceivedError
+	case e.phase == phaseTimedOut:
+		return CacheStateTimeout
 	}
 	return CacheStateRequested
 }

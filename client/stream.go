@@ -486,5 +486,5 @@ func (ch *channel) requestSentLocked(ss *stream, out *outgoing) {
 			}
 		}
 	}
-	c.startExpiryLocked(et)
+	c.startExpiryLocked(et, ch.sc)
 }

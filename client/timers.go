@@ -2,7 +2,11 @@
 
 package client
 
-import "time"
+import (
+	"time"
+
+	"github.com/proxyless/xds/bootstrap"
+)
 
 // expiryTimer is the does-not-exist timer of the names one written
 // request started timing: they were all requested at the same moment, so
@@ -13,10 +17,12 @@ import "time"
 // once no entry points to it. Guarded by Client.mu, except t and entries,
 // which are set before the timer can fire and read-only afterwards.
 type expiryTimer struct {
-	c       *Client
-	entries []*entry // the entries the request started timing, in request order
-	live    int      // how many of entries still point to this timer
-	t       *time.Timer
+	c         *Client
+	entries   []*entry // the entries the request started timing, in request order
+	live      int      // how many of entries still point to this timer
+	t         *time.Timer
+	timeout   time.Duration // how long it runs
+	transient bool          // the server has resource_timer_is_transient_error: its expiry is a transient error
 }
 
 // timeLocked adds e, subscribed and never received (phaseRequested), to
@@ -34,12 +40,19 @@ func (c *Client) timeLocked(et **expiryTimer, e *entry) {
 	e.timer = g
 }
 
-// startExpiryLocked starts et, if any, built by timeLocked: it fires after
-// the watch expiry timeout (15 s by default, R-9.2).
-func (c *Client) startExpiryLocked(et *expiryTimer) {
-	if et != nil {
-		et.t = time.AfterFunc(c.opts.watchExpiryTimeout, et.expired)
+// startExpiryLocked starts et, if any, built by timeLocked for a request
+// written to sc: it fires after the watch expiry timeout (15 s by
+// default, R-9.2), or twice that (30 s by default) when sc has the server
+// feature resource_timer_is_transient_error (gRFC A88, R-2.5).
+func (c *Client) startExpiryLocked(et *expiryTimer, sc *bootstrap.ServerConfig) {
+	if et == nil {
+		return
 	}
+	et.timeout = c.opts.watchExpiryTimeout
+	if sc.HasFeature(bootstrap.FeatureResourceTimerIsTransientError) {
+		et.timeout, et.transient = 2*et.timeout, true
+	}
+	et.t = time.AfterFunc(et.timeout, et.expired)
 }
 
 // stopTimerLocked stops timing e; the shared timer stops with its last
@@ -58,7 +71,8 @@ func (e *entry) stopTimerLocked() {
 // expired runs when the does-not-exist timer fires: no response named its
 // entries within the watch expiry timeout after they were requested on a
 // connected stream. Each entry still timed by it (not received, dropped,
-// stopped or timed anew meanwhile) does not exist (evTimerFired), in
+// stopped or timed anew meanwhile) does not exist (evTimerFired), or, from
+// a server with resource_timer_is_transient_error, timed out, in
 // request order; it is not timed again. These calls are not flow
 // controlled.
 func (et *expiryTimer) expired() {
@@ -68,7 +82,7 @@ func (et *expiryTimer) expired() {
 	if c.closed {
 		return
 	}
-	in := input{timeout: c.opts.watchExpiryTimeout}
+	in := input{timeout: et.timeout, transient: et.transient}
 	for _, e := range et.entries {
 		if e.timer != et || e.auth.types[e.typ.TypeURL()].entries[e.name] != e {
 			continue // stopped, replaced or dropped meanwhile

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
@@ -283,5 +284,47 @@ func TestWatchExpiry_SharedTimers(t *testing.T) {
 		if g := dumpEntry(c, resources.ClusterTypeURL, "a"); g.GetClientStatus() != v3adminpb.ClientResourceStatus_ACKED {
 			t.Fatalf("a: CSDS status = %v, want ACKED", g.GetClientStatus())
 		}
+	})
+}
+
+// TestWatchExpiry_TransientWithServerFeature checks R-2.5 (gRFC A88): from
+// a server with resource_timer_is_transient_error, which reports missing
+// resources itself, the timer runs twice the watch expiry timeout (30 s)
+// and its expiry is a transient error: a ResourceError wrapping
+// ErrTimeout, not ErrResourceNotFound; Dump shows TIMEOUT and the gauge
+// "timeout"; a new watcher learns it at once; and the resource is
+// delivered when it comes after all. On the old client the feature was
+// parsed and ignored: DOES_NOT_EXIST after 15 s.
+func TestWatchExpiry_TransientWithServerFeature(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ctx := testContext(t)
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		c := newClient(t, ms, testutil.BootstrapOptions{ServerFeatures: []string{bootstrap.FeatureResourceTimerIsTransientError}})
+		w := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "late", w)()
+		waitForNames(t, ms, resources.ClusterTypeURL, "late")
+		sent := time.Now()
+
+		e := w.wantKind(ctx, t, resourceError, client.ErrTimeout)
+		if got := time.Since(sent); got != 30*time.Second {
+			t.Fatalf("timeout reported %v after the request, want 30s", got)
+		}
+		if errors.Is(e.err, client.ErrResourceNotFound) {
+			t.Fatalf("error %v wraps ErrResourceNotFound, want a transient error only", e.err)
+		}
+		if g := dumpEntry(c, resources.ClusterTypeURL, "late"); g.GetClientStatus() != v3adminpb.ClientResourceStatus_TIMEOUT {
+			t.Fatalf("Dump status %v, want TIMEOUT", g.GetClientStatus())
+		}
+		if rs := c.Gauges().Resources; len(rs) != 1 || rs[0].CacheState != client.CacheStateTimeout {
+			t.Fatalf("resources gauge %+v, want one resource in state %q", rs, client.CacheStateTimeout)
+		}
+		w2 := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "late", w2)()
+		w2.wantKind(ctx, t, resourceError, client.ErrTimeout)
+
+		if _, err := ms.SendResponse(ctx, discoveryResponse(resources.ClusterTypeURL, "1", testutil.Cluster("late", ""))); err != nil {
+			t.Fatal(err)
+		}
+		w.wantKind(ctx, t, changed, nil)
 	})
 }
