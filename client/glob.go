@@ -115,6 +115,9 @@ func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, w
 			c.replayLocked(e, we)
 		}
 	}
+	if first {
+		c.servePersistedCollectionLocked(a, tc)
+	}
 	return func() { c.unwatchCollection(a, tc, name, we) }, nil // idempotent: a second call finds we gone
 }
 

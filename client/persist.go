@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 
@@ -188,6 +190,45 @@ func (c *Client) persistenceTimeout() {
 		for _, e := range c.sortedEntriesLocked(t.TypeURL()) {
 			c.servePersistedLocked(e)
 		}
+	}
+	for _, a := range c.auths {
+		for _, tc := range a.types {
+			c.servePersistedCollectionLocked(a, tc)
+		}
+	}
+}
+
+// servePersistedCollectionLocked serves the WatchAll and glob collection
+// watchers of tc, when the persistence timeout passed and a has not
+// answered, the stored values they hold that no entry has: each becomes
+// an entry of the collection with its stale value, as a watched name's
+// does (servePersistedLocked), in name order. Of a name stored from
+// several servers of a's list, the highest-priority one's.
+func (c *Client) servePersistedCollectionLocked(a *authority, tc *typeCache) {
+	p := c.persist
+	if p == nil || !p.ready || a.reached || (len(tc.wildcard) == 0 && len(tc.globs) == 0) {
+		return
+	}
+	best := make(map[string]loadedResource)
+	rank := make(map[string]int)
+	for k, l := range p.loaded {
+		if k.typeURL != tc.typ.TypeURL() || tc.entries[k.name] != nil || !tc.wantsLocked(k.name) || c.knownAuthorityLocked(k.name) != a {
+			continue
+		}
+		i := slices.IndexFunc(a.servers, func(sc *bootstrap.ServerConfig) bool { return sc.ServerURI == k.server })
+		if i < 0 {
+			continue
+		}
+		if r, ok := rank[k.name]; !ok || i < r {
+			best[k.name], rank[k.name] = l, i
+		}
+	}
+	for _, name := range sortedKeys(best) {
+		l := best[name]
+		e := a.newEntryLocked(tc, name, phaseRequested)
+		c.logger.Warn("no management server reachable: serving the persisted value to a collection", xdslog.KeyTypeURL, tc.typ.TypeURL(),
+			xdslog.KeyResource, name, xdslog.KeyVersionInfo, l.rec.Version, "from", l.rec.ServerURI)
+		c.transitionLocked(e, evPersisted, &input{value: l.value, rec: &l.rec}, nil)
 	}
 }
 

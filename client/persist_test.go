@@ -146,6 +146,75 @@ func TestPersistence_MisnamedRecordNotServed(t *testing.T) {
 	})
 }
 
+// TestPersistence_ServedToWatchAll checks that persisted values reach a
+// WatchAll (and so a TYPE/* of xdsctl) as they reach a watch by name: a
+// client persists what its wildcard received; a second one, started while
+// the server is down, serves every stored resource of the type to its
+// WatchAll after the persistence timeout, each with an AmbientError
+// wrapping ErrStale, whether the WatchAll was made before the timeout or
+// after; the server's answer replaces them, deleting (SotW Cluster) what
+// it no longer has. On the old client a WatchAll got nothing.
+func TestPersistence_ServedToWatchAll(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched-before-timeout", true: "watched-after-timeout"}[late], func(t *testing.T) {
+			synctestTest(t, func(t *testing.T) {
+				ctx := testContext(t)
+				dir := t.TempDir()
+				ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+				ms.Update("", testutil.Resources{Clusters: []*v3clusterpb.Cluster{testutil.Cluster("a", "eds-a"), testutil.Cluster("b", "eds-b")}})
+				opts := []client.Option{client.WithPersistence(dir), client.WithPersistenceTimeout(3 * time.Second)}
+
+				c1 := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+				w1 := newRecorder[*resources.Cluster]()
+				cancel1 := client.WatchAll(c1, resources.ClusterType, w1)
+				w1.wantKind(ctx, t, changed, nil)
+				w1.wantKind(ctx, t, changed, nil)
+				cancel1()
+				c1.Close()
+
+				ms.RejectStreams(errors.New("down"))
+				c2 := newClient(t, ms, testutil.BootstrapOptions{}, opts...)
+				if late {
+					time.Sleep(5 * time.Second) // fake time: past the persistence timeout
+				}
+				w := newRecorder[*resources.Cluster]()
+				defer client.WatchAll(c2, resources.ClusterType, w)()
+				got := map[string]bool{}
+				stale := 0
+				for len(got) < 2 || stale < 2 {
+					e := w.next(ctx, t)
+					switch {
+					case e.kind == changed:
+						got[e.value.Name] = true
+					case errors.Is(e.err, client.ErrStale):
+						stale++
+					case !errors.Is(e.err, client.ErrConnection):
+						t.Fatalf("WatchAll event %v, want the persisted clusters", e)
+					}
+				}
+				if !got["a"] || !got["b"] {
+					t.Fatalf("WatchAll got %v, want a and b", got)
+				}
+				if o, ok := c2.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || !o.Stale {
+					t.Fatalf("ResourceOrigin(a) = %+v, %v; want stale", o, ok)
+				}
+
+				ms.Update("", testutil.Resources{Clusters: []*v3clusterpb.Cluster{testutil.Cluster("a", "eds-a")}})
+				ms.RejectStreams(nil)
+				for {
+					e := w.next(ctx, t)
+					if e.kind == resourceError && errors.Is(e.err, client.ErrResourceNotFound) && strings.Contains(e.err.Error(), `"b"`) {
+						break
+					}
+				}
+				if o, _ := c2.ResourceOrigin(resources.ClusterTypeURL, "a"); o.Stale {
+					t.Fatalf("ResourceOrigin(a) = %+v after the server answered, want not stale", o)
+				}
+			})
+		})
+	}
+}
+
 // TestPersistence_SavesAndDeletes checks what is written: each accepted
 // value, keyed by server, type and name, with its version; its deletion
 // when the server deletes the resource (R-14.1).
