@@ -104,7 +104,9 @@ func waitForCanary(ctx context.Context, t *testing.T, tc testgrpc.TestServiceCli
 //  1. Serve testutil.Canary: x-canary: true → B; EmptyCall → C; else A 80 / B 20.
 //  2. 2000 RPCs per class: canary all on B, method all on C; 4000 default: 80 ± 3 % on A, 20 ± 3 % on B.
 func TestResolver_E2E_CanarySplit(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	// 8,000 RPCs one after another: under -race on a busy 2-core machine
+	// they take 8 to 10 s, so the bound is well above defaultTestTimeout.
+	ctx, cancel := context.WithTimeout(t.Context(), 6*defaultTestTimeout)
 	defer cancel()
 	a, b, c := startBackend(t, "A"), startBackend(t, "B"), startBackend(t, "C")
 	e := newEnv(t, testutil.BootstrapOptions{}, nil)
