@@ -109,15 +109,18 @@ func TestStream_Backoff(t *testing.T) {
 		}
 		waitForAllACKed(t, ms, 1)
 		n := len(rb.streamsOpened())
-		broke := time.Now()
-		ms.BreakStreams()
 		ackedOn := func(after int64) {
 			t.Helper()
 			if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool { return r.StreamID > after && r.Req.GetResponseNonce() != "" }); err != nil {
 				t.Fatal(err)
 			}
 		}
+		// The stream of the last request, read before the break: the next
+		// stream may be open, and have sent requests, before BreakStreams
+		// returns.
 		cur := ms.Requests()[len(ms.Requests())-1].StreamID
+		broke := time.Now()
+		ms.BreakStreams()
 		ackedOn(cur)
 		if got := rb.streamsOpened()[n].Sub(broke); got != 0 {
 			t.Errorf("reconnect after a stream that accepted a response took %v, want immediate", got)
