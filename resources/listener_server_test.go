@@ -355,9 +355,9 @@ func serverListenerCases(t testing.TB) []decodeCase[*Listener] {
 			wantErr: "filter_chains[0].filters: empty",
 		},
 		{
-			rule: "R-26.3",
-			name: "network filter without a name",
-			give: serverListener("s", chain(t, "c", serverHCM(t), func(fc *v3listenerpb.FilterChain) { fc.Filters[0].Name = "" })),
+			rule:    "R-26.3",
+			name:    "network filter without a name",
+			give:    serverListener("s", chain(t, "c", serverHCM(t), func(fc *v3listenerpb.FilterChain) { fc.Filters[0].Name = "" })),
 			wantErr: "filter_chains[0].filters[0].name: empty",
 		},
 		{
@@ -425,9 +425,11 @@ func serverListenerCases(t testing.TB) []decodeCase[*Listener] {
 			wantErr: `http_filters[0].typed_config.rules.policies["p"].condition: not supported`,
 		},
 		{
-			rule:    "R-26.2",
-			name:    "invalid CIDR address",
-			give:    serverListener("s", chain(t, "c", serverHCM(t), match(func(m *v3listenerpb.FilterChainMatch) { m.SourcePrefixRanges = []*v3corepb.CidrRange{cidr("10.0.0.300", 8)} }))),
+			rule: "R-26.2",
+			name: "invalid CIDR address",
+			give: serverListener("s", chain(t, "c", serverHCM(t), match(func(m *v3listenerpb.FilterChainMatch) {
+				m.SourcePrefixRanges = []*v3corepb.CidrRange{cidr("10.0.0.300", 8)}
+			}))),
 			wantErr: `filter_chains[0].filter_chain_match.source_prefix_ranges[0].address_prefix: "10.0.0.300" is not an IP address`,
 		},
 		{
