@@ -49,7 +49,13 @@ type env struct {
 	mesh *certs.Mesh
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...client.Option) *env {
+	return newEnvWith(t, "server", template, opts...)
+}
+
+// newEnvWith is newEnv with the certificate provider instance named
+// instance and the server listener template tmpl.
+func newEnvWith(t *testing.T, instance, tmpl string, opts ...client.Option) *env {
 	t.Helper()
 	mesh, err := certs.NewMesh(t.TempDir(), "mesh.example")
 	if err != nil {
@@ -57,19 +63,19 @@ func newEnv(t *testing.T) *env {
 	}
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	raw, err := testutil.WithCertificateProviders(ms.Bootstrap(testutil.BootstrapOptions{}), map[string]testutil.FileWatcher{
-		"server": {CertificateFile: mesh.ServerCertFile, PrivateKeyFile: mesh.ServerKeyFile, CACertificateFile: mesh.CAFile},
+		instance: {CertificateFile: mesh.ServerCertFile, PrivateKeyFile: mesh.ServerKeyFile, CACertificateFile: mesh.CAFile},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raw, err = testutil.WithServerListenerTemplate(raw, template); err != nil {
+	if raw, err = testutil.WithServerListenerTemplate(raw, tmpl); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := bootstrap.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.WithLogger(testLogger(t)))
+	c, err := client.New(cfg, append([]client.Option{client.WithLogger(testLogger(t))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,16 +108,23 @@ type testServer struct {
 	done  chan error      // Serve's result
 }
 
-// startServer starts a testServer with opts, stopped when the test ends.
-func (e *env) startServer(t *testing.T, opts ...server.Option) *testServer {
+// serverCreds returns xDS server credentials with a plaintext fallback.
+func serverCreds(t *testing.T) grpccreds.TransportCredentials {
 	t.Helper()
 	creds, err := credentials.NewServerCredentials(credentials.ServerOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return creds
+}
+
+// startServer starts a testServer with opts, stopped when the test ends.
+func (e *env) startServer(t *testing.T, opts ...server.Option) *testServer {
+	t.Helper()
 	ts := &testServer{svc: &testService{}, modes: make(chan modeChange, 100), done: make(chan error, 1)}
+	var err error
 	opts = append([]server.Option{
-		server.WithServerOptions(grpc.Creds(creds)),
+		server.WithServerOptions(grpc.Creds(serverCreds(t))),
 		server.WithLogger(testLogger(t)),
 		server.WithServingModeCallback(func(_ net.Addr, mode server.ServingMode, err error) {
 			ts.modes <- modeChange{mode, err}
@@ -165,8 +178,12 @@ func (ts *testServer) noModeChange(t *testing.T) {
 	}
 }
 
+// holdSize is the response_size of the UnaryCalls testService holds.
+const holdSize = 7
+
 // testService answers UnaryCall with the client's SPIFFE ID (username);
-// with hold set, each UnaryCall signals arrived and waits for release.
+// after hold, each UnaryCall of response_size holdSize signals arrived
+// and waits for release.
 type testService struct {
 	testgrpc.UnimplementedTestServiceServer
 
@@ -175,8 +192,9 @@ type testService struct {
 	release chan struct{} // guarded by mu
 }
 
-// hold makes the next UnaryCalls wait for the returned release func; the
-// returned channel gets one value per UnaryCall that arrived.
+// hold makes the next held UnaryCalls wait for the returned release
+// func; the returned channel gets one value per held UnaryCall that
+// arrived.
 func (s *testService) hold() (arrived <-chan struct{}, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -185,11 +203,11 @@ func (s *testService) hold() (arrived <-chan struct{}, release func()) {
 	return a, sync.OnceFunc(func() { close(r) })
 }
 
-func (s *testService) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+func (s *testService) UnaryCall(ctx context.Context, req *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	s.mu.Lock()
 	arrived, release := s.arrived, s.release
 	s.mu.Unlock()
-	if arrived != nil {
+	if arrived != nil && req.GetResponseSize() == holdSize {
 		arrived <- struct{}{}
 		select {
 		case <-release:
@@ -210,12 +228,19 @@ func (s *testService) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) 
 // test ends.
 func dial(t *testing.T, addr string, creds grpccreds.TransportCredentials) testgrpc.TestServiceClient {
 	t.Helper()
+	tc, _ := dialConn(t, addr, creds)
+	return tc
+}
+
+// dialConn is dial that returns the ClientConn too.
+func dialConn(t *testing.T, addr string, creds grpccreds.TransportCredentials) (testgrpc.TestServiceClient, *grpc.ClientConn) {
+	t.Helper()
 	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return testgrpc.NewTestServiceClient(cc)
+	return testgrpc.NewTestServiceClient(cc), cc
 }
 
 // clientTLS returns the credentials of a mesh client presenting leaf (nil:
@@ -274,6 +299,25 @@ func waitForCode(t *testing.T, tc testgrpc.TestServiceClient, want codes.Code) e
 	}
 	t.Fatalf("no RPC failed with %s; the last: %v", want, err)
 	return nil
+}
+
+// waitForSuccess makes RPCs until one succeeds, and returns the last
+// error when defaultTestTimeout passes first.
+func waitForSuccess(t *testing.T, tc testgrpc.TestServiceClient) (*testgrpc.SimpleResponse, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	var err error
+	for ctx.Err() == nil {
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		var resp *testgrpc.SimpleResponse
+		resp, err = tc.UnaryCall(rctx, &testgrpc.SimpleRequest{}, grpc.WaitForReady(true))
+		rcancel()
+		if err == nil {
+			return resp, nil
+		}
+	}
+	return nil, err
 }
 
 // wantCode checks that err has status code want.
