@@ -29,13 +29,15 @@ import (
 // under mu.
 type servingListener struct {
 	// Initialized at creation time and read-only afterwards.
-	s      *GRPCServer
-	lis    net.Listener
-	addr   *net.TCPAddr
-	name   string // the Listener resource name
-	modes  *serializer.Serializer
-	cancel context.CancelFunc // stops modes
-	done   chan struct{}      // closed when serve has cleaned up
+	s        *GRPCServer
+	lis      net.Listener
+	addr     *net.TCPAddr
+	name     string // the Listener resource name
+	modes    *serializer.Serializer
+	cancel   context.CancelFunc // stops modes
+	quit     chan struct{}      // closed by close
+	done     chan struct{}      // closed when serve has cleaned up
+	quitOnce sync.Once
 
 	mu        sync.Mutex
 	closed    bool                 // guarded by mu; no more watches, chains or modes
@@ -62,7 +64,7 @@ func newServingListener(s *GRPCServer, lis net.Listener, addr *net.TCPAddr, name
 	return &servingListener{
 		s: s, lis: lis, addr: addr, name: name,
 		modes: serializer.New(ctx), cancel: cancel,
-		done: make(chan struct{}),
+		quit: make(chan struct{}), done: make(chan struct{}),
 		mode: ServingModeNotServing,
 		rds:  make(map[string]*rdsWatch),
 	}
@@ -108,6 +110,7 @@ func (sl *servingListener) close() {
 	sl.mu.Lock()
 	sl.closed = true
 	sl.mu.Unlock()
+	sl.quitOnce.Do(func() { close(sl.quit) })
 	sl.lis.Close()
 }
 
@@ -135,7 +138,7 @@ func (sl *servingListener) acceptLoop() error {
 			t := time.NewTimer(tempDelay)
 			select {
 			case <-t.C:
-			case <-sl.done:
+			case <-sl.quit:
 			}
 			t.Stop()
 			continue
