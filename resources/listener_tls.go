@@ -60,32 +60,12 @@ func serverSecurityFromProto(ts *v3corepb.TransportSocket) (*ServerSecurityConfi
 		return nil, invalid("typed_config.ocsp_staple_policy", "%s is not supported, only LENIENT_STAPLING", p)
 	}
 	const field = "typed_config.common_tls_context"
-	common := ctx.GetCommonTlsContext()
-	if common == nil {
-		return nil, invalid(field, "missing")
+	sc, a29Err, err := commonTLS(field, ctx.GetCommonTlsContext())
+	if err != nil {
+		return nil, err
 	}
-	if common.GetTlsParams() != nil {
-		return nil, invalid(field+".tls_params", "not supported")
-	}
-	if common.GetCustomHandshaker() != nil {
-		return nil, invalid(field+".custom_handshaker", "not supported")
-	}
-	// As for a Cluster and in grpc-go: the A29 fields first, the
-	// deprecated certificate provider fields when they give nothing; an
-	// error of the A29 fields is reported only if the fallback fails too.
-	sc, err := securityFromCommon(common)
-	if sc == nil || sc.isEmpty() {
-		old, oldErr := securityFromDeprecated(common)
-		if oldErr != nil {
-			if err != nil {
-				return nil, withFieldPrefix(field, err)
-			}
-			return nil, withFieldPrefix(field, oldErr)
-		}
-		if err != nil && old.isEmpty() {
-			return nil, withFieldPrefix(field, err)
-		}
-		sc = old
+	if a29Err != nil && sc.isEmpty() {
+		return nil, a29Err
 	}
 	switch {
 	case sc.SystemRootCerts:

@@ -19,7 +19,6 @@ import (
 	v3streampb "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
 )
 
-
 func loggerConfig(t testing.TB, tc *anypb.Any, optional bool) *v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig {
 	t.Helper()
 	return &v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{

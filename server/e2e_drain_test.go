@@ -66,22 +66,8 @@ func TestServer_UpdateDrainsOldConnections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 
-	arrived, release := ts.svc.hold()
+	held, release := startHeld(ctx, t, ts, tc)
 	defer release()
-	type result struct {
-		addr net.Addr
-		err  error
-	}
-	held := make(chan result, 1)
-	go func() {
-		addr, err := callConn(ctx, tc, true)
-		held <- result{addr, err}
-	}()
-	select {
-	case <-arrived:
-	case <-ctx.Done():
-		t.Fatal("the held RPC did not arrive")
-	}
 
 	if cc.GetState() != connectivity.Ready {
 		t.Fatalf("channel state %s with an RPC in flight, want READY", cc.GetState())
@@ -106,6 +92,33 @@ func TestServer_UpdateDrainsOldConnections(t *testing.T) {
 	if r.addr.String() == next.String() {
 		t.Errorf("the RPC after the update used the drained connection %s", r.addr)
 	}
+}
+
+// heldResult is the outcome of a held RPC: its error, and the client-side
+// address of its connection.
+type heldResult struct {
+	addr net.Addr
+	err  error
+}
+
+// startHeld starts an RPC that the server holds, and returns once it
+// arrived: the result comes on the channel after release is called (or
+// the RPC is cut).
+func startHeld(ctx context.Context, t *testing.T, ts *testServer, tc testgrpc.TestServiceClient) (<-chan heldResult, func()) {
+	t.Helper()
+	arrived, release := ts.svc.hold()
+	held := make(chan heldResult, 1)
+	go func() {
+		addr, err := callConn(ctx, tc, true)
+		held <- heldResult{addr, err}
+	}()
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		release()
+		t.Fatal("the held RPC did not arrive")
+	}
+	return held, release
 }
 
 func mustCallConn(t *testing.T, tc testgrpc.TestServiceClient) net.Addr {
@@ -172,18 +185,12 @@ func TestServer_DrainGraceTime(t *testing.T) {
 	tc := dial(t, ts.addr, insecure.NewCredentials())
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	arrived, release := ts.svc.hold()
+	held, release := startHeld(ctx, t, ts, tc)
 	defer release()
-	held := make(chan error, 1)
-	go func() {
-		_, err := callConn(ctx, tc, true)
-		held <- err
-	}()
-	<-arrived
 	e.update(t, testutil.Resources{Listeners: []*v3listenerpb.Listener{plainListener(ts, allowAll())}})
 	select {
-	case err := <-held:
-		if err == nil {
+	case r := <-held:
+		if r.err == nil {
 			t.Fatal("the held RPC succeeded, want it cut when the grace time passed")
 		}
 	case <-ctx.Done():
@@ -201,13 +208,7 @@ func TestServer_GracefulStop(t *testing.T) {
 	tc := dial(t, ts.addr, insecure.NewCredentials())
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	arrived, release := ts.svc.hold()
-	held := make(chan error, 1)
-	go func() {
-		_, err := callConn(ctx, tc, true)
-		held <- err
-	}()
-	<-arrived
+	held, release := startHeld(ctx, t, ts, tc)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -219,8 +220,8 @@ func TestServer_GracefulStop(t *testing.T) {
 	case <-time.After(defaultTestShortTimeout):
 	}
 	release()
-	if err := <-held; err != nil {
-		t.Fatalf("the RPC in flight during GracefulStop failed: %v", err)
+	if r := <-held; r.err != nil {
+		t.Fatalf("the RPC in flight during GracefulStop failed: %v", r.err)
 	}
 	<-stopped
 	if err := <-ts.done; err != nil {

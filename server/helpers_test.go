@@ -286,38 +286,40 @@ func callReady(t *testing.T, tc testgrpc.TestServiceClient) (*testgrpc.SimpleRes
 // test after defaultTestTimeout.
 func waitForCode(t *testing.T, tc testgrpc.TestServiceClient, want codes.Code) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
-	defer cancel()
-	var err error
-	for ctx.Err() == nil {
-		rctx, rcancel := context.WithTimeout(ctx, time.Second)
-		_, err = tc.UnaryCall(rctx, &testgrpc.SimpleRequest{})
-		rcancel()
-		if status.Code(err) == want {
-			return err
-		}
+	_, err := pollRPC(t, tc, false, func(err error) bool { return status.Code(err) == want })
+	if status.Code(err) != want {
+		t.Fatalf("no RPC failed with %s; the last: %v", want, err)
 	}
-	t.Fatalf("no RPC failed with %s; the last: %v", want, err)
-	return nil
+	return err
 }
 
-// waitForSuccess makes RPCs until one succeeds, and returns the last
-// error when defaultTestTimeout passes first.
+// waitForSuccess makes RPCs (waiting for the channel to be ready) until
+// one succeeds, and returns the last error when defaultTestTimeout passes
+// first.
 func waitForSuccess(t *testing.T, tc testgrpc.TestServiceClient) (*testgrpc.SimpleResponse, error) {
+	t.Helper()
+	return pollRPC(t, tc, true, func(err error) bool { return err == nil })
+}
+
+// pollRPC makes UnaryCalls until done accepts the result of one, or
+// defaultTestTimeout passes, and returns the last result.
+func pollRPC(t *testing.T, tc testgrpc.TestServiceClient, waitForReady bool, done func(error) bool) (*testgrpc.SimpleResponse, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	var err error
+	var (
+		resp *testgrpc.SimpleResponse
+		err  error
+	)
 	for ctx.Err() == nil {
 		rctx, rcancel := context.WithTimeout(ctx, time.Second)
-		var resp *testgrpc.SimpleResponse
-		resp, err = tc.UnaryCall(rctx, &testgrpc.SimpleRequest{}, grpc.WaitForReady(true))
+		resp, err = tc.UnaryCall(rctx, &testgrpc.SimpleRequest{}, grpc.WaitForReady(waitForReady))
 		rcancel()
-		if err == nil {
-			return resp, nil
+		if done(err) {
+			return resp, err
 		}
 	}
-	return nil, err
+	return resp, err
 }
 
 // wantCode checks that err has status code want.

@@ -146,14 +146,7 @@ func writeListener(b *strings.Builder, l *resources.Listener) {
 		b.WriteString("no route configuration\n")
 	}
 	if len(l.HTTPFilters) > 0 {
-		names := make([]string, len(l.HTTPFilters))
-		for i, f := range l.HTTPFilters {
-			names[i] = f.Name
-			if f.Optional {
-				names[i] += " (optional)"
-			}
-		}
-		fmt.Fprintf(b, "  http filters: %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(b, "  http filters: %s\n", filterNames(l.HTTPFilters))
 	}
 	if l.MaxStreamDuration > 0 {
 		fmt.Fprintf(b, "  max stream duration: %v\n", l.MaxStreamDuration)
@@ -252,11 +245,20 @@ func writeFilterChain(b *strings.Builder, fc *resources.FilterChain) {
 		fmt.Fprintf(b, "    inline RouteConfiguration %q with %s\n", rc.Name, plural(len(rc.VirtualHosts), "virtual host", "virtual hosts"))
 		writeVirtualHosts(b, rc.VirtualHosts, "      ")
 	}
-	names := make([]string, len(fc.HTTPFilters))
-	for i, f := range fc.HTTPFilters {
+	fmt.Fprintf(b, "    http filters: %s\n", filterNames(fc.HTTPFilters))
+}
+
+// filterNames lists the names of an HTTP filter chain, marking the
+// optional filters.
+func filterNames(fs []resources.HTTPFilter) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
 		names[i] = f.Name
+		if f.Optional {
+			names[i] += " (optional)"
+		}
 	}
-	fmt.Fprintf(b, "    http filters: %s\n", strings.Join(names, ", "))
+	return strings.Join(names, ", ")
 }
 
 func writeVirtualHosts(b *strings.Builder, vhs []resources.VirtualHost, indent string) {

@@ -110,6 +110,21 @@ func newServer(c *client.Client, modes func(server.ServingMode, error)) (*server
 	return srv, nil
 }
 
+// printMode returns a serving mode callback that prints each change, with
+// its reason, after indent, and sends it on modes if not nil.
+func printMode(out io.Writer, indent string, modes chan<- server.ServingMode) func(server.ServingMode, error) {
+	return func(mode server.ServingMode, err error) {
+		fmt.Fprintf(out, "%sserving mode: %s", indent, mode)
+		if err != nil {
+			fmt.Fprintf(out, " (%v)", err)
+		}
+		fmt.Fprintln(out)
+		if modes != nil {
+			modes <- mode
+		}
+	}
+}
+
 // serveAddress serves addr with the bootstrap of the environment until ctx
 // is done.
 func serveAddress(ctx context.Context, addr string, out io.Writer) error {
@@ -122,13 +137,7 @@ func serveAddress(ctx context.Context, addr string, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	srv, err := newServer(c, func(mode server.ServingMode, err error) {
-		fmt.Fprintf(out, "serving mode %s", mode)
-		if err != nil {
-			fmt.Fprintf(out, ": %v", err)
-		}
-		fmt.Fprintln(out)
-	})
+	srv, err := newServer(c, printMode(out, "", nil))
 	if err != nil {
 		return err
 	}
@@ -186,14 +195,7 @@ func tour(ctx context.Context, out io.Writer) error {
 	defer c.Close()
 
 	modes := make(chan server.ServingMode, 10)
-	srv, err := newServer(c, func(mode server.ServingMode, err error) {
-		fmt.Fprintf(out, "  serving mode: %s", mode)
-		if err != nil {
-			fmt.Fprintf(out, " (%v)", err)
-		}
-		fmt.Fprintln(out)
-		modes <- mode
-	})
+	srv, err := newServer(c, printMode(out, "  ", modes))
 	if err != nil {
 		return err
 	}

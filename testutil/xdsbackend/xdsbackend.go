@@ -15,15 +15,14 @@ import (
 	"net"
 	"sync"
 
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/peer"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/server"
+	"github.com/proxyless/xds/testutil"
 )
 
 // Options configures Start.
@@ -103,7 +102,7 @@ func Start(c *client.Client, o Options) (*Backend, error) {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
-	testgrpc.RegisterTestServiceServer(srv, &testService{b: b})
+	testgrpc.RegisterTestServiceServer(srv, testutil.NewTestService(b.ID, b.Address))
 	go func() {
 		defer close(b.done)
 		_ = srv.Serve(lis) // returns when Stop is called
@@ -148,21 +147,4 @@ func (b *Backend) Mode() (server.ServingMode, error) {
 func (b *Backend) Stop() {
 	b.Server.Stop()
 	<-b.done
-}
-
-type testService struct {
-	testgrpc.UnimplementedTestServiceServer
-	b *Backend
-}
-
-// UnaryCall answers with the backend's ID and address and the client's
-// SPIFFE ID.
-func (s *testService) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
-	resp := &testgrpc.SimpleResponse{ServerId: s.b.ID, Hostname: s.b.Address}
-	if p, ok := peer.FromContext(ctx); ok {
-		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && info.SPIFFEID != nil {
-			resp.Username = info.SPIFFEID.String()
-		}
-	}
-	return resp, nil
 }
