@@ -255,7 +255,7 @@ func TestServerCredentials_Methods(t *testing.T) {
 	if got := c.Info().SecurityProtocol; got != "tls" {
 		t.Errorf("Info().SecurityProtocol = %q, want tls", got)
 	}
-	if c.Clone() == nil || c.OverrideServerName("x") == nil {
+	if c.Clone() == nil || c.(*serverCreds).OverrideServerName("x") == nil {
 		t.Error("Clone() = nil or OverrideServerName() = nil")
 	}
 }

@@ -334,6 +334,7 @@ func permissionMatcher(p *v3rbacconfigpb.Permission) (rbacMatcher, error) {
 	case *v3rbacconfigpb.Permission_DestinationPort:
 		return portMatcher(r.DestinationPort), nil
 	case *v3rbacconfigpb.Permission_Metadata:
+		//lint:ignore SA1019 gRFC A41: gRPC RBAC reads metadata (as never matching)
 		return constant(r.Metadata.GetInvert()), nil
 	case *v3rbacconfigpb.Permission_RequestedServerName:
 		sm, err := resources.StringMatcherFromProto(r.RequestedServerName)
@@ -389,6 +390,7 @@ func principalMatcher(p *v3rbacconfigpb.Principal) (rbacMatcher, error) {
 		sm, err := resources.StringMatcherFromProto(id.UrlPath.GetPath())
 		return pathMatcher{sm}, err
 	case *v3rbacconfigpb.Principal_Metadata:
+		//lint:ignore SA1019 gRFC A41: gRPC RBAC reads metadata (as never matching)
 		return constant(id.Metadata.GetInvert()), nil
 	default:
 		return nil, fmt.Errorf("unsupported principal identifier %T", id)

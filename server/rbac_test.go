@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
+//lint:file-ignore SA1019 These tests build the deprecated RBAC fields gRPC still reads (metadata, source_ip).
+
 package server
 
 import (
