@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -155,16 +156,30 @@ func TestServer_UnchangedChainKeepsConnections(t *testing.T) {
 	})
 	e.update(t, testutil.Resources{Listeners: []*v3listenerpb.Listener{plainListener(ts, testutil.ServerFilterChain(testutil.FilterChainOptions{}), denyAll)}})
 
-	cc2, err := grpc.NewClient("passthrough:///"+ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
-			return d.DialContext(ctx, "tcp", addr)
-		}))
-	if err != nil {
-		t.Fatal(err)
+	// A channel per attempt: a connection from 127.0.0.2 made before the
+	// update took effect matched chain A, which the update keeps.
+	from2 := grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+		return d.DialContext(ctx, "tcp", addr)
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	for {
+		cc2, err := grpc.NewClient("passthrough:///"+ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), from2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, time.Second)
+		_, err = testgrpc.NewTestServiceClient(cc2).UnaryCall(rctx, &testgrpc.SimpleRequest{}, grpc.WaitForReady(true))
+		rcancel()
+		cc2.Close()
+		if status.Code(err) == codes.PermissionDenied {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no RPC from 127.0.0.2 was denied; the last: %v", err)
+		}
 	}
-	defer cc2.Close()
-	waitForCode(t, testgrpc.NewTestServiceClient(cc2), codes.PermissionDenied)
 
 	if s := cc.GetState(); s != connectivity.Ready {
 		t.Fatalf("the first channel is %s, want READY: its connection was drained", s)

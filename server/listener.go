@@ -48,6 +48,7 @@ type servingListener struct {
 	pending   *resources.Listener  // guarded by mu; a Listener waiting for its RouteConfigurations
 	rds       map[string]*rdsWatch // guarded by mu; by RouteConfiguration name
 	ldsCancel func()               // guarded by mu
+	problems  bool                 // guarded by mu; the last update had configuration errors
 }
 
 // listenerConfig is a Listener in use: its chains, index-aligned with its
@@ -397,21 +398,28 @@ func (sl *servingListener) routeTableLocked(fc *resources.FilterChain) *routeTab
 	return buildRouteTable(fc.HTTPFilters, w.rc, s.auditors, s.nodeID)
 }
 
-// logProblemsLocked logs what of the chains in use fails RPCs (gRFC A36
+// logProblemsLocked logs what of the chains in use fails RPCs, at each
+// update while there is any, and once when there is no more (gRFC A36
 // "configuration error logging").
 func (sl *servingListener) logProblemsLocked() {
 	cfg := sl.current
 	if cfg == nil {
 		return
 	}
+	found := false
 	for _, ch := range append(slices.Clone(cfg.chains), cfg.def) {
 		if ch == nil {
 			continue
 		}
 		if p := ch.routes.Load().problems(); p != "" {
+			found = true
 			sl.s.logger.Warn("configuration error: RPCs will fail with UNAVAILABLE", xdslog.KeyResource, cfg.lis.Name, "chain", ch.label, xdslog.KeyError, p)
 		}
 	}
+	if sl.problems && !found {
+		sl.s.logger.Warn("configuration errors resolved", xdslog.KeyResource, cfg.lis.Name)
+	}
+	sl.problems = found
 }
 
 // rdsWatch is the watch of one RouteConfiguration. Its callbacks act only
