@@ -70,7 +70,7 @@ func (c *clientCreds) ClientHandshake(ctx context.Context, authority string, raw
 // done, for a provider that has no key material yet (its files were never
 // read successfully).
 func clientTLSConfig(ctx context.Context, hi *xdscreds.ClientHandshakeInfo) (*tls.Config, error) {
-	v := &serverVerifier{hi: hi}
+	v := &serverVerifier{hi: hi, rootSet: rootSet{system: hi.SystemRoots, instance: hi.RootInstance}}
 	if hi.Root != nil {
 		km, err := hi.Root.KeyMaterial(ctx)
 		if err != nil {

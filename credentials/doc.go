@@ -70,6 +70,26 @@
 //	store := credentials.NewProviderStore(cfg.CertificateProviders, credentials.WithProviderPlugins(myPlugin{}))
 //	b := resolver.NewBuilder(c, resolver.WithCertificateProviders(store))
 //
+// # Servers
+//
+// NewServerCredentials gives the same to an xDS-enabled server (package
+// server, gRFC A36): a connection whose filter chain has a
+// DownstreamTlsContext does the TLS handshake of that chain, presenting
+// the identity provider's certificate and, with a root provider,
+// verifying the client's certificate (required with
+// require_client_certificate) against the roots or the SPIFFE trust
+// bundle of its trust domain; other connections get the fallback
+// credentials' handshake:
+//
+//	creds, err := credentials.NewServerCredentials(credentials.ServerOptions{FallbackCreds: insecure.NewCredentials()})
+//	srv, err := server.NewGRPCServer(c, server.WithServerOptions(grpc.Creds(creds)))
+//
+// The filter chain picked for each accepted connection travels with the
+// connection itself (it implements an interface of ours that
+// ServerHandshake reads). The server acquires the chain's providers from
+// its ProviderStore (server.WithCertificateProviders) and releases them
+// when the chain's connections are gone.
+//
 // # Concurrency
 //
 // Credentials are immutable and safe for concurrent use by any number of

@@ -14,62 +14,60 @@ import (
 	"github.com/proxyless/xds/internal/xdscreds"
 )
 
-// serverVerifier verifies the server of one client handshake (gRFC A29,
-// A82, A87). It is made per handshake, with the key material of that
-// moment, and is immutable.
-type serverVerifier struct {
-	hi      *xdscreds.ClientHandshakeInfo
-	roots   *x509.CertPool                  // the root provider's CA certificates; nil with bundles or system roots
-	bundles map[string]*spiffebundle.Bundle // the root provider's SPIFFE trust bundle map, by trust domain; nil when none
+// rootSet is what verifies a peer's certificate chain (gRFC A29, A82,
+// A87): the root provider's key material of one handshake, or the
+// system's roots. It is immutable.
+type rootSet struct {
+	roots    *x509.CertPool                  // the root provider's CA certificates; nil with bundles or system
+	bundles  map[string]*spiffebundle.Bundle // the root provider's SPIFFE trust bundle map, by trust domain; nil when none
+	system   bool                            // the system's roots (gRFC A82)
+	instance string                          // the root provider instance, for messages
 }
 
-// verify is tls.Config.VerifyConnection: it verifies the server's chain
-// with crypto/x509 against the roots chosen by rootsFor, for server
-// authentication, then checks the leaf's SANs against
-// match_subject_alt_names.
-func (v *serverVerifier) verify(cs tls.ConnectionState) error {
-	if len(cs.PeerCertificates) == 0 {
-		return errors.New("xds: the server presented no certificate")
+// verifyChain verifies the chain a peer presented (leaf first) with
+// crypto/x509, for usage, against the roots chosen by rootsFor, and
+// returns the leaf. peer names the peer in messages ("server",
+// "client").
+func (r *rootSet) verifyChain(peer string, chain []*x509.Certificate, usage x509.ExtKeyUsage) (*x509.Certificate, error) {
+	if len(chain) == 0 {
+		return nil, fmt.Errorf("the %s presented no certificate", peer)
 	}
-	leaf := cs.PeerCertificates[0]
-	roots, err := v.rootsFor(leaf)
+	leaf := chain[0]
+	roots, err := r.rootsFor(peer, leaf)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts := x509.VerifyOptions{
 		Roots:         roots, // nil: the system roots
 		Intermediates: x509.NewCertPool(),
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsages:     []x509.ExtKeyUsage{usage},
 	}
-	for _, c := range cs.PeerCertificates[1:] {
+	for _, c := range chain[1:] {
 		opts.Intermediates.AddCert(c)
 	}
 	if _, err := leaf.Verify(opts); err != nil {
-		return fmt.Errorf("xds: cluster %q: verifying the server certificate: %w", v.hi.Cluster, err)
+		return nil, fmt.Errorf("verifying the %s certificate: %w", peer, err)
 	}
-	if !matchSubjectAltNames(v.hi.SANMatchers, leaf) {
-		return fmt.Errorf("xds: cluster %q: the server certificate's SANs (%s) match none of match_subject_alt_names", v.hi.Cluster, describeSANs(leaf))
-	}
-	return nil
+	return leaf, nil
 }
 
 // rootsFor returns the roots that verify leaf: the system roots (nil)
-// with system_root_certs (gRFC A82); with a SPIFFE trust bundle map, the
-// bundle of the trust domain of leaf's SPIFFE ID, leaf being rejected
-// when it has no single SPIFFE ID or its trust domain has no bundle
-// (gRFC A87); otherwise the provider's CA certificates.
-func (v *serverVerifier) rootsFor(leaf *x509.Certificate) (*x509.CertPool, error) {
+// with system; with a SPIFFE trust bundle map, the bundle of the trust
+// domain of leaf's SPIFFE ID, leaf being rejected when it has no single
+// SPIFFE ID or its trust domain has no bundle (gRFC A87); otherwise the
+// provider's CA certificates.
+func (r *rootSet) rootsFor(peer string, leaf *x509.Certificate) (*x509.CertPool, error) {
 	switch {
-	case v.hi.SystemRoots:
+	case r.system:
 		return nil, nil
-	case v.bundles != nil:
+	case r.bundles != nil:
 		id, err := x509svid.IDFromCert(leaf)
 		if err != nil {
-			return nil, fmt.Errorf("xds: cluster %q: the server certificate has no single SPIFFE ID, which the SPIFFE trust bundle map of certificate provider instance %q requires: %w", v.hi.Cluster, v.hi.RootInstance, err)
+			return nil, fmt.Errorf("the %s certificate has no single SPIFFE ID, which the SPIFFE trust bundle map of certificate provider instance %q requires: %w", peer, r.instance, err)
 		}
-		b, ok := v.bundles[id.TrustDomain().Name()]
+		b, ok := r.bundles[id.TrustDomain().Name()]
 		if !ok {
-			return nil, fmt.Errorf("xds: cluster %q: no SPIFFE trust bundle for the server's trust domain %q (server %s) in certificate provider instance %q", v.hi.Cluster, id.TrustDomain().Name(), id, v.hi.RootInstance)
+			return nil, fmt.Errorf("no SPIFFE trust bundle for the %s's trust domain %q (%s %s) in certificate provider instance %q", peer, id.TrustDomain().Name(), peer, id, r.instance)
 		}
 		pool := x509.NewCertPool()
 		for _, c := range b.X509Authorities() {
@@ -77,6 +75,31 @@ func (v *serverVerifier) rootsFor(leaf *x509.Certificate) (*x509.CertPool, error
 		}
 		return pool, nil
 	default:
-		return v.roots, nil
+		return r.roots, nil
 	}
+}
+
+// serverVerifier verifies the server of one client handshake (gRFC A29,
+// A82, A87). It is made per handshake, with the key material of that
+// moment, and is immutable.
+type serverVerifier struct {
+	hi *xdscreds.ClientHandshakeInfo
+	rootSet
+}
+
+// verify is tls.Config.VerifyConnection: it verifies the server's chain
+// for server authentication, then checks the leaf's SANs against
+// match_subject_alt_names.
+func (v *serverVerifier) verify(cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("xds: the server presented no certificate")
+	}
+	leaf, err := v.verifyChain("server", cs.PeerCertificates, x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		return fmt.Errorf("xds: cluster %q: %w", v.hi.Cluster, err)
+	}
+	if !matchSubjectAltNames(v.hi.SANMatchers, leaf) {
+		return fmt.Errorf("xds: cluster %q: the server certificate's SANs (%s) match none of match_subject_alt_names", v.hi.Cluster, describeSANs(leaf))
+	}
+	return nil
 }

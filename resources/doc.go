@@ -86,7 +86,19 @@
 //     optional and rejected otherwise, configs of known filters decoded,
 //     the router last and only last (gRFC A39). The filters a client runs
 //     are the router and fault injection, a default grpc-go build's.
-//     Server-side listeners are rejected as not supported.
+//   - Server-side Listener (R-17.2, R-26; gRFC A36), one without
+//     api_listener, decoded into Listener.Server: a TCP socket_address;
+//     no listener_filters nor use_original_dst; filter chains whose
+//     matches are normalized (CIDR ranges masked and clamped) and must not
+//     overlap, fields a server cannot see making a chain never match; at
+//     least one chain that can match, or a default_filter_chain; each
+//     chain's network filters exactly one HttpConnectionManager (rules as
+//     for a client, with the HTTP filters a server runs: RBAC and the
+//     router); a DownstreamTlsContext with an identity certificate
+//     provider, roots required for require_client_certificate, no SAN
+//     matchers, system roots, SNI requirement or strict OCSP stapling;
+//     given the bootstrap's instances, the certificate provider instances
+//     it names.
 //   - RouteConfiguration: path and header matchers, with RE2
 //     regexes compiled once with full-match semantics; runtime fractions;
 //     cluster, weighted_clusters (zero weights skipped, sum within uint32

@@ -5,6 +5,7 @@ package resources
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,7 +30,8 @@ func mustAny(t testing.TB, m proto.Message) *anypb.Any {
 // cmpOpts compare decoded values: raw is checked separately (Raw() must
 // return a copy of the input's bytes), protos inside values by content.
 var cmpOpts = cmp.Options{
-	cmpopts.IgnoreUnexported(Listener{}, RouteConfig{}, Cluster{}, Endpoints{}),
+	cmpopts.IgnoreUnexported(Listener{}, RouteConfig{}, Cluster{}, Endpoints{}, FilterChain{}),
+	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
 	protocmp.Transform(),
 	cmpopts.EquateEmpty(),
 	// Compiled regexes are compared by pattern; the tests of the regex

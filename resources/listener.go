@@ -17,10 +17,12 @@ import (
 // ListenerTypeURL is the type URL of LDS resources.
 const ListenerTypeURL = "type.googleapis.com/envoy.config.listener.v3.Listener"
 
-// ListenerType, a Type[*Listener], is the LDS resource type: client-side Listener resources
-// (an api_listener holding an HttpConnectionManager), decoded to *Listener
-// and validated by. A SotW response carries every subscribed
-// listener. Its name is found without decoding.
+// ListenerType, a Type[*Listener], is the LDS resource type: client-side
+// Listener resources (an api_listener holding an HttpConnectionManager,
+// validated by) and server-side ones (no api_listener: the Listener
+// of an xDS-enabled gRPC server, validated by, decoded into
+// Listener.Server), decoded to *Listener. A SotW response carries every
+// subscribed listener. Its name is found without decoding.
 // It is a constant: importers cannot reassign it.
 const ListenerType builtinType[*Listener] = ListenerTypeURL
 
@@ -40,14 +42,23 @@ const (
 	hcmField = "api_listener.api_listener"
 )
 
-// Listener is a decoded client-side Listener: how a gRPC client reaches the
-// routes of one target (gRFC A27, A28, A39). Exactly one of
-// RouteConfigName and InlineRouteConfig is set. It is immutable once
-// decoded and shared by every watcher: do not modify it, its slices or the
-// protos it points to.
+// Listener is a decoded Listener. A client-side Listener (Server nil) is
+// how a gRPC client reaches the routes of one target (gRFC A27, A28, A39):
+// exactly one of RouteConfigName and InlineRouteConfig is set. A
+// server-side Listener (Server set) is what an xDS-enabled gRPC server
+// serves on its listening address (gRFC A36): RouteConfigName,
+// InlineRouteConfig, HTTPFilters and MaxStreamDuration are then zero, and
+// each of its filter chains has its own. A client must not use a
+// server-side Listener as its own, nor a server a client-side one (gRPC
+// fails the channel, or does not serve). It is immutable once decoded and
+// shared by every watcher: do not modify it, its slices or the protos it
+// points to.
 type Listener struct {
 	// Name is the resource name in canonical form.
 	Name string
+	// Server is the server side of a Listener without api_listener (gRFC
+	// A36, R-26); nil for a client-side Listener.
+	Server *ServerListener
 	// RouteConfigName is rds.route_config_name, as received: the name of
 	// the RouteConfig resource to watch. "" when InlineRouteConfig is set.
 	RouteConfigName string
@@ -146,6 +157,16 @@ func decodeListenerProto(inner *anypb.Any) (string, *Listener, error) {
 	if name == "" {
 		return "", nil, errEmptyName("name")
 	}
+	if lis.GetApiListener() == nil {
+		// A Listener without api_listener is a server-side (TCP) listener
+		// as in grpc-go.
+		out, err := serverListenerFromProto(name, lis)
+		if err != nil {
+			return name, nil, err
+		}
+		out.raw = keepRaw(inner.GetValue())
+		return name, out, nil
+	}
 	v, fs, err := hcmViewFromListener(lis)
 	if err != nil {
 		return name, nil, err
@@ -178,16 +199,10 @@ type filterView struct {
 	optional bool       // is_optional
 }
 
-// hcmViewFromListener checks the api_listener of lis and returns the view
-// of its HttpConnectionManager and its http_filters.
+// hcmViewFromListener checks the api_listener of lis, which is set, and
+// returns the view of its HttpConnectionManager and its http_filters.
 func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, []filterView, error) {
-	al := lis.GetApiListener()
-	if al == nil {
-		// A Listener without api_listener is a server-side (TCP) listener
-		// which this package does not decode yet.
-		return nil, nil, invalid("api_listener", "missing: this is a server-side listener, which a client cannot use (server-side listeners are not supported)")
-	}
-	a := al.GetApiListener()
+	a := lis.GetApiListener().GetApiListener()
 	if a.GetTypeUrl() != hcmTypeURL {
 		return nil, nil, invalid(hcmField, "type URL %q, want %q", a.GetTypeUrl(), hcmTypeURL)
 	}
@@ -195,6 +210,12 @@ func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, []filterView, er
 	if err := proto.Unmarshal(a.GetValue(), hcm); err != nil {
 		return nil, nil, invalid(hcmField, "decoding HttpConnectionManager: %w", err)
 	}
+	v, fs := hcmViewFromProto(hcm)
+	return v, fs, nil
+}
+
+// hcmViewFromProto returns the view of hcm and its http_filters.
+func hcmViewFromProto(hcm *v3httppb.HttpConnectionManager) (*hcmView, []filterView) {
 	v := &hcmView{
 		xffHops:       hcm.GetXffNumTrustedHops(),
 		originalIPExt: len(hcm.GetOriginalIpDetectionExtensions()) != 0,
@@ -217,7 +238,7 @@ func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, []filterView, er
 			fs[i] = filterView{name: f.GetName(), cfg: f.GetTypedConfig(), optional: f.GetIsOptional()}
 		}
 	}
-	return v, fs, nil
+	return v, fs
 }
 
 // listenerFromView validates the HttpConnectionManager of a client-side
@@ -225,34 +246,10 @@ func hcmViewFromListener(lis *v3listenerpb.Listener) (*hcmView, []filterView, er
 // into out. filters, when not nil, is an empty slice with room for fs, for
 // out.HTTPFilters.
 func listenerFromView(name string, v *hcmView, fs []filterView, out *Listener, filters []HTTPFilter) error {
-	// gRFC A41: these must be unset, else NACK.
-	if v.xffHops != 0 {
-		return invalid(hcmField+".xff_num_trusted_hops", "must be 0, got %d", v.xffHops)
-	}
-	if v.originalIPExt {
-		return invalid(hcmField+".original_ip_detection_extensions", "must be empty")
-	}
-
 	out.Name = CanonicalName(name)
-	switch v.routeSpecifier {
-	case hcmRdsField:
-		if err := checkConfigSourceKind(hcmField+".rds.config_source", v.rdsSource); err != nil {
-			return err
-		}
-		if v.rdsName == "" {
-			return invalid(hcmField+".rds.route_config_name", "empty")
-		}
-		out.RouteConfigName = v.rdsName
-	case hcmRouteConfigField:
-		rc, err := routeConfigFromProto(v.routeConfig)
-		if err != nil {
-			return withFieldPrefix(hcmField+".route_config", err)
-		}
-		out.InlineRouteConfig = rc
-	case hcmScopedRoutesField:
-		return invalid(hcmField+".scoped_routes", "not supported, use rds or route_config")
-	default:
-		return invalid(hcmField, "no route specifier, want rds or route_config")
+	var err error
+	if out.RouteConfigName, out.InlineRouteConfig, err = hcmRoutesFromView(hcmField, v); err != nil {
+		return err
 	}
 
 	if v.maxStream.set {
@@ -265,7 +262,7 @@ func listenerFromView(name string, v *hcmView, fs []filterView, out *Listener, f
 		out.MaxStreamDuration = d
 	}
 
-	filters, err := httpFiltersFromView(hcmField+".http_filters", fs, filters)
+	filters, err = httpFiltersFromView(hcmField+".http_filters", fs, filters, clientSide)
 	if err != nil {
 		return err
 	}
@@ -273,14 +270,77 @@ func listenerFromView(name string, v *hcmView, fs []filterView, out *Listener, f
 	return nil
 }
 
-// httpFiltersFromView validates the HTTP filter chain of a client-side
-// Listener (R-17.1, gRFC A39) and returns the filters the client runs:
-// names non-empty and unique; each config resolved through a TypedStruct
-// and valid for a filter gRPC knows; an unknown filter, or one clients do
-// not run, is an error unless is_optional, and then left out; the router
-// last, and only last. Error fields are relative to the Listener. out, when
-// not nil, is an empty slice with room for fs, which the result uses.
-func httpFiltersFromView(field string, fs []filterView, out []HTTPFilter) ([]HTTPFilter, error) {
+// hcmRoutesFromView applies the rules common to the HttpConnectionManager
+// of a client-side and a server-side Listener: gRFC
+// A41's xff_num_trusted_hops 0 and no original_ip_detection_extensions,
+// and a route specifier that is rds (from ads or self, with a name) or an
+// inline route_config, validated as RDS. It returns the RDS name or the
+// inline RouteConfig. field is the HttpConnectionManager's path.
+func hcmRoutesFromView(field string, v *hcmView) (rdsName string, inline *RouteConfig, err error) {
+	// gRFC A41: these must be unset, else NACK.
+	if v.xffHops != 0 {
+		return "", nil, invalid(field+".xff_num_trusted_hops", "must be 0, got %d", v.xffHops)
+	}
+	if v.originalIPExt {
+		return "", nil, invalid(field+".original_ip_detection_extensions", "must be empty")
+	}
+	switch v.routeSpecifier {
+	case hcmRdsField:
+		// field is not a constant: its paths are only built on error.
+		if err := checkConfigSourceKind("", v.rdsSource); err != nil {
+			return "", nil, withFieldPrefix(field+".rds.config_source", err)
+		}
+		if v.rdsName == "" {
+			return "", nil, invalid(field+".rds.route_config_name", "empty")
+		}
+		return v.rdsName, nil, nil
+	case hcmRouteConfigField:
+		rc, err := routeConfigFromProto(v.routeConfig)
+		if err != nil {
+			return "", nil, withFieldPrefix(field+".route_config", err)
+		}
+		return "", rc, nil
+	case hcmScopedRoutesField:
+		return "", nil, invalid(field+".scoped_routes", "not supported, use rds or route_config")
+	default:
+		return "", nil, invalid(field, "no route specifier, want rds or route_config")
+	}
+}
+
+// filterSide says which end of gRPC runs an HTTP filter chain.
+type filterSide bool
+
+const (
+	clientSide filterSide = false
+	serverSide filterSide = true
+)
+
+func (s filterSide) String() string {
+	if s == serverSide {
+		return "servers"
+	}
+	return "clients"
+}
+
+// runsOn reports whether side runs the filter impl: clients run the
+// filters marked client; servers run the router and RBAC (gRFC A36, A41),
+// the server filters of a default grpc-go build.
+func (impl *httpFilterImpl) runsOn(side filterSide) bool {
+	if side == serverSide {
+		return impl == routerImpl || impl == rbacImpl
+	}
+	return impl.client
+}
+
+// httpFiltersFromView validates the HTTP filter chain of a Listener's
+// HttpConnectionManager (R-17.1 for a client, R-26.3 for a server; gRFC
+// A39) and returns the filters side runs: names non-empty and unique;
+// each config resolved through a TypedStruct and valid for a filter gRPC
+// knows; an unknown filter, or one side does not run, is an error unless
+// is_optional, and then left out; the router last, and only last. Error
+// fields are relative to the Listener. out, when not nil, is an empty
+// slice with room for fs, which the result uses.
+func httpFiltersFromView(field string, fs []filterView, out []HTTPFilter, side filterSide) ([]HTTPFilter, error) {
 	if out == nil {
 		out = make([]HTTPFilter, 0, len(fs))
 	}
@@ -329,11 +389,11 @@ func httpFiltersFromView(field string, fs []filterView, out []HTTPFilter) ([]HTT
 		if err := impl.parse(cfg, typedStruct); err != nil {
 			return nil, withFieldPrefix(indexed(field, i)+".typed_config", err)
 		}
-		if !impl.client {
+		if !impl.runsOn(side) {
 			if f.optional {
 				continue
 			}
-			return nil, invalid(indexed(field, i), "%s is not supported on clients", describeFilter(name, typeURL))
+			return nil, invalid(indexed(field, i), "%s is not supported on %s", describeFilter(name, typeURL), side)
 		}
 		if impl.terminal && firstTerminal < 0 {
 			firstTerminal = len(out)

@@ -203,14 +203,6 @@ func listenerCases(t testing.TB) []decodeCase[*Listener] {
 
 		// Invalid resources: per-resource errors.
 		{
-			// is out of scope: a server-side listener is rejected
-			// with a clear error when watched as a client listener.
-			rule:    "R-17.2",
-			name:    "server-side listener",
-			give:    &v3listenerpb.Listener{Name: "l", Address: socketAddr("0.0.0.0", 80)},
-			wantErr: "api_listener: missing: this is a server-side listener",
-		},
-		{
 			rule:    "R-17.1",
 			name:    "api listener of the wrong type",
 			give:    listener(t, "l", &v3routerpb.Router{}),
@@ -423,7 +415,7 @@ func listenerCases(t testing.TB) []decodeCase[*Listener] {
 			wantErr: "api_listener.api_listener.common_http_protocol_options.max_stream_duration: negative duration",
 		},
 	}
-	return cases
+	return append(cases, serverListenerCases(t)...)
 }
 
 // TestListener_TopLevelErrors checks that an empty name and an undecodable

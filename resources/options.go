@@ -24,6 +24,7 @@ type decodeOptions struct {
 // (gRFC A29; bootstrap.Config.CertificateProviderNames). A Cluster naming
 // another is invalid (NACKed), the error naming the instance; with no
 // names, every Cluster with a transport socket that names an instance is.
+// The same holds for the filter chains of a server-side Listener.
 // Without this option instance names are not checked, as there is no
 // bootstrap to check them against.
 func WithCertificateProviderInstances(names ...string) DecodeOption {

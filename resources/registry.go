@@ -34,11 +34,13 @@ func NewRegistry(types ...ResourceType) (*Registry, error) {
 // BuiltinTypes returns the four types a gRPC client uses, in the order LDS,
 // RDS, CDS, EDS: the constants ListenerType, RouteConfigType, ClusterType
 // and EndpointsType, except that an option that changes validation (a
-// client's bootstrap, WithCertificateProviderInstances) gives a Cluster
-// type of its own in place of ClusterType, with the same type URL and Go
-// type, so that Watch(c, ClusterType, …) works with it.
+// client's bootstrap, WithCertificateProviderInstances) gives Cluster and
+// Listener types of their own in place of ClusterType and ListenerType,
+// with the same type URLs and Go types, so that Watch(c, ClusterType, …)
+// works with them.
 func BuiltinTypes(opts ...DecodeOption) []ResourceType {
-	return []ResourceType{ListenerType, RouteConfigType, clusterTypeWith(newDecodeOptions(opts)), EndpointsType}
+	o := newDecodeOptions(opts)
+	return []ResourceType{listenerTypeWith(o), RouteConfigType, clusterTypeWith(o), EndpointsType}
 }
 
 // Lookup returns the type registered for typeURL.

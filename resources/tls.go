@@ -73,33 +73,13 @@ func securityFromCluster(c *v3clusterpb.Cluster) (*SecurityConfig, error) {
 		return nil, invalid("transport_socket.typed_config", "decoding UpstreamTlsContext: %w", err)
 	}
 	const field = "transport_socket.typed_config.common_tls_context"
-	common := ctx.GetCommonTlsContext()
-	if common == nil {
-		return nil, invalid(field, "missing")
-	}
-	if common.GetTlsParams() != nil {
-		return nil, invalid(field+".tls_params", "not supported")
-	}
-	if common.GetCustomHandshaker() != nil {
-		return nil, invalid(field+".custom_handshaker", "not supported")
-	}
-	// grpc-go reads the A29 fields first and falls back to the deprecated
-	// certificate provider fields when they give nothing; an error from
-	// the A29 fields is reported only if the fallback fails too.
-	sc, err := securityFromCommon(common)
-	if sc == nil || sc.isEmpty() {
-		old, oldErr := securityFromDeprecated(common)
-		if oldErr != nil {
-			if err != nil {
-				return nil, withFieldPrefix(field, err)
-			}
-			return nil, withFieldPrefix(field, oldErr)
-		}
-		sc = old
+	sc, a29Err, err := commonTLS(field, ctx.GetCommonTlsContext())
+	if err != nil {
+		return nil, err
 	}
 	if sc.RootInstanceName == "" && !sc.SystemRootCerts {
-		if err != nil {
-			return nil, withFieldPrefix(field, err)
+		if a29Err != nil {
+			return nil, a29Err
 		}
 		return nil, invalid(field, "no root certificate provider instance (validation_context.ca_certificate_provider_instance) and no system_root_certs")
 	}

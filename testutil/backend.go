@@ -89,6 +89,15 @@ func (b *Backend) Stop() {
 	<-b.done
 }
 
+// NewTestService returns the grpc.testing.TestService a Backend serves,
+// for a server of your own (package testutil/xdsbackend uses it): its
+// UnaryCall answers with id (server_id), address (hostname) and the SPIFFE
+// ID of the client's certificate (username; "" without one); its other
+// methods are unimplemented.
+func NewTestService(id, address string) testgrpc.TestServiceServer {
+	return &backendService{b: &Backend{ID: id, Address: address}}
+}
+
 type backendService struct {
 	testgrpc.UnimplementedTestServiceServer
 	b *Backend

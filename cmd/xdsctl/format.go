@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,6 +44,7 @@ import (
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/ring_hash/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/round_robin/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/wrr_locality/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
 )
 
 // This file holds the rendering shared by demo, watch and status. Every
@@ -127,6 +131,10 @@ func formatEventText(ev event) string {
 }
 
 func writeListener(b *strings.Builder, l *resources.Listener) {
+	if l.Server != nil {
+		writeServerListener(b, l.Server)
+		return
+	}
 	switch {
 	case l.RouteConfigName != "":
 		fmt.Fprintf(b, "routes via RouteConfiguration %q\n", l.RouteConfigName)
@@ -138,18 +146,119 @@ func writeListener(b *strings.Builder, l *resources.Listener) {
 		b.WriteString("no route configuration\n")
 	}
 	if len(l.HTTPFilters) > 0 {
-		names := make([]string, len(l.HTTPFilters))
-		for i, f := range l.HTTPFilters {
-			names[i] = f.Name
-			if f.Optional {
-				names[i] += " (optional)"
-			}
-		}
-		fmt.Fprintf(b, "  http filters: %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(b, "  http filters: %s\n", filterNames(l.HTTPFilters))
 	}
 	if l.MaxStreamDuration > 0 {
 		fmt.Fprintf(b, "  max stream duration: %v\n", l.MaxStreamDuration)
 	}
+}
+
+// writeServerListener renders the server side of a Listener (gRFC A36):
+// its address, then each filter chain and the default chain.
+func writeServerListener(b *strings.Builder, sl *resources.ServerListener) {
+	fmt.Fprintf(b, "server Listener on %s with %s", net.JoinHostPort(sl.Address, strconv.FormatUint(uint64(sl.Port), 10)),
+		plural(len(sl.FilterChains), "filter chain", "filter chains"))
+	if sl.DefaultFilterChain != nil {
+		b.WriteString(" and a default filter chain")
+	}
+	b.WriteString("\n")
+	for i := range sl.FilterChains {
+		fc := &sl.FilterChains[i]
+		fmt.Fprintf(b, "  filter chain %q", fc.Name)
+		if m := formatChainMatch(&fc.Match); m != "" {
+			fmt.Fprintf(b, " for %s", m)
+		}
+		if u := fc.Match.Unsupported(); u != "" {
+			fmt.Fprintf(b, " (never matches: %s)", u)
+		}
+		b.WriteString("\n")
+		writeFilterChain(b, fc)
+	}
+	if fc := sl.DefaultFilterChain; fc != nil {
+		fmt.Fprintf(b, "  default filter chain %q\n", fc.Name)
+		writeFilterChain(b, fc)
+	}
+}
+
+// formatChainMatch renders a filter chain match, "" for one that matches
+// every connection.
+func formatChainMatch(m *resources.FilterChainMatch) string {
+	var parts []string
+	prefixes := func(field string, ps []netip.Prefix) {
+		if len(ps) == 0 {
+			return
+		}
+		s := make([]string, len(ps))
+		for i, p := range ps {
+			s[i] = p.String()
+		}
+		parts = append(parts, field+" "+strings.Join(s, ","))
+	}
+	if m.DestinationPort != 0 {
+		parts = append(parts, fmt.Sprintf("destination port %d", m.DestinationPort))
+	}
+	prefixes("destination", m.PrefixRanges)
+	if len(m.ServerNames) > 0 {
+		parts = append(parts, "server names "+strings.Join(m.ServerNames, ","))
+	}
+	if m.TransportProtocol != "" {
+		parts = append(parts, "transport "+m.TransportProtocol)
+	}
+	if len(m.ApplicationProtocols) > 0 {
+		parts = append(parts, "application protocols "+strings.Join(m.ApplicationProtocols, ","))
+	}
+	prefixes("direct source", m.DirectSourcePrefixRanges)
+	if m.SourceType != resources.SourceTypeAny {
+		parts = append(parts, "source type "+m.SourceType.String())
+	}
+	prefixes("source", m.SourcePrefixRanges)
+	if len(m.SourcePorts) > 0 {
+		s := make([]string, len(m.SourcePorts))
+		for i, p := range m.SourcePorts {
+			s[i] = strconv.FormatUint(uint64(p), 10)
+		}
+		parts = append(parts, "source ports "+strings.Join(s, ","))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeFilterChain renders a filter chain's TLS, routes and HTTP filters.
+func writeFilterChain(b *strings.Builder, fc *resources.FilterChain) {
+	switch sc := fc.Security; {
+	case sc == nil:
+		b.WriteString("    plaintext (the server's fallback credentials)\n")
+	default:
+		fmt.Fprintf(b, "    TLS: identity %q", sc.IdentityInstanceName)
+		if sc.RootInstanceName != "" {
+			fmt.Fprintf(b, ", client roots %q", sc.RootInstanceName)
+		}
+		if sc.RequireClientCertificate {
+			b.WriteString(", client certificate required")
+		}
+		b.WriteString("\n")
+	}
+	switch {
+	case fc.RouteConfigName != "":
+		fmt.Fprintf(b, "    routes via RouteConfiguration %q\n", fc.RouteConfigName)
+	case fc.InlineRouteConfig != nil:
+		rc := fc.InlineRouteConfig
+		fmt.Fprintf(b, "    inline RouteConfiguration %q with %s\n", rc.Name, plural(len(rc.VirtualHosts), "virtual host", "virtual hosts"))
+		writeVirtualHosts(b, rc.VirtualHosts, "      ")
+	}
+	fmt.Fprintf(b, "    http filters: %s\n", filterNames(fc.HTTPFilters))
+}
+
+// filterNames lists the names of an HTTP filter chain, marking the
+// optional filters.
+func filterNames(fs []resources.HTTPFilter) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
+		if f.Optional {
+			names[i] += " (optional)"
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func writeVirtualHosts(b *strings.Builder, vhs []resources.VirtualHost, indent string) {

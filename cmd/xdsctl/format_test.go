@@ -29,6 +29,7 @@ import (
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v3aggregateclusterpb "github.com/envoyproxy/go-control-plane/envoy/extensions/clusters/aggregate/v3"
 	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -138,6 +139,29 @@ func goldenRouteConfig(name string) *v3routepb.RouteConfiguration {
 	}
 }
 
+// goldenServerListener is a server-side Listener with matching chains,
+// plaintext and TLS, over RDS, and a default chain.
+func goldenServerListener() *v3listenerpb.Listener {
+	return testutil.ServerListener("server", "[::]:8080",
+		testutil.ServerFilterChain(testutil.FilterChainOptions{
+			Name: "internal",
+			Match: &v3listenerpb.FilterChainMatch{
+				PrefixRanges:       []*v3corepb.CidrRange{{AddressPrefix: "10.0.0.0", PrefixLen: wrapperspb.UInt32(8)}},
+				SourceType:         v3listenerpb.FilterChainMatch_SAME_IP_OR_LOOPBACK,
+				SourcePrefixRanges: []*v3corepb.CidrRange{{AddressPrefix: "10.1.0.0", PrefixLen: wrapperspb.UInt32(16)}},
+				SourcePorts:        []uint32{443},
+				TransportProtocol:  "raw_buffer",
+			},
+			RouteConfigName: "server-routes",
+		}),
+		testutil.ServerFilterChain(testutil.FilterChainOptions{
+			Name:  "sni",
+			Match: &v3listenerpb.FilterChainMatch{ServerNames: []string{"a.example"}},
+			TLS:   testutil.DownstreamTLS(testutil.DownstreamTLSOptions{IdentityInstance: "id"}),
+		}),
+	)
+}
+
 // goldenEvents returns events of every kind and resource shape.
 func goldenEvents(t *testing.T) []event {
 	t.Helper()
@@ -190,6 +214,8 @@ func goldenEvents(t *testing.T) []event {
 	evs := []event{
 		changedEvent(t, resources.ListenerType, "svc", "1", pack(testutil.Listener("svc", "route-svc"))),
 		changedEvent(t, resources.ListenerType, "inline", "", pack(testutil.ListenerInline("inline", testutil.RouteConfig("inline-routes", "*", "c")))),
+		changedEvent(t, resources.ListenerType, testutil.IstioInboundListenerPrefix+"10.0.0.7:8080", "3", pack(testutil.IstioInboundListener("10.0.0.7:8080", testutil.IstioInboundOptions{Allow: []string{"spiffe://cluster.local/ns/default/sa/client"}}))),
+		changedEvent(t, resources.ListenerType, "server", "1", pack(goldenServerListener())),
 		changedEvent(t, resources.RouteConfigType, "routes", "7", pack(goldenRouteConfig("routes"))),
 		changedEvent(t, resources.ClusterType, "cluster-svc", "1", pack(testutil.Cluster("cluster-svc", "eds-svc"))),
 		changedEvent(t, resources.ClusterType, "ring", "1", pack(ringHash)),
@@ -203,7 +229,7 @@ func goldenEvents(t *testing.T) []event {
 	}
 	// The origins: from the primary server, and stale from a fallback.
 	evs[0].Server = "xds.example.com:443"
-	evs[3].Server, evs[3].Stale = "backup.example.com:443", true
+	evs[5].Server, evs[5].Stale = "backup.example.com:443", true
 	return evs
 }
 

@@ -6,7 +6,10 @@
 // Cluster has a transport socket and puts it in the attributes of each
 // of their addresses; package credentials reads it there, through
 // grpc's public credentials.ClientHandshakeInfoFromContext, at each
-// handshake. Neither package imports the other.
+// handshake. On the server side, package server gives each accepted
+// connection the ServerHandshakeInfo of its filter chain (the connection
+// implements ServerConn), which package credentials reads in
+// ServerHandshake. Neither package imports the other.
 package xdscreds
 
 import (
