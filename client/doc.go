@@ -193,6 +193,5 @@
 // # Not supported
 //
 // gRFC A88's "keep on deletion" default (R-14.4: a deletion drops the
-// cached value) is not implemented. Server-side Listeners (gRFC A36,
-// ) are rejected as invalid. Only xDS v3 is spoken.
+// cached value) is not implemented. Only xDS v3 is spoken.
 package client

@@ -152,6 +152,13 @@ var (
 	// ErrNoLeafClusters is wrapped by the error of an aggregate cluster
 	// none of whose descendants is a usable leaf cluster.
 	ErrNoLeafClusters = errors.New("aggregate cluster graph has no leaf clusters")
+
+	// ErrServerListener is wrapped by the whole-config error reported
+	// when the Listener is a server-side Listener (gRFC A36: it has no
+	// api_listener, which a gRPC client needs; package server serves
+	// such Listeners), at once, rather than after the RouteConfiguration
+	// it does not name fails to arrive.
+	ErrServerListener = errors.New("server-side Listener (no api_listener): a gRPC client cannot use it")
 )
 
 // MaxAggregateDepth is the number of levels an aggregate cluster graph may

@@ -3,6 +3,8 @@
 package depmgr
 
 import (
+	"fmt"
+
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/internal/xdslog"
@@ -96,6 +98,13 @@ func (m *Manager) listenerChanged(l *resources.Listener, version string) {
 	defer m.mu.Unlock()
 	if m.closed || m.lis == l {
 		return // the same value again (after a NACK, R-13.5): nothing changed
+	}
+	if l.Server != nil {
+		m.lis, m.lisVersion = nil, ""
+		m.stopRDSLocked()
+		m.failLocked(fmt.Errorf("Listener %q: %w", l.Name, ErrServerListener))
+		m.updateLocked()
+		return
 	}
 	m.lis, m.lisVersion = l, version
 	if l.InlineRouteConfig != nil {

@@ -220,6 +220,27 @@ func TestDepMgr_WholeConfig_Errors(t *testing.T) {
 	}
 }
 
+// TestDepMgr_ServerListener checks that a server-side Listener (no
+// api_listener; gRFC A36) is a whole-config error at once, wrapping
+// ErrServerListener and naming the Listener, and that nothing more is
+// watched; on the old code the Manager watched RouteConfiguration "" and
+// failed only when its does-not-exist timer fired, 15 s later.
+func TestDepMgr_ServerListener(t *testing.T) {
+	ctx := testContext(t)
+	e := newEnv(t, testutil.Resources{
+		Listeners: listeners(testutil.ServerListener("svc", "127.0.0.1:8080", testutil.ServerFilterChain(testutil.FilterChainOptions{}))),
+	})
+	err := e.rec.waitForError(ctx, t)
+	if !errors.Is(err, depmgr.ErrServerListener) || !strings.Contains(err.Error(), `"svc"`) {
+		t.Fatalf("Error(%v), want one wrapping ErrServerListener naming the Listener", err)
+	}
+	for _, r := range e.ms.Requests() {
+		if r.Req.GetTypeUrl() == resources.RouteConfigTypeURL && len(r.Req.GetResourceNames()) > 0 {
+			t.Fatalf("RouteConfiguration requested: %v", r.Req)
+		}
+	}
+}
+
 // TestDepMgr_AmbientError_KeepsConfig checks that a rejected update of the
 // Listener is an ambient error: the Watcher gets AmbientError and no Error
 // or Update, and the configuration stays (R-16.7).
