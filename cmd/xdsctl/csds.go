@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"time"
 
@@ -21,9 +22,9 @@ import (
 const csdsTimeout = 10 * time.Second
 
 // serveCSDS serves CSDS (gRFC A40) for c on addr, for demo --admin, and
-// prints where. It does nothing when addr is "". The returned function
-// stops the server and waits for it.
-func serveCSDS(e *env, addr string, c *client.Client) (stop func(), err error) {
+// prints where on notes. It does nothing when addr is "". The returned
+// function stops the server and waits for it.
+func serveCSDS(notes io.Writer, addr string, c *client.Client) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -38,7 +39,7 @@ func serveCSDS(e *env, addr string, c *client.Client) (stop func(), err error) {
 		defer close(done)
 		_ = s.Serve(lis) // returns when Stop is called
 	}()
-	fmt.Fprintf(e.stdout, "xdsctl demo: serving CSDS on %s (try: xdsctl status --csds %s).\n", lis.Addr(), lis.Addr())
+	fmt.Fprintf(notes, "xdsctl demo: serving CSDS on %s (try: xdsctl status --csds %s).\n", lis.Addr(), lis.Addr())
 	return func() {
 		s.Stop()
 		<-done

@@ -40,8 +40,11 @@ func TestDemoAdmin_StatusCSDS(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("status --csds --output json = %d, stderr: %s", code, stderr)
 	}
-	if !strings.Contains(stdout, `"name": "cluster-svc"`) || !strings.Contains(stdout, `"clientStatus": "ACKED"`) ||
-		strings.Contains(stdout, `"name": "svc"`) {
+	if n := checkOutputContract(t, outputJSON, stdout); n != 1 {
+		t.Errorf("status --csds --output json printed %d records, want 1 (one client)", n)
+	}
+	if !strings.Contains(stdout, `"name":"cluster-svc"`) || !strings.Contains(stdout, `"client_status":"ACKED"`) ||
+		strings.Contains(stdout, `"name":"svc"`) {
 		t.Errorf("status --csds --output json cluster/cluster-svc = %s, want only that cluster, ACKED", stdout)
 	}
 

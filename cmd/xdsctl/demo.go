@@ -185,18 +185,18 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		return fmt.Errorf("creating the xDS client: %w", err)
 	}
 	defer c.Close()
-	stopAdmin, err := serveCSDS(e, o.admin, c)
-	if err != nil {
-		return err
-	}
-	defer stopAdmin()
-
 	// People read the banner and the change notes; with a structured
 	// format, stdout carries only the configurations.
 	notes := e.stdout
 	if o.out.structured() {
 		notes = e.stderr
 	}
+	stopAdmin, err := serveCSDS(notes, o.admin, c)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+
 	fmt.Fprintf(notes, "xdsctl demo: management server on %s, serving Listener %q to every node.\n", ms.Address(), demoListener)
 	p := backends.ports
 	fmt.Fprintf(notes, "gRPC backends (grpc.health.v1.Health, grpc.testing.TestService) on 127.0.0.1 ports %d, %d, %d, %d and %d.\n", p.a, p.b, p.c, p.d, p.canary)

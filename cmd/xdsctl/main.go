@@ -31,7 +31,11 @@
 // saved ones are served, marked stale. watch events and the status table
 // (column SERVER, STATUS ACKED(stale)) say which management server sent
 // each value and whether it is stale. FORMAT (-o or --output) is text,
-// json or yaml.
+// json or yaml, with one contract for every command: json prints one JSON
+// object per line (per record) and nothing else on stdout, yaml the same
+// records as YAML documents, each starting with "---", and every key is
+// snake_case, the protos printed included (their proto field names, as
+// protojson's UseProtoNames writes them).
 //
 // TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds);
 // TYPE/* names every resource of the type (a wildcard subscription).

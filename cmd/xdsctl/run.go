@@ -211,6 +211,7 @@ func printUsage(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  %-8s %s\n", "help", "print this text, or the help of a command")
 	b.WriteString("\n" + resourceArgHelp + "\n")
+	b.WriteString(outputHelp + "\n")
 	b.WriteString("Exit status: 0 on success (also when demo, watch or resolve is interrupted),\n")
 	b.WriteString("1 on a runtime failure, 2 on a usage error; status: 3 NACKED, 4 DOES_NOT_EXIST,\n")
 	b.WriteString("5 not received, 6 stale: served from --persist-dir only (see 'xdsctl help status').\n")
@@ -225,6 +226,15 @@ TYPE/* (quote it for the shell: 'cds/*') names every resource of the type.
 Without --bootstrap or --server, the bootstrap is read from the file named
 by GRPC_XDS_BOOTSTRAP, or from GRPC_XDS_BOOTSTRAP_CONFIG. --server
 HOST:PORT talks to one management server without a bootstrap file.
+`
+
+// outputHelp describes --output, the same for every command (the
+// contract of output.go).
+const outputHelp = `Every command takes -o text|json|yaml (--output). text is for people;
+json prints one JSON object per line (per record) and nothing else on
+stdout; yaml prints the same records as YAML documents, each starting with
+"---". Keys are snake_case everywhere, protos included (their proto field
+names: "generic_xds_configs", "api_listener"). Messages go to stderr.
 `
 
 // printCommandUsage prints the help of cmd with its flags.
@@ -299,7 +309,7 @@ func (o *outputFormat) Set(s string) error {
 func (o outputFormat) structured() bool { return o == outputJSON || o == outputYAML }
 
 // outputFlagUsage is the usage of --output, shared by every command.
-const outputFlagUsage = "output `format`: text, json or yaml"
+const outputFlagUsage = "output `format`: text, json (one object per line, snake_case keys) or yaml (one document per record)"
 
 // registerOutput defines --output and its short form -o on fs, with the
 // default text, and returns the value they set.

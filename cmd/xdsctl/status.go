@@ -43,9 +43,10 @@ var statusCommand = &command{
 received, reported missing or invalid, or failed to connect, or until --wait
 has passed, whichever comes first, and prints the client's CSDS dump (gRFC
 A40): a table with the columns TYPE NAME STATUS VERSION SERVER LAST
-UPDATED ERROR, or with --output json the protojson of the
-envoy.service.status.v3.ClientConfig, indented by two spaces (--output
-yaml: the same as YAML). STATUS is REQUESTED (nothing received yet),
+UPDATED ERROR, or with --output json one line holding the protojson of
+the envoy.service.status.v3.ClientConfig, with the proto field names
+("generic_xds_configs", "client_status"; --output yaml: the same as one
+YAML document). STATUS is REQUESTED (nothing received yet),
 ACKED, ACKED(stale), NACKED or DOES_NOT_EXIST. SERVER is the management
 server (server_uri) that sent the cached value, which with fallback
 (gRFC A71) may be a lower-priority one; "-" when nothing is cached. LAST
@@ -61,7 +62,7 @@ errors.
 
 CSDS has no field for the server of a resource, so the JSON and YAML
 output add one field after those of the ClientConfig:
-  "origins": [{"typeUrl":"…","name":"…","server":"…","stale":true}, …]
+  "origins": [{"type_url":"…","name":"…","server":"…","stale":true}, …]
 one element per cached resource, in dump order, "stale" only when true;
 the field is left out when nothing is cached. Read the output as a
 ClientConfig with unknown fields ignored (protojson DiscardUnknown). With

@@ -37,7 +37,8 @@ With --output json (-o json) it prints exactly one JSON object per line:
   {"event":"changed|resource_error|ambient_error","type_url":"…","name":"…",
    "version":"…","server":"…","stale":true,"resource":{…},"error":"…"}
 Empty fields are left out: "resource" (the protojson of the resource as
-received, with its "@type"), "server" and "stale" come only with changed
+received, with its "@type" and the proto field names, "api_listener"),
+"server" and "stale" come only with changed
 ("stale" only when true), "error" only with the two error events, and
 "version" only when known. The version is the version_info of the cached
 resource in the client's CSDS dump at the time of the event; it is left out

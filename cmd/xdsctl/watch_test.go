@@ -98,7 +98,7 @@ func TestWatch_JSON(t *testing.T) {
 		}
 		nameField := "name"
 		if typeURL == resources.EndpointsTypeURL {
-			nameField = "clusterName"
+			nameField = "cluster_name"
 		}
 		if res[nameField] != wantName {
 			t.Errorf("resource %v: %s = %v, want %q", res, nameField, res[nameField], wantName)
@@ -114,7 +114,7 @@ func TestWatch_JSON(t *testing.T) {
 	lines = jsonLines(t, waitForOutput(ctx, t, &r.stdout, "the endpoints update", nLines(5)))
 	last := lines[4]
 	if last["event"] != "changed" || last["type_url"] != resources.EndpointsTypeURL || last["version"] != "2" ||
-		!strings.Contains(mustJSON(t, last["resource"]), `"portValue":9090`) {
+		!strings.Contains(mustJSON(t, last["resource"]), `"port_value":9090`) {
 		t.Errorf("event after the update = %v, want the endpoints on port 9090, version 2", last)
 	}
 	if code := r.stop(t); code != exitOK {
