@@ -37,7 +37,9 @@
 // snake_case, the protos printed included (their proto field names, as
 // protojson's UseProtoNames writes them).
 //
-// TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds);
+// TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds,
+// or the type names the output prints, RouteConfiguration and
+// ClusterLoadAssignment; in any case);
 // TYPE/* names every resource of the type (a wildcard subscription).
 // --delta speaks incremental xDS to every server (a server can also ask
 // for it with the bootstrap server feature "delta_ads"). Run

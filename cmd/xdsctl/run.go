@@ -220,8 +220,10 @@ func printUsage(w io.Writer) {
 
 // resourceArgHelp describes TYPE/NAME arguments.
 const resourceArgHelp = `Resources are named TYPE/NAME, where TYPE is listener, route, cluster or
-endpoints (or lds, rds, cds, eds) and NAME is everything after the first
-"/", so xdstp names work: cluster/xdstp://auth/envoy.config.cluster.v3.Cluster/c1.
+endpoints (or lds, rds, cds, eds, or the type names the output prints:
+Listener, RouteConfiguration, Cluster, ClusterLoadAssignment; any case)
+and NAME is everything after the first "/", so xdstp names work:
+cluster/xdstp://auth/envoy.config.cluster.v3.Cluster/c1.
 TYPE/* (quote it for the shell: 'cds/*') names every resource of the type.
 Without --bootstrap or --server, the bootstrap is read from the file named
 by GRPC_XDS_BOOTSTRAP, or from GRPC_XDS_BOOTSTRAP_CONFIG. --server

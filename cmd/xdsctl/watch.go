@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -127,7 +128,10 @@ type resourceKind struct {
 // the type (client.WatchAll).
 const wildcardName = "*"
 
-// The built-in resource kinds.
+// The built-in resource kinds. Each is named by a short name, the name of
+// its xDS service and the type name the status table and watch print
+// (resources.Type.TypeName: "RouteConfiguration"), so that what xdsctl
+// prints can be pasted back; newResourceKind adds the type name.
 var (
 	listenerKind  = newResourceKind(resources.ListenerType, "listener", "lds")
 	routeKind     = newResourceKind(resources.RouteConfigType, "route", "rds")
@@ -140,6 +144,9 @@ var resourceKinds = []*resourceKind{listenerKind, routeKind, clusterKind, endpoi
 
 // newResourceKind returns the kind of typ, named names on the command line.
 func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *resourceKind {
+	if n := strings.ToLower(typ.TypeName()); !slices.Contains(names, n) {
+		names = append(names, n)
+	}
 	k := &resourceKind{names: names, typeName: typ.TypeName(), typeURL: typ.TypeURL()}
 	k.watch = func(c *client.Client, e *env, name string, emit func(event)) func() {
 		wildcard := name == wildcardName
@@ -213,7 +220,8 @@ func (r resourceRef) watch(c *client.Client, e *env, emit func(event)) func() {
 func (r resourceRef) key() resourceKey { return resourceKey{r.kind.typeURL, r.name} }
 
 // parseResourceArg parses TYPE/NAME, splitting at the first "/": the name
-// may contain slashes (xdstp names).
+// may contain slashes (xdstp names). TYPE is any name of a resourceKind,
+// in any case.
 func parseResourceArg(s string) (resourceRef, error) {
 	typ, name, ok := strings.Cut(s, "/")
 	if !ok || name == "" {
@@ -230,7 +238,7 @@ func parseResourceArg(s string) (resourceRef, error) {
 			}
 		}
 	}
-	return resourceRef{}, usageErrorf("resource %q: unknown type %q, want listener, route, cluster or endpoints (or lds, rds, cds, eds)", s, typ)
+	return resourceRef{}, usageErrorf("resource %q: unknown type %q, want listener, route, cluster or endpoints (or lds, rds, cds, eds, or the type names Listener, RouteConfiguration, Cluster, ClusterLoadAssignment)", s, typ)
 }
 
 // parseResourceArgs parses the TYPE/NAME arguments, dropping repeats; at
