@@ -50,7 +50,8 @@
 // error (for validate: an unreadable input); status exits 3 when a
 // resource is NACKED, 4 when one does not exist, 5 when one was not
 // received in time, 6 when one is stale (served only from the copy in
-// --persist-dir).
+// --persist-dir); status --csds applies the same codes to the resources
+// the CSDS server reports.
 package main
 
 import (

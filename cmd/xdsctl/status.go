@@ -65,8 +65,17 @@ output add one field after those of the ClientConfig:
   "origins": [{"type_url":"…","name":"…","server":"…","stale":true}, …]
 one element per cached resource, in dump order, "stale" only when true;
 the field is left out when nothing is cached. Read the output as a
-ClientConfig with unknown fields ignored (protojson DiscardUnknown). With
---csds the server is not known: SERVER is "-" and there is no "origins".
+ClientConfig with unknown fields ignored (protojson DiscardUnknown).
+
+With --csds ADDR, status subscribes to nothing: it prints what the
+process serving CSDS at ADDR reports for each of its clients (one table,
+or one JSON line or YAML document, per client), limited to the TYPE/NAME
+arguments when there are any, and exits with the codes below over the
+resources of all its clients: every resource named must be ACKED in the
+clients that have it, and at least one must have it (else 5); without
+arguments, every resource reported must be ACKED. The server is not
+known over CSDS: SERVER is "-" and there is no "origins"; a value this
+library's client serves from persistence shows as ACKED(stale) (exit 6).
 
 TYPE/* subscribes to every resource of the type (a wildcard) and waits for
 the first one; each resource the server sends is a row.
@@ -178,44 +187,73 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 
 // statusVerdict returns nil when every resource of refs is ACKED in gs,
 // and not stale by origins, and otherwise an *exitError with the status's
-// exit code, naming the resources at fault.
+// exit code, naming the resources at fault. With no refs (status --csds
+// without arguments), every resource of gs is judged. wait is the time the
+// resources were given, for messages; 0 when unknown (--csds).
 func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsConfig, origins originFunc, wait time.Duration) error {
 	code := exitOK
 	var faults []string
-	fault := func(c int, r resourceRef, name, what string) {
+	fault := func(c int, typ, name, what string) {
 		if code == exitOK || c < code {
 			code = c
 		}
-		faults = append(faults, fmt.Sprintf("%s/%s %s", r.kind.names[0], name, what))
+		faults = append(faults, fmt.Sprintf("%s/%s %s", typ, name, what))
+	}
+	notReceived := "was not received"
+	if wait > 0 {
+		notReceived = fmt.Sprintf("was not received within %v", wait)
+	}
+	judge := func(typ string, g *v3statuspb.ClientConfig_GenericXdsConfig) {
+		switch st := g.GetClientStatus(); st {
+		case v3adminpb.ClientResourceStatus_ACKED:
+			if origins == nil {
+				return
+			}
+			if o, ok := origins(g.GetTypeUrl(), g.GetName()); ok && o.Stale {
+				fault(exitStale, typ, g.GetName(), "is stale (served from the persisted copy only)")
+			}
+		case v3adminpb.ClientResourceStatus_NACKED:
+			fault(exitNACKed, typ, g.GetName(), "is NACKED")
+		case v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
+			fault(exitDoesNotExist, typ, g.GetName(), "does not exist")
+		default:
+			fault(exitNotReceived, typ, g.GetName(), fmt.Sprintf("%s (%s)", notReceived, st))
+		}
+	}
+	if len(refs) == 0 {
+		for _, g := range gs {
+			judge(typeArgName(g.GetTypeUrl()), g)
+		}
 	}
 	for _, r := range refs {
 		found := false
 		for _, g := range gs {
-			if g.GetTypeUrl() != r.kind.typeURL || (!r.wildcard() && g.GetName() != r.name) {
+			if !r.matches(g) {
 				continue
 			}
 			found = true
-			switch st := g.GetClientStatus(); st {
-			case v3adminpb.ClientResourceStatus_ACKED:
-				if o, ok := origins(g.GetTypeUrl(), g.GetName()); ok && o.Stale {
-					fault(exitStale, r, g.GetName(), "is stale (served from the persisted copy only)")
-				}
-			case v3adminpb.ClientResourceStatus_NACKED:
-				fault(exitNACKed, r, g.GetName(), "is NACKED")
-			case v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
-				fault(exitDoesNotExist, r, g.GetName(), "does not exist")
-			default:
-				fault(exitNotReceived, r, g.GetName(), fmt.Sprintf("was not received within %v (%s)", wait, st))
-			}
+			judge(r.kind.names[0], g)
 		}
 		if !found {
-			fault(exitNotReceived, r, r.name, fmt.Sprintf("was not received within %v", wait))
+			fault(exitNotReceived, r.kind.names[0], r.name, notReceived)
 		}
 	}
 	if code == exitOK {
 		return nil
 	}
 	return &exitError{code: code, err: errors.New("status: " + strings.Join(faults, "; "))}
+}
+
+// typeArgName returns the TYPE that names resources of typeURL on the
+// command line ("cluster"), or the short type name of a type xdsctl does
+// not know.
+func typeArgName(typeURL string) string {
+	for _, k := range resourceKinds {
+		if k.typeURL == typeURL {
+			return k.names[0]
+		}
+	}
+	return shortTypeName(typeURL)
 }
 
 // settleTracker records, for each resource of a status command, whether it

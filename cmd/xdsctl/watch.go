@@ -16,6 +16,8 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
+
+	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
 
 var watchCommand = &command{
@@ -218,6 +220,12 @@ func (r resourceRef) watch(c *client.Client, e *env, emit func(event)) func() {
 
 // key returns the key of r in a dump.
 func (r resourceRef) key() resourceKey { return resourceKey{r.kind.typeURL, r.name} }
+
+// matches reports whether the dump entry g is a resource r names: the
+// resource of its name, or any of its type for a wildcard.
+func (r resourceRef) matches(g *v3statuspb.ClientConfig_GenericXdsConfig) bool {
+	return g.GetTypeUrl() == r.kind.typeURL && (r.wildcard() || g.GetName() == r.name)
+}
 
 // parseResourceArg parses TYPE/NAME, splitting at the first "/": the name
 // may contain slashes (xdstp names). TYPE is any name of a resourceKind,
