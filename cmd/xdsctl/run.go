@@ -592,12 +592,17 @@ func (f *clientFlags) serverBootstrap() ([]byte, error) {
 }
 
 // loadBootstrap parses the bootstrap file at path, or, when path is empty,
-// the bootstrap named by the environment.
+// the bootstrap named by the environment. When the environment names one
+// that cannot be used, the error says which variable, which file and why
+// (bootstrap.FromEnv's error).
 func loadBootstrap(path string) (*bootstrap.Config, error) {
 	if path == "" {
 		cfg, err := bootstrap.FromEnv()
-		if err != nil {
-			return nil, fmt.Errorf("no --bootstrap or --server given, and the environment has no bootstrap: %w", err)
+		switch {
+		case errors.Is(err, bootstrap.ErrNoBootstrap):
+			return nil, fmt.Errorf("no --bootstrap or --server given, and neither %s nor %s is set", bootstrap.EnvBootstrapFile, bootstrap.EnvBootstrapConfig)
+		case err != nil:
+			return nil, fmt.Errorf("no --bootstrap or --server given, and the bootstrap the environment names is unusable: %w", err)
 		}
 		return cfg, nil
 	}
