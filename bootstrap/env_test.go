@@ -60,9 +60,9 @@ func TestFromEnv(t *testing.T) {
 		},
 		{
 			// R-1.1: a file read error is an error, not a fall-through to
-			// the inline config.
+			// the inline config. The error names the variable, the file
+			// and the cause.
 			name:       "file missing",
-			// The error names the variable, the file and the cause.
 			givePath:   missing,
 			giveInline: inlineJSON,
 			wantErr:    `bootstrap: file "` + missing + `" (GRPC_XDS_BOOTSTRAP): cannot read it: open ` + missing + `: no such file or directory`,
