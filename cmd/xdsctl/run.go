@@ -438,9 +438,21 @@ func (f *clientFlags) options(stderr io.Writer) ([]client.Option, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, client.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))))
+		opts = append(opts, client.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl, ReplaceAttr: nameTrace}))))
 	}
 	return opts, nil
+}
+
+// nameTrace is the slog ReplaceAttr of --log-level: it names the level of
+// whole protocol messages, client.LevelTrace, "TRACE", as --log-level
+// does, where slog would print "DEBUG-4".
+func nameTrace(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.LevelKey {
+		if l, ok := a.Value.Any().(slog.Level); ok && l == client.LevelTrace {
+			a.Value = slog.StringValue("TRACE")
+		}
+	}
+	return a
 }
 
 // newClient loads the bootstrap and creates a client with the options of

@@ -428,15 +428,16 @@ func TestClientFlags_MaxRecvMsgSize(t *testing.T) {
 }
 
 // TestClientFlags_LogLevelTrace checks that --log-level trace logs whole
-// messages, at client.LevelTrace.
+// messages, at client.LevelTrace, printed as TRACE.
 func TestClientFlags_LogLevelTrace(t *testing.T) {
 	_, bootstrapFile := newChainServer(t)
 	code, _, stderr := runSync(testContext(t), "status", "--bootstrap", bootstrapFile, "--log-level", "trace", "listener/svc")
 	if code != exitOK {
 		t.Fatalf("status = %d; stderr:\n%s", code, stderr)
 	}
-	if !strings.Contains(stderr, `level=DEBUG-4 msg="received DiscoveryResponse"`) || !strings.Contains(stderr, "level=DEBUG ") {
-		t.Errorf("--log-level trace logged:\n%s\nwant whole messages at DEBUG-4 and summaries at DEBUG", stderr)
+	if !strings.Contains(stderr, `level=TRACE msg="received DiscoveryResponse"`) || !strings.Contains(stderr, "level=DEBUG ") ||
+		strings.Contains(stderr, "DEBUG-4") {
+		t.Errorf("--log-level trace logged:\n%s\nwant whole messages at TRACE and summaries at DEBUG", stderr)
 	}
 }
 
