@@ -17,6 +17,10 @@
 //     server feature "xds_per_type" (FeaturePerType) or the Builder was made
 //     WithPerType.
 //
+// The file and REST entries need no `channel_creds` (bootstrap.Parse
+// accepts them without, R-1.3): neither transport uses channel
+// credentials.
+//
 // Which server serves a resource is the bootstrap's business, as always:
 // old-style names go to the top-level xds_servers, xdstp names to their
 // authority's (gRFC A47). A file or REST source speaks SotW only: with
