@@ -442,8 +442,8 @@ func marshalProtoJSON(m proto.Message) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// originFunc returns the origin of the cached value of a resource, as
-// (*client.Client).ResourceOrigin; nil when unknown (status --csds).
+// originFunc returns the origin of the cached value of a resource named
+// by its type URL, as a dump names it (clientOrigins, csdsStale).
 type originFunc func(typeURL, name string) (client.ResourceOrigin, bool)
 
 // jsonOrigin is one element of the "origins" field that status adds to

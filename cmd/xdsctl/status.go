@@ -143,7 +143,7 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 		// settles nothing.
 		release := time.AfterFunc(persistWait+persistSettleMargin, func() {
 			t.releaseConnErrors(func(k resourceKey) bool {
-				_, cached := c.ResourceOrigin(k.typeURL, k.name)
+				_, cached := clientOrigins(c)(k.typeURL, k.name)
 				return cached
 			})
 		})
@@ -172,17 +172,17 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 		}
 	}
 	if out.structured() {
-		b, err := formatStatusStructured(out, cc, c.ResourceOrigin)
+		b, err := formatStatusStructured(out, cc, clientOrigins(c))
 		if err != nil {
 			return err
 		}
 		if _, err := e.stdout.Write(b); err != nil {
 			return fmt.Errorf("writing output: %w", err)
 		}
-	} else if err := formatStatusTable(e.stdout, cc, notes, c.ResourceOrigin); err != nil {
+	} else if err := formatStatusTable(e.stdout, cc, notes, clientOrigins(c)); err != nil {
 		return err
 	}
-	return statusVerdict(refs, cc.GetGenericXdsConfigs(), c.ResourceOrigin, wait)
+	return statusVerdict(refs, cc.GetGenericXdsConfigs(), clientOrigins(c), wait)
 }
 
 // statusVerdict returns nil when every resource of refs is ACKED in gs,
@@ -248,12 +248,23 @@ func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsC
 // command line ("cluster"), or the short type name of a type xdsctl does
 // not know.
 func typeArgName(typeURL string) string {
-	for _, k := range resourceKinds {
-		if k.typeURL == typeURL {
-			return k.names[0]
-		}
+	if k := kindOf(typeURL); k != nil {
+		return k.names[0]
 	}
 	return shortTypeName(typeURL)
+}
+
+// clientOrigins returns the origins of the values c has cached
+// (Client.ResourceOrigin), for the resources of c's dump, which name their
+// type by type URL.
+func clientOrigins(c *client.Client) originFunc {
+	return func(typeURL, name string) (client.ResourceOrigin, bool) {
+		k := kindOf(typeURL)
+		if k == nil {
+			return client.ResourceOrigin{}, false
+		}
+		return c.ResourceOrigin(k.typ, name)
+	}
 }
 
 // settleTracker records, for each resource of a status command, whether it

@@ -119,6 +119,7 @@ type resourceKind struct {
 	names    []string // accepted TYPE spellings, lower case
 	typeName string   // short name, as in messages
 	typeURL  string
+	typ      resources.ResourceType
 	// watch watches the resource name of this kind with c, or every
 	// resource of the kind when name is wildcardName, and calls emit with
 	// every event, on the client's callback goroutine, with the version
@@ -144,12 +145,22 @@ var (
 // resourceKinds are the kinds TYPE/NAME arguments can name.
 var resourceKinds = []*resourceKind{listenerKind, routeKind, clusterKind, endpointsKind}
 
+// kindOf returns the kind of typeURL, nil for a type xdsctl does not know.
+func kindOf(typeURL string) *resourceKind {
+	for _, k := range resourceKinds {
+		if k.typeURL == typeURL {
+			return k
+		}
+	}
+	return nil
+}
+
 // newResourceKind returns the kind of typ, named names on the command line.
 func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *resourceKind {
 	if n := strings.ToLower(typ.TypeName()); !slices.Contains(names, n) {
 		names = append(names, n)
 	}
-	k := &resourceKind{names: names, typeName: typ.TypeName(), typeURL: typ.TypeURL()}
+	k := &resourceKind{names: names, typeName: typ.TypeName(), typeURL: typ.TypeURL(), typ: typ}
 	k.watch = func(c *client.Client, e *env, name string, emit func(event)) func() {
 		wildcard := name == wildcardName
 		if !wildcard {
@@ -168,7 +179,7 @@ func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *res
 			// so the dump still describes the response being delivered.
 			ev.Version = versionFromDump(c.Dump(), k.typeURL, ev.Name, raw)
 			if kind == eventChanged {
-				if o, ok := c.ResourceOrigin(k.typeURL, ev.Name); ok {
+				if o, ok := c.ResourceOrigin(typ, ev.Name); ok {
 					ev.Server, ev.Stale = o.ServerURI, o.Stale
 				}
 			}
