@@ -250,7 +250,7 @@ func TestPersistence_SavesAndDeletes(t *testing.T) {
 func TestDirStore_InterruptedWrites(t *testing.T) {
 	dir := t.TempDir()
 	var logs syncBuffer
-	s := client.DirStore(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	s := client.DirStore(dir, client.WithDirStoreLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	rec := func(name, version string) client.PersistedResource {
 		return client.PersistedResource{ServerURI: "xds.example.com:443", TypeURL: resources.ClusterTypeURL, Name: name,
 			Version: version, Resource: testutil.MarshalAny(testutil.Cluster(name, "")), Updated: time.Unix(1700000000, 0).UTC()}
