@@ -60,16 +60,14 @@ func WithGRPC(b transport.Builder) Option {
 }
 
 // WithPerType makes every gRPC server use per-type streams, whatever its
-// server features (xdsctl --per-type).
-func WithPerType(opts ...pertype.Option) Option {
-	return func(m *Builder) {
-		m.forcePerType = true
-		m.pertypeOpts = append(m.pertypeOpts, opts...)
-	}
+// server features (xdsctl --per-type). WithPerTypeOptions configures them.
+func WithPerType() Option {
+	return func(m *Builder) { m.forcePerType = true }
 }
 
-// WithPerTypeOptions configures the per-type transports of the servers
-// that list FeaturePerType.
+// WithPerTypeOptions configures the per-type transports: those of the
+// servers that list FeaturePerType, and with WithPerType those of every
+// gRPC server.
 func WithPerTypeOptions(opts ...pertype.Option) Option {
 	return func(m *Builder) { m.pertypeOpts = append(m.pertypeOpts, opts...) }
 }
