@@ -356,23 +356,27 @@ func (c *Client) flushPersisted() {
 // created with mode 0o700 on the first Save. The logger of the warnings
 // is WithDirStoreLogger's; by default they are discarded.
 func DirStore(dir string, opts ...DirStoreOption) Store {
-	s := &dirStore{dir: dir, logger: xdslog.Discard()}
-	for _, o := range opts {
-		o(s)
+	o := dirStoreOptions{logger: xdslog.Discard()}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return s
+	return &dirStore{dir: dir, logger: o.logger}
 }
 
 // DirStoreOption configures a DirStore.
-type DirStoreOption func(*dirStore)
+type DirStoreOption func(*dirStoreOptions)
+
+type dirStoreOptions struct {
+	logger *slog.Logger
+}
 
 // WithDirStoreLogger sets the logger of a DirStore's warnings (files it
 // skips, a directory others can write); nil keeps the default, which
 // discards them. WithPersistence gives its DirStore the client's logger.
 func WithDirStoreLogger(l *slog.Logger) DirStoreOption {
-	return func(s *dirStore) {
+	return func(o *dirStoreOptions) {
 		if l != nil {
-			s.logger = l
+			o.logger = l
 		}
 	}
 }

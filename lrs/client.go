@@ -35,9 +35,9 @@ const FeatureSendAllClusters = "envoy.lrs.supports_send_all_clusters"
 const MinInterval = time.Second
 
 // Option configures a Client.
-type Option func(*clientOptions)
+type Option func(*options)
 
-type clientOptions struct {
+type options struct {
 	logger  *slog.Logger
 	backoff func(retries int) time.Duration
 }
@@ -45,7 +45,7 @@ type clientOptions struct {
 // WithLogger sets the Client's logger; the default discards everything.
 // Stream errors are logged at Warn, reports at Debug.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *clientOptions) {
+	return func(o *options) {
 		if l != nil {
 			o.logger = l
 		}
@@ -59,7 +59,7 @@ func WithLogger(l *slog.Logger) Option {
 // block. The default, kept by a nil f, is 1 s × 1.5^retries, at most 30 s,
 // each with a random jitter of ±50 %.
 func WithBackoff(f func(retries int) time.Duration) Option {
-	return func(o *clientOptions) {
+	return func(o *options) {
 		if f != nil {
 			o.backoff = f
 		}
@@ -95,7 +95,7 @@ type Client struct {
 	t      transport.Transport
 	node   *v3corepb.Node
 	store  *Store
-	opts   clientOptions
+	opts   options
 	cancel context.CancelFunc
 	stop   chan struct{}
 	done   chan struct{}
@@ -107,7 +107,7 @@ type Client struct {
 // FeatureSendAllClusters added to its client features; node is not
 // modified). The caller keeps ownership of t and closes it after Close.
 func NewClient(t transport.Transport, node *v3corepb.Node, store *Store, opts ...Option) *Client {
-	o := clientOptions{logger: xdslog.Discard(), backoff: defaultBackoff}
+	o := options{logger: xdslog.Discard(), backoff: defaultBackoff}
 	for _, opt := range opts {
 		opt(&o)
 	}

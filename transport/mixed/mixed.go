@@ -51,68 +51,75 @@ import (
 const FeaturePerType = "xds_per_type"
 
 // Option configures a Builder.
-type Option func(*Builder)
+type Option func(*options)
+
+type options struct {
+	grpc         transport.Builder // nil: grpctransport.NewBuilder()
+	forcePerType bool
+	pertypeOpts  []pertype.Option
+	fileOpts     []file.Option
+	restOpts     []rest.Option
+}
 
 // WithGRPC sets the Builder of gRPC transports (default
 // grpctransport.NewBuilder()).
 func WithGRPC(b transport.Builder) Option {
-	return func(m *Builder) { m.grpc = b }
+	return func(o *options) { o.grpc = b }
 }
 
 // WithPerType makes every gRPC server use per-type streams, whatever its
 // server features (xdsctl --per-type). WithPerTypeOptions configures them.
 func WithPerType() Option {
-	return func(m *Builder) { m.forcePerType = true }
+	return func(o *options) { o.forcePerType = true }
 }
 
 // WithPerTypeOptions configures the per-type transports: those of the
 // servers that list FeaturePerType, and with WithPerType those of every
 // gRPC server.
 func WithPerTypeOptions(opts ...pertype.Option) Option {
-	return func(m *Builder) { m.pertypeOpts = append(m.pertypeOpts, opts...) }
+	return func(o *options) { o.pertypeOpts = append(o.pertypeOpts, opts...) }
 }
 
 // WithFileOptions configures the filesystem transports.
 func WithFileOptions(opts ...file.Option) Option {
-	return func(m *Builder) { m.fileOpts = append(m.fileOpts, opts...) }
+	return func(o *options) { o.fileOpts = append(o.fileOpts, opts...) }
 }
 
 // WithRESTOptions configures the REST-JSON transports.
 func WithRESTOptions(opts ...rest.Option) Option {
-	return func(m *Builder) { m.restOpts = append(m.restOpts, opts...) }
+	return func(o *options) { o.restOpts = append(o.restOpts, opts...) }
 }
 
 // Builder is a transport.Builder that chooses the transport of each server
 // by its server_uri and features (see the package doc). Safe for
 // concurrent use.
 type Builder struct {
+	// Initialized at creation time and read-only afterwards.
 	grpc         transport.Builder
 	forcePerType bool
-	pertypeOpts  []pertype.Option
-	fileOpts     []file.Option
-	restOpts     []rest.Option
-
-	// Built by NewBuilder; read-only afterwards.
-	perType *pertype.Builder
-	file    *file.Builder
-	rest    *rest.Builder
+	perType      *pertype.Builder
+	file         *file.Builder
+	rest         *rest.Builder
 }
 
 var _ transport.Builder = (*Builder)(nil)
 
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
-	m := &Builder{}
-	for _, o := range opts {
-		o(m)
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if m.grpc == nil {
-		m.grpc = grpctransport.NewBuilder()
+	if o.grpc == nil {
+		o.grpc = grpctransport.NewBuilder()
 	}
-	m.perType = pertype.NewBuilder(m.grpc, m.pertypeOpts...)
-	m.file = file.NewBuilder(m.fileOpts...)
-	m.rest = rest.NewBuilder(m.restOpts...)
-	return m
+	return &Builder{
+		grpc:         o.grpc,
+		forcePerType: o.forcePerType,
+		perType:      pertype.NewBuilder(o.grpc, o.pertypeOpts...),
+		file:         file.NewBuilder(o.fileOpts...),
+		rest:         rest.NewBuilder(o.restOpts...),
+	}
 }
 
 // Build returns the transport for sc, with the error of the chosen
