@@ -164,7 +164,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	}
 	defer ms.Stop()
 	mesh := newDemoMesh(backends.ports, sec)
-	ms.Update("", mesh.resources())
+	if err := ms.Update("", mesh.resources()); err != nil {
+		return fmt.Errorf("serving the demo mesh: %w", err)
+	}
 
 	bootstrapJSON := ms.Bootstrap(testutil.BootstrapOptions{NodeID: demoNodeID})
 	if sec != nil {
@@ -241,7 +243,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 			what := mesh.step()
 			fmt.Fprintf(notes, "[%s] demo: the management server changes %s (version %s)\n",
 				e.now().Format(time.TimeOnly), what, mesh.version())
-			ms.Update("", mesh.resources())
+			if err := ms.Update("", mesh.resources()); err != nil {
+				return fmt.Errorf("serving the demo mesh: %w", err)
+			}
 		}
 	}
 	m.Close() // waits for a Watcher method in progress, so writeErr is settled
