@@ -42,8 +42,9 @@ type options struct {
 	backoff func(retries int) time.Duration
 }
 
-// WithLogger sets the Client's logger; the default discards everything.
-// Stream errors are logged at Warn, reports at Debug.
+// WithLogger sets the Client's logger (nil keeps the default); the
+// default discards everything. Stream errors are logged at Warn, reports
+// at Debug. The logger is called from the Client's goroutine.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
