@@ -63,7 +63,10 @@ type ServerConfig struct {
 	ServerURI string
 
 	// ChannelCreds is the first supported entry of `channel_creds`
-	// (R-1.3); entries of unsupported types are skipped.
+	// (R-1.3); entries of unsupported types are skipped. It is the zero
+	// ChannelCreds (Type "") when a server that is not reached over gRPC
+	// (server_uri file:///PATH, http:// or https://) has no
+	// `channel_creds`.
 	ChannelCreds ChannelCreds
 
 	// CallCreds are the `call_creds` entries of supported types, in file

@@ -71,7 +71,11 @@
 // `xds_servers` lists at least one server. Of a server's `channel_creds`,
 // the first entry of a supported type ("insecure", "tls", "google_default",
 // or a type declared with WithChannelCredsTypes) is used and the others are
-// ignored (R-1.3): the server above uses "tls". Of its `call_creds`
+// ignored (R-1.3): the server above uses "tls". A server that is not
+// reached over gRPC, "server_uri": "file:///PATH" (a filesystem
+// subscription) or "http(s)://HOST:PORT" (REST-JSON polling; package
+// transport/mixed picks the transport by the scheme), needs no
+// `channel_creds`. Of its `call_creds`
 // (gRFC A97, R-3.2), every entry of a supported type ("jwt_token_file", or
 // a type declared with WithCallCredsTypes) is kept and the others are
 // ignored. There is no global registry: the types a program supports are

@@ -30,8 +30,11 @@ const (
 //     client cannot be created without a config, so a caller with a
 //     default of its own checks errors.Is(err, ErrNoBootstrap) and uses
 //     Parse instead.
-//   - the file cannot be read: an error wrapping the *fs.PathError. This
-//     does not fall through to GRPC_XDS_BOOTSTRAP_CONFIG.
+//   - the file cannot be read: an error wrapping the *fs.PathError, whose
+//     text names the file and the variable, as a *ParseError's Source
+//     does: `bootstrap: file "/etc/xds.json" (GRPC_XDS_BOOTSTRAP): cannot
+//     read it: open /etc/xds.json: no such file or directory`. This does
+//     not fall through to GRPC_XDS_BOOTSTRAP_CONFIG.
 //   - the file or the variable holds more than MaxSize bytes: a
 //     *ParseError wrapping ErrTooLarge, returned before parsing; of a
 //     file, at most MaxSize+1 bytes are read.
@@ -46,7 +49,7 @@ func FromEnv(opts ...ParseOption) (*Config, error) {
 				pe.Source = source
 				return nil, pe
 			}
-			return nil, fmt.Errorf("bootstrap: reading %s file: %w", EnvBootstrapFile, err)
+			return nil, fmt.Errorf("bootstrap: %s: cannot read it: %w", source, err)
 		}
 		return parseFrom(data, source, opts)
 	}

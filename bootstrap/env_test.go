@@ -30,6 +30,7 @@ func writeBootstrap(t *testing.T, content string) string {
 
 // TestFromEnv covers the source order of R-1.1.
 func TestFromEnv(t *testing.T) {
+	missing := filepath.Join(os.TempDir(), "does-not-exist", "bootstrap.json")
 	tests := []struct {
 		name       string
 		giveFile   string // content of the file GRPC_XDS_BOOTSTRAP names; "" for no file
@@ -59,11 +60,12 @@ func TestFromEnv(t *testing.T) {
 		},
 		{
 			// R-1.1: a file read error is an error, not a fall-through to
-			// the inline config.
+			// the inline config. The error names the variable, the file
+			// and the cause.
 			name:       "file missing",
-			givePath:   filepath.Join(os.TempDir(), "does-not-exist", "bootstrap.json"),
+			givePath:   missing,
 			giveInline: inlineJSON,
-			wantErr:    "bootstrap: reading GRPC_XDS_BOOTSTRAP file: open ",
+			wantErr:    `bootstrap: file "` + missing + `" (GRPC_XDS_BOOTSTRAP): cannot read it: open ` + missing + `: no such file or directory`,
 			wantErrIs:  fs.ErrNotExist,
 		},
 		{

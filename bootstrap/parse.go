@@ -66,7 +66,11 @@ const (
 //     `server_uri` and at least one supported `channel_creds` entry; the
 //     first supported entry ("insecure", "tls", "google_default", or a type
 //     declared with WithChannelCredsTypes) is selected and the rest are
-//     ignored (R-1.3).
+//     ignored (R-1.3). A server_uri of the file scheme (file:///PATH, a
+//     filesystem subscription) or an http:// or https:// one (REST-JSON
+//     polling) may leave `channel_creds` out, or empty: those transports
+//     do not use channel credentials (package transport/mixed picks them
+//     by the scheme; R-1.3).
 //   - `call_creds` (gRFC A97, R-3.2): every entry of a supported type
 //     ("jwt_token_file", or a type declared with WithCallCredsTypes) is
 //     kept, in order; the others are ignored. A "jwt_token_file" entry
@@ -176,7 +180,7 @@ func (p *parser) parseServer(raw json.RawMessage, path string) (*ServerConfig, e
 	if sc.ServerURI == "" {
 		return nil, errAt(member(path, "server_uri"), "empty")
 	}
-	if sc.ChannelCreds, err = p.parseChannelCreds(obj["channel_creds"], member(path, "channel_creds")); err != nil {
+	if sc.ChannelCreds, err = p.parseChannelCreds(sc.ServerURI, obj["channel_creds"], member(path, "channel_creds")); err != nil {
 		return nil, err
 	}
 	if sc.ServerFeatures, err = strs(obj["server_features"], member(path, "server_features")); err != nil {
@@ -190,13 +194,17 @@ func (p *parser) parseServer(raw json.RawMessage, path string) (*ServerConfig, e
 
 // parseChannelCreds selects the first entry of a supported type (R-1.3).
 // Every entry must be an object with a string `type`; only the selected
-// entry's `config` is looked at.
-func (p *parser) parseChannelCreds(raw json.RawMessage, path string) (ChannelCreds, error) {
+// entry's `config` is looked at. A server that is not reached over gRPC
+// (usesChannelCreds) may have none.
+func (p *parser) parseChannelCreds(serverURI string, raw json.RawMessage, path string) (ChannelCreds, error) {
 	elems, err := array(raw, path)
 	if err != nil {
 		return ChannelCreds{}, err
 	}
 	if len(elems) == 0 {
+		if !usesChannelCreds(serverURI) {
+			return ChannelCreds{}, nil
+		}
 		return ChannelCreds{}, errAt(path, "empty")
 	}
 	var (

@@ -518,3 +518,50 @@ func checkAllFilesCovered(t *testing.T, dir string, covered func(name string) bo
 		}
 	}
 }
+
+// TestParse_ServerWithoutChannelCreds checks R-1.3's exception: a server
+// that is not reached over gRPC (a file:// source, a REST-JSON server)
+// may leave channel_creds out, null or empty, and gets the zero
+// ChannelCreds; a gRPC server may not; and channel_creds that are given
+// are read as for any server.
+func TestParse_ServerWithoutChannelCreds(t *testing.T) {
+	tests := []struct {
+		uri, creds string // creds: the channel_creds member, "" for none
+		wantErr    string
+		wantType   string
+	}{
+		{uri: "file:///etc/xds/listeners.yaml"},
+		{uri: "FILE:///etc/xds"},
+		{uri: "file:///etc/xds", creds: `null`},
+		{uri: "file:///etc/xds", creds: `[]`},
+		{uri: "http://xds.example.com:8080"},
+		{uri: "https://xds.example.com", creds: `[]`},
+		{uri: "https://xds.example.com", creds: `[{"type": "insecure"}]`, wantType: CredsInsecure},
+		{uri: "file:///etc/xds", creds: `[{"type": "alts"}]`, wantErr: `xds_servers[0].channel_creds: no supported type (saw "alts")`},
+		{uri: "file:///etc/xds", creds: `{}`, wantErr: `xds_servers[0].channel_creds: want an array, got object`},
+		{uri: "xds.example.com:443", wantErr: "xds_servers[0].channel_creds: empty"},
+		{uri: "dns:///xds.example.com:443", creds: `[]`, wantErr: "xds_servers[0].channel_creds: empty"},
+		{uri: "unix:///run/xds.sock", wantErr: "xds_servers[0].channel_creds: empty"},
+	}
+	for _, tt := range tests {
+		server := `{"server_uri": "` + tt.uri + `"`
+		if tt.creds != "" {
+			server += `, "channel_creds": ` + tt.creds
+		}
+		doc := `{"xds_servers": [` + server + `}]}`
+		cfg, err := Parse([]byte(doc))
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Parse(%s) error = %v, want %q", doc, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Parse(%s) error = %v", doc, err)
+			continue
+		}
+		if got := cfg.Servers[0].ChannelCreds; got.Type != tt.wantType {
+			t.Errorf("Parse(%s): ChannelCreds = %+v, want type %q", doc, got, tt.wantType)
+		}
+	}
+}

@@ -2,7 +2,10 @@
 
 package bootstrap
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Server features: the `server_features` strings that change what the
 // client does (R-2). Other strings are kept in ServerConfig.ServerFeatures
@@ -145,4 +148,15 @@ func canonicalConfig(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return string(c)
+}
+
+// usesChannelCreds reports whether the server at serverURI is reached over
+// gRPC, so that its entry needs `channel_creds` (R-1.3): false for the
+// file scheme (file:///PATH, read by transport/file) and for http:// and
+// https:// (REST-JSON polling, transport/rest), whose transports use no
+// channel credentials (an https server's TLS is the HTTP client's). The
+// scheme is matched in any case, as transport/mixed matches it.
+func usesChannelCreds(serverURI string) bool {
+	u := strings.ToLower(serverURI)
+	return !strings.HasPrefix(u, "file:") && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://")
 }

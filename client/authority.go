@@ -408,15 +408,19 @@ type ResourceOrigin struct {
 }
 
 // ResourceOrigin returns the origin of the cached value of the resource of
-// type typeURL named name (canonicalised like Watch's names), and false
-// when nothing is cached for that name. Dump, and so the csds package,
-// cannot say it: CSDS has no per-resource server field. It is safe for
-// concurrent use.
-func (c *Client) ResourceOrigin(typeURL, name string) (ResourceOrigin, bool) {
+// type typ named name (canonicalised like Watch's names), and false when
+// nothing is cached for that name or typ is nil. typ is the type a watch
+// names (resources.ClusterType; any type of the same type URL finds the
+// same resource). Dump, and so the csds package, cannot say it: CSDS has
+// no per-resource server field. It is safe for concurrent use.
+func (c *Client) ResourceOrigin(typ resources.ResourceType, name string) (ResourceOrigin, bool) {
+	if typ == nil {
+		return ResourceOrigin{}, false
+	}
 	name = resources.CanonicalName(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.entryLocked(typeURL, name)
+	e := c.entryLocked(typ.TypeURL(), name)
 	if e == nil || e.value == nil {
 		return ResourceOrigin{}, false
 	}

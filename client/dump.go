@@ -65,11 +65,13 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 }
 
 // ResourceVersion returns the version of the cached value of the resource
-// of type typeURL named name (canonicalised like Watch's names): the
+// of type typ named name (canonicalised like Watch's names): the
 // version_info of the SotW response that last carried it valid, or its own
 // version in delta; "" when nothing is cached for that name (not watched,
-// not received yet, deleted, or never valid). It is what Dump reports as
-// version_info for the resource, found with two map lookups.
+// not received yet, deleted, or never valid) or typ is nil. typ is the
+// type a watch names (resources.ClusterType; any type of the same type URL
+// finds the same resource). It is what Dump reports as version_info for
+// the resource, found with two map lookups.
 //
 // The cached value is the one watchers were given last (or are about to
 // be given); a SotW response that resends it unchanged moves its version
@@ -77,11 +79,14 @@ func (c *Client) Dump() *v3statuspb.ClientConfig {
 // each value it is given must not read it here (the cache may have moved
 // on by the time a queued delivery runs): WatchVersioned hands each value
 // over with its version. It is safe for concurrent use.
-func (c *Client) ResourceVersion(typeURL, name string) string {
+func (c *Client) ResourceVersion(typ resources.ResourceType, name string) string {
+	if typ == nil {
+		return ""
+	}
 	name = resources.CanonicalName(name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.entryLocked(typeURL, name)
+	e := c.entryLocked(typ.TypeURL(), name)
 	if e == nil || e.value == nil {
 		return ""
 	}

@@ -95,10 +95,10 @@ func TestDump_ResourceVersion(t *testing.T) {
 	c := newClient(t, ms, testutil.BootstrapOptions{})
 	versions := make(chan string, 10)
 	defer client.Watch(c, resources.ClusterType, "a", watcher.Funcs[*resources.Cluster]{
-		OnChanged: func(*resources.Cluster) { versions <- c.ResourceVersion(resources.ClusterTypeURL, "a") },
+		OnChanged: func(*resources.Cluster) { versions <- c.ResourceVersion(resources.ClusterType, "a") },
 	})()
 	waitForNames(t, ms, resources.ClusterTypeURL, "a")
-	if v := c.ResourceVersion(resources.ClusterTypeURL, "a"); v != "" {
+	if v := c.ResourceVersion(resources.ClusterType, "a"); v != "" {
 		t.Fatalf("ResourceVersion before any response = %q, want empty", v)
 	}
 	sendAndWait(t, ms,
@@ -115,10 +115,16 @@ func TestDump_ResourceVersion(t *testing.T) {
 			t.Fatal(ctx.Err())
 		}
 	}
-	if v := c.ResourceVersion(resources.ClusterTypeURL, "a"); v != "2" {
+	if v := c.ResourceVersion(resources.ClusterType, "a"); v != "2" {
 		t.Fatalf("ResourceVersion after a NACK of version 3 = %q, want the cached version 2", v)
 	}
-	if v := c.ResourceVersion(resources.ClusterTypeURL, "unknown"); v != "" {
+	if v := c.ResourceVersion(resources.ClusterType, "unknown"); v != "" {
 		t.Fatalf("ResourceVersion of an unknown name = %q, want empty", v)
+	}
+	if v := c.ResourceVersion(nil, "a"); v != "" {
+		t.Fatalf("ResourceVersion(nil, a) = %q, want empty", v)
+	}
+	if o, ok := c.ResourceOrigin(nil, "a"); ok {
+		t.Fatalf("ResourceOrigin(nil, a) = %+v, true; want false", o)
 	}
 }

@@ -98,7 +98,7 @@ func wantFrom(t *testing.T, w *recorder[*resources.Cluster], server string) {
 
 func wantOrigin(t *testing.T, c *client.Client, name, server string) {
 	t.Helper()
-	o, ok := c.ResourceOrigin(resources.ClusterTypeURL, name)
+	o, ok := c.ResourceOrigin(resources.ClusterType, name)
 	if !ok || o.ServerURI != server {
 		t.Fatalf("ResourceOrigin(%q) = %+v, %v; want server %q", name, o, ok, server)
 	}

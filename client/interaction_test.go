@@ -62,7 +62,7 @@ func TestInteraction_PersistedValueDoesNotBlockFallback(t *testing.T) {
 		wantFrom(t, w, "persisted")
 		w.wantKind(ctx, t, ambientError, client.ErrStale)
 		wantFrom(t, w, "fallback")
-		if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || o.Stale || o.ServerURI != "fallback" {
+		if o, ok := c.ResourceOrigin(resources.ClusterType, "a"); !ok || o.Stale || o.ServerURI != "fallback" {
 			t.Fatalf("ResourceOrigin = %+v, %v; want fresh, from fallback", o, ok)
 		}
 		wantNoneNow(t, w)
@@ -104,7 +104,7 @@ func TestInteraction_StaleValueDeletedByServer(t *testing.T) {
 		if g.GetClientStatus() != v3adminpb.ClientResourceStatus_DOES_NOT_EXIST || g.GetErrorState() != nil || g.GetXdsConfig() != nil {
 			t.Fatalf("Dump entry = %v, want DOES_NOT_EXIST without value or error_state", g)
 		}
-		if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); ok {
+		if o, ok := c.ResourceOrigin(resources.ClusterType, "a"); ok {
 			t.Fatalf("ResourceOrigin = %+v, want nothing cached", o)
 		}
 	})
@@ -459,7 +459,7 @@ func TestInteraction_PersistenceWithFallback(t *testing.T) {
 			t.Fatalf("event = %v after %v, want the persisted cluster after 3s", e, time.Since(start))
 		}
 		w.wantKind(ctx, t, ambientError, client.ErrStale)
-		if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || !o.Stale || o.ServerURI != "primary" {
+		if o, ok := c.ResourceOrigin(resources.ClusterType, "a"); !ok || !o.Stale || o.ServerURI != "primary" {
 			t.Fatalf("ResourceOrigin = %+v, %v; want stale, from primary", o, ok)
 		}
 
@@ -467,7 +467,7 @@ func TestInteraction_PersistenceWithFallback(t *testing.T) {
 		if e := skipConnectionErrors(t, w); e.kind != changed || e.value.EDSServiceName != "fallback" {
 			t.Fatalf("event = %v, want the fallback server's cluster", e)
 		}
-		if o, _ := c.ResourceOrigin(resources.ClusterTypeURL, "a"); o.Stale || o.ServerURI != "fallback" {
+		if o, _ := c.ResourceOrigin(resources.ClusterType, "a"); o.Stale || o.ServerURI != "fallback" {
 			t.Fatalf("ResourceOrigin = %+v, want fresh, from fallback", o)
 		}
 		if g := dumpEntry(c, resources.ClusterTypeURL, "a"); g.GetErrorState() != nil || g.GetClientStatus() != v3adminpb.ClientResourceStatus_ACKED {
@@ -812,7 +812,7 @@ func TestInteraction_FallbackRetireRewatch_GRPC(t *testing.T) {
 	w = newRecorder[*resources.Cluster]()
 	defer client.Watch(c, resources.ClusterType, "a", w)()
 	from(w, "primary")
-	if o, ok := c.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || o.ServerURI != primary.Address() {
+	if o, ok := c.ResourceOrigin(resources.ClusterType, "a"); !ok || o.ServerURI != primary.Address() {
 		t.Fatalf("ResourceOrigin = %+v, %v; want the primary", o, ok)
 	}
 	w.wantNone(t, defaultTestShortTimeout)

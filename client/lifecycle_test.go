@@ -334,7 +334,7 @@ func TestLifecycle_VersionTravelsWithValue(t *testing.T) {
 		defer client.WatchVersioned(c, resources.ClusterType, "a", wv)()
 		ms.Update("", testutil.Resources{Version: "2", Clusters: []*v3clusterpb.Cluster{testutil.Cluster("a", "a-eds-2")}})
 		synctest.Wait() // version 2 is in the cache; the replay still waits
-		if got := c.ResourceVersion(cds, "a"); got != "2" {
+		if got := c.ResourceVersion(resources.ClusterType, "a"); got != "2" {
 			t.Fatalf("ResourceVersion = %q, want 2", got)
 		}
 		close(bw.release)

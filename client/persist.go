@@ -79,7 +79,8 @@ type Store interface {
 // per management server, type URL and resource name, written atomically
 // (temporary file, fsync, rename, fsync of the directory), and serve those
 // values when no server can be reached on start; see WithStore. It is
-// WithStore(DirStore(dir, logger)) with the client's logger (WithLogger).
+// WithStore(DirStore(dir, WithDirStoreLogger(logger))) with the client's
+// logger (WithLogger).
 func WithPersistence(dir string) Option {
 	return func(o *options) { o.store, o.persistDir = nil, dir }
 }
@@ -149,7 +150,7 @@ type loadedResource struct {
 func (c *Client) startPersistence() {
 	s := c.opts.store
 	if s == nil && c.opts.persistDir != "" {
-		s = DirStore(c.opts.persistDir, c.logger)
+		s = DirStore(c.opts.persistDir, WithDirStoreLogger(c.logger))
 	}
 	if s == nil {
 		return
@@ -352,12 +353,32 @@ func (c *Client) flushPersisted() {
 // undecodable, and temporary files left by a crash; it warns too when dir
 // is writable by its group or by everyone (mode & 0o022), since whoever
 // can write there can make the client serve their resources. dir is
-// created with mode 0o700 on the first Save.
-func DirStore(dir string, logger *slog.Logger) Store {
-	if logger == nil {
-		logger = xdslog.Discard()
+// created with mode 0o700 on the first Save. The logger of the warnings
+// is WithDirStoreLogger's; by default they are discarded.
+func DirStore(dir string, opts ...DirStoreOption) Store {
+	o := dirStoreOptions{logger: xdslog.Discard()}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return &dirStore{dir: dir, logger: logger}
+	return &dirStore{dir: dir, logger: o.logger}
+}
+
+// DirStoreOption configures a DirStore.
+type DirStoreOption func(*dirStoreOptions)
+
+type dirStoreOptions struct {
+	logger *slog.Logger
+}
+
+// WithDirStoreLogger sets the logger of a DirStore's warnings (files it
+// skips, a directory others can write); nil keeps the default, which
+// discards them. WithPersistence gives its DirStore the client's logger.
+func WithDirStoreLogger(l *slog.Logger) DirStoreOption {
+	return func(o *dirStoreOptions) {
+		if l != nil {
+			o.logger = l
+		}
+	}
 }
 
 type dirStore struct {

@@ -35,7 +35,7 @@ func TestDirStore_WritableByOthers(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs syncBuffer
-			s := client.DirStore(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+			s := client.DirStore(dir, client.WithDirStoreLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			if _, err := s.Load(); err != nil {
 				t.Fatal(err)
 			}

@@ -65,7 +65,7 @@ func TestPersistence_ServedWhenNoServerReachable(t *testing.T) {
 					t.Fatalf("persisted value served after %v, want the 3s timeout", d)
 				}
 				w.wantKind(ctx, t, ambientError, client.ErrStale)
-				if o, ok := c2.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || !o.Stale || o.ServerURI != testutil.InMemoryAddress {
+				if o, ok := c2.ResourceOrigin(resources.ClusterType, "a"); !ok || !o.Stale || o.ServerURI != testutil.InMemoryAddress {
 					t.Fatalf("ResourceOrigin = %+v, %v; want stale, from %s", o, ok, testutil.InMemoryAddress)
 				}
 				g := dumpEntry(c2, resources.ClusterTypeURL, "a")
@@ -76,7 +76,7 @@ func TestPersistence_ServedWhenNoServerReachable(t *testing.T) {
 				ms.RejectStreams(nil)
 				for e = w.next(ctx, t); e.kind != changed; e = w.next(ctx, t) {
 				}
-				if o, _ := c2.ResourceOrigin(resources.ClusterTypeURL, "a"); o.Stale {
+				if o, _ := c2.ResourceOrigin(resources.ClusterType, "a"); o.Stale {
 					t.Fatalf("ResourceOrigin = %+v after the server sent the resource, want not stale", o)
 				}
 				if g := dumpEntry(c2, resources.ClusterTypeURL, "a"); g.GetErrorState() != nil {
@@ -195,7 +195,7 @@ func TestPersistence_ServedToWatchAll(t *testing.T) {
 				if !got["a"] || !got["b"] {
 					t.Fatalf("WatchAll got %v, want a and b", got)
 				}
-				if o, ok := c2.ResourceOrigin(resources.ClusterTypeURL, "a"); !ok || !o.Stale {
+				if o, ok := c2.ResourceOrigin(resources.ClusterType, "a"); !ok || !o.Stale {
 					t.Fatalf("ResourceOrigin(a) = %+v, %v; want stale", o, ok)
 				}
 
@@ -207,7 +207,7 @@ func TestPersistence_ServedToWatchAll(t *testing.T) {
 						break
 					}
 				}
-				if o, _ := c2.ResourceOrigin(resources.ClusterTypeURL, "a"); o.Stale {
+				if o, _ := c2.ResourceOrigin(resources.ClusterType, "a"); o.Stale {
 					t.Fatalf("ResourceOrigin(a) = %+v after the server answered, want not stale", o)
 				}
 			})
@@ -250,7 +250,7 @@ func TestPersistence_SavesAndDeletes(t *testing.T) {
 func TestDirStore_InterruptedWrites(t *testing.T) {
 	dir := t.TempDir()
 	var logs syncBuffer
-	s := client.DirStore(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	s := client.DirStore(dir, client.WithDirStoreLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	rec := func(name, version string) client.PersistedResource {
 		return client.PersistedResource{ServerURI: "xds.example.com:443", TypeURL: resources.ClusterTypeURL, Name: name,
 			Version: version, Resource: testutil.MarshalAny(testutil.Cluster(name, "")), Updated: time.Unix(1700000000, 0).UTC()}

@@ -83,7 +83,7 @@ func TestGoControlPlane_Fallback_PrimaryDownThenRevert(t *testing.T) {
 	}
 	reverted := time.Now()
 	t.Logf("reverted %v after the primary came up", reverted.Sub(up))
-	if o, _ := c.ResourceOrigin(resources.ClusterTypeURL, "c"); o.ServerURI != primaryAddr {
+	if o, _ := c.ResourceOrigin(resources.ClusterType, "c"); o.ServerURI != primaryAddr {
 		t.Fatalf("ResourceOrigin = %+v, want the primary %s", o, primaryAddr)
 	}
 	waitCtx, cancel = context.WithTimeout(ctx, 3*time.Second)

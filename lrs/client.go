@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/proxyless/xds/internal/xdslog"
@@ -34,28 +35,49 @@ const FeatureSendAllClusters = "envoy.lrs.supports_send_all_clusters"
 const MinInterval = time.Second
 
 // Option configures a Client.
-type Option func(*clientOptions)
+type Option func(*options)
 
-type clientOptions struct {
+type options struct {
 	logger  *slog.Logger
-	backoff func() backoff.BackOff
+	backoff func(retries int) time.Duration
 }
 
-// WithLogger sets the Client's logger; the default discards everything.
-// Stream errors are logged at Warn, reports at Debug.
+// WithLogger sets the Client's logger (nil keeps the default); the
+// default discards everything. Stream errors are logged at Warn, reports
+// at Debug. The logger is called from the Client's goroutine.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *clientOptions) {
+	return func(o *options) {
 		if l != nil {
 			o.logger = l
 		}
 	}
 }
 
-// WithBackoff sets the backoff between stream attempts; the default is
-// exponential from 1 s to 30 s with jitter. The backoff is reset after a
-// stream that received a response.
-func WithBackoff(f func() backoff.BackOff) Option {
-	return func(o *clientOptions) { o.backoff = f }
+// WithBackoff sets how long the Client waits before opening the stream
+// again: f(retries), where retries counts the streams that ended in a row
+// without a response, from 0 (so it starts over after a stream that
+// received one). f is called on the Client's goroutine and must not
+// block. The default, kept by a nil f, is 1 s × 1.5^retries, at most 30 s,
+// each with a random jitter of ±50 %.
+func WithBackoff(f func(retries int) time.Duration) Option {
+	return func(o *options) {
+		if f != nil {
+			o.backoff = f
+		}
+	}
+}
+
+// defaultBackoff is the default of WithBackoff.
+func defaultBackoff(retries int) time.Duration {
+	const (
+		initial    = float64(time.Second)
+		maxDelay   = float64(30 * time.Second)
+		multiplier = 1.5
+		jitter     = 0.5
+	)
+	d := initial * math.Pow(multiplier, float64(min(retries, 64)))
+	d = min(d, maxDelay)
+	return time.Duration(d * (1 - jitter + 2*jitter*rand.Float64()))
 }
 
 // Client reports the load of a Store to a management server over the LRS
@@ -74,7 +96,7 @@ type Client struct {
 	t      transport.Transport
 	node   *v3corepb.Node
 	store  *Store
-	opts   clientOptions
+	opts   options
 	cancel context.CancelFunc
 	stop   chan struct{}
 	done   chan struct{}
@@ -86,7 +108,7 @@ type Client struct {
 // FeatureSendAllClusters added to its client features; node is not
 // modified). The caller keeps ownership of t and closes it after Close.
 func NewClient(t transport.Transport, node *v3corepb.Node, store *Store, opts ...Option) *Client {
-	o := clientOptions{logger: xdslog.Discard(), backoff: defaultBackoff}
+	o := options{logger: xdslog.Discard(), backoff: defaultBackoff}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -103,12 +125,6 @@ func NewClient(t transport.Transport, node *v3corepb.Node, store *Store, opts ..
 	return c
 }
 
-func defaultBackoff() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = time.Second, 30*time.Second, 0
-	return b
-}
-
 // Close sends a final report on an established stream, ends the stream
 // and waits for the Client's goroutine. It is idempotent.
 func (c *Client) Close() {
@@ -121,7 +137,7 @@ func (c *Client) Close() {
 
 func (c *Client) run(ctx context.Context) {
 	defer close(c.done)
-	bo := c.opts.backoff()
+	retries := 0 // streams ended in a row without a response
 	for {
 		got, err := c.runStream(ctx)
 		select {
@@ -130,9 +146,10 @@ func (c *Client) run(ctx context.Context) {
 		default:
 		}
 		if got {
-			bo.Reset()
+			retries = 0
 		}
-		wait := bo.NextBackOff()
+		wait := c.opts.backoff(retries)
+		retries++
 		c.opts.logger.Warn("LRS stream ended; retrying", "error", err, "backoff", wait)
 		t := time.NewTimer(wait)
 		select {

@@ -5,11 +5,11 @@ package lrs_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -196,7 +196,7 @@ func TestLRS_Client_Reconnects(t *testing.T) {
 		ft := &fakeTransport{streams: make(chan *fakeStream, 4)}
 		store := lrs.NewStore()
 		la := store.Cluster("a", "").Locality(resources.LocalityID{})
-		c := lrs.NewClient(ft, &v3corepb.Node{Id: "n"}, store, lrs.WithBackoff(func() backoff.BackOff { return backoff.NewConstantBackOff(3 * time.Second) }))
+		c := lrs.NewClient(ft, &v3corepb.Node{Id: "n"}, store, lrs.WithBackoff(func(int) time.Duration { return 3 * time.Second }))
 		defer c.Close()
 		s := <-ft.streams
 		synctest.Wait()
@@ -218,6 +218,43 @@ func TestLRS_Client_Reconnects(t *testing.T) {
 		synctest.Wait()
 		if got := clusters(s2.next(t)); got["a"] != 1 {
 			t.Errorf("report on the new stream = %v; want a: 1", got)
+		}
+	})
+}
+
+// TestLRS_Client_BackoffRetries checks what WithBackoff's func is given:
+// the number of streams that ended in a row without a response, from 0,
+// starting over after a stream that received one; and that the Client
+// waits what it returns.
+func TestLRS_Client_BackoffRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ft := &fakeTransport{streams: make(chan *fakeStream, 4)}
+		var retries []int // written on the Client's goroutine, read after synctest.Wait
+		backoff := func(n int) time.Duration {
+			retries = append(retries, n)
+			return time.Duration(n+1) * time.Second
+		}
+		c := lrs.NewClient(ft, &v3corepb.Node{Id: "n"}, lrs.NewStore(), lrs.WithBackoff(backoff))
+		defer c.Close()
+		// Two streams end without a response, a third after one.
+		start := time.Now()
+		for i, respond := range []bool{false, false, true} {
+			s := <-ft.streams
+			synctest.Wait()
+			s.next(t)
+			if respond {
+				s.respond(t, &v3lrspb.LoadStatsResponse{Clusters: []string{"a"}})
+				synctest.Wait()
+			}
+			close(s.broken)
+			synctest.Wait()
+			if want := []int{0, 1, 0}[:i+1]; !slices.Equal(retries, want) {
+				t.Fatalf("after stream %d: backoff called with %v; want %v", i+1, retries, want)
+			}
+		}
+		<-ft.streams
+		if got := time.Since(start); got != 4*time.Second {
+			t.Errorf("the fourth stream opened %v after the first; want 4s (1s + 2s + 1s of backoff)", got)
 		}
 	})
 }

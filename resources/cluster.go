@@ -22,7 +22,7 @@ const ClusterTypeURL = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 // *Cluster and validated by. A SotW response carries every
 // subscribed cluster. Its name is found without decoding.
 // It is a constant: importers cannot reassign it.
-const ClusterType builtinType[*Cluster] = ClusterTypeURL
+const ClusterType BuiltinType[*Cluster] = ClusterTypeURL
 
 // clusterConfig describes ClusterType.
 var clusterConfig = TypeConfig[*Cluster]{

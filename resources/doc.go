@@ -11,7 +11,8 @@
 // A resource type is a Type[T]: its type URL, a short name, whether a SotW
 // response must carry every subscribed resource, and a decoder
 // producing values of Go type T. The four types a gRPC client uses are
-// built in, as constants (no importer can reassign them):
+// built in, as constants of type BuiltinType[T], each a Type[T] (no
+// importer can reassign them):
 //
 //	ListenerType     Type[*Listener]     LDS  envoy.config.listener.v3.Listener
 //	RouteConfigType  Type[*RouteConfig]  RDS  envoy.config.route.v3.RouteConfiguration

@@ -21,7 +21,7 @@ const EndpointsTypeURL = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLo
 // carry every subscribed resource. Its name is the cluster_name field
 // (EDS service name), found without decoding.
 // It is a constant: importers cannot reassign it.
-const EndpointsType builtinType[*Endpoints] = EndpointsTypeURL
+const EndpointsType BuiltinType[*Endpoints] = EndpointsTypeURL
 
 // endpointsConfig describes EndpointsType.
 var endpointsConfig = TypeConfig[*Endpoints]{

@@ -24,7 +24,7 @@ const ListenerTypeURL = "type.googleapis.com/envoy.config.listener.v3.Listener"
 // Listener.Server), decoded to *Listener. A SotW response carries every
 // subscribed listener. Its name is found without decoding.
 // It is a constant: importers cannot reassign it.
-const ListenerType builtinType[*Listener] = ListenerTypeURL
+const ListenerType BuiltinType[*Listener] = ListenerTypeURL
 
 // listenerConfig describes ListenerType.
 var listenerConfig = TypeConfig[*Listener]{

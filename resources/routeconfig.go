@@ -20,7 +20,7 @@ const RouteConfigTypeURL = "type.googleapis.com/envoy.config.route.v3.RouteConfi
 // decoded to *RouteConfig and validated by R-17.3. A SotW response need not
 // carry every subscribed resource. Its name is found without decoding.
 // It is a constant: importers cannot reassign it.
-const RouteConfigType builtinType[*RouteConfig] = RouteConfigTypeURL
+const RouteConfigType BuiltinType[*RouteConfig] = RouteConfigTypeURL
 
 // routeConfigConfig describes RouteConfigType.
 var routeConfigConfig = TypeConfig[*RouteConfig]{

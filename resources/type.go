@@ -66,7 +66,7 @@ type TypeConfig[T any] struct {
 
 // Type is a resource type whose decoded values have Go type T. The built-in
 // types are the constants ListenerType, RouteConfigType, ClusterType and
-// EndpointsType; NewType makes custom ones. Watches are typed by it:
+// EndpointsType, of type BuiltinType; NewType makes custom ones. Watches are typed by it:
 // client.Watch(c, resources.ClusterType, name, w) delivers *Cluster values.
 //
 // Only this package implements Type (the built-in constants and NewType):
@@ -115,11 +115,20 @@ func newTypeImpl[T any](cfg TypeConfig[T]) *typeImpl[T] {
 	return &typeImpl[T]{cfg: cfg}
 }
 
-// builtinType is the type of the built-in Type constants (ListenerType,
-// …): its value is the type URL, and its methods are those of the
-// matching typeImpl, which only this package can reach. Being constants,
-// the built-in types cannot be reassigned by an importer.
-type builtinType[T any] string
+// BuiltinType is the Go type of the four built-in resource types, the
+// constants ListenerType (a BuiltinType[*Listener]), RouteConfigType,
+// ClusterType and EndpointsType: each is a Type[T] whose value is its type
+// URL, and being a constant it cannot be reassigned by an importer. Use
+// them where a Type[T] is wanted:
+//
+//	cancel := client.Watch(c, resources.ListenerType, "svc", w) // w gets *Listener values
+//
+// Use the constants only: a BuiltinType converted from another string, or
+// whose T is not the Go type of its type URL's values, is not a usable
+// type (its Decode and DecodeTyped return an error, Name and NameBytes
+// find nothing, and the client refuses its watches with ErrUnsupported).
+// Safe for concurrent use.
+type BuiltinType[T any] string
 
 // The implementations of the built-in types.
 var (
@@ -129,9 +138,9 @@ var (
 	endpointsImpl   = newTypeImpl(endpointsConfig)
 )
 
-// impl returns the implementation of t. Only the constants of this package
-// have values of type builtinType, so the switch is exhaustive.
-func (t builtinType[T]) impl() *typeImpl[T] {
+// impl returns the implementation of t, and false when t is not one of
+// the constants (another type URL, or a T that does not match it).
+func (t BuiltinType[T]) impl() (*typeImpl[T], bool) {
 	var impl any
 	switch string(t) {
 	case ListenerTypeURL:
@@ -143,37 +152,74 @@ func (t builtinType[T]) impl() *typeImpl[T] {
 	case EndpointsTypeURL:
 		impl = endpointsImpl
 	}
-	return impl.(*typeImpl[T])
+	ti, ok := impl.(*typeImpl[T])
+	return ti, ok
+}
+
+// errNotBuiltin is the error of Decode and DecodeTyped for a BuiltinType
+// that is not one of the constants.
+func (t BuiltinType[T]) errNotBuiltin() error {
+	var zero T
+	return fmt.Errorf("resources: BuiltinType[%T](%q) is not a built-in resource type", zero, string(t))
 }
 
 // TypeURL implements ResourceType.
-func (t builtinType[T]) TypeURL() string { return string(t) }
+func (t BuiltinType[T]) TypeURL() string { return string(t) }
 
-// TypeName implements ResourceType.
-func (t builtinType[T]) TypeName() string { return t.impl().TypeName() }
+// TypeName implements ResourceType: "Listener", "RouteConfiguration",
+// "Cluster" or "ClusterLoadAssignment".
+func (t BuiltinType[T]) TypeName() string {
+	if ti, ok := t.impl(); ok {
+		return ti.TypeName()
+	}
+	return lastElement(string(t))
+}
 
-// AllResourcesRequiredInSotW implements ResourceType.
-func (t builtinType[T]) AllResourcesRequiredInSotW() bool {
-	return t.impl().AllResourcesRequiredInSotW()
+// AllResourcesRequiredInSotW implements ResourceType: true for
+// ListenerType and ClusterType.
+func (t BuiltinType[T]) AllResourcesRequiredInSotW() bool {
+	ti, ok := t.impl()
+	return ok && ti.AllResourcesRequiredInSotW()
 }
 
 // Decode implements ResourceType.
-func (t builtinType[T]) Decode(inner *anypb.Any) (string, any, error) { return t.impl().Decode(inner) }
+func (t BuiltinType[T]) Decode(inner *anypb.Any) (string, any, error) {
+	ti, ok := t.impl()
+	if !ok {
+		return "", nil, t.errNotBuiltin()
+	}
+	return ti.Decode(inner)
+}
 
 // DecodeTyped implements Type.
-func (t builtinType[T]) DecodeTyped(inner *anypb.Any) (string, T, error) {
-	return t.impl().DecodeTyped(inner)
+func (t BuiltinType[T]) DecodeTyped(inner *anypb.Any) (string, T, error) {
+	ti, ok := t.impl()
+	if !ok {
+		var zero T
+		return "", zero, t.errNotBuiltin()
+	}
+	return ti.DecodeTyped(inner)
 }
 
 // Name implements ResourceType.
-func (t builtinType[T]) Name(inner *anypb.Any) (string, bool) { return t.impl().Name(inner) }
-
-// NameBytes implements Type.
-func (t builtinType[T]) NameBytes(inner *anypb.Any) ([]byte, bool) {
-	return t.impl().NameBytes(inner)
+func (t BuiltinType[T]) Name(inner *anypb.Any) (string, bool) {
+	ti, ok := t.impl()
+	if !ok {
+		return "", false
+	}
+	return ti.Name(inner)
 }
 
-func (builtinType[T]) sealed() {}
+// NameBytes implements Type.
+func (t BuiltinType[T]) NameBytes(inner *anypb.Any) ([]byte, bool) {
+	ti, ok := t.impl()
+	if !ok {
+		return nil, false
+	}
+	return ti.NameBytes(inner)
+}
+
+func (BuiltinType[T]) sealed() {}
 
 // typeImpl implements Type from a TypeConfig.
 type typeImpl[T any] struct {

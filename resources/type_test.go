@@ -290,3 +290,41 @@ func TestBuiltinTypes_Constants(t *testing.T) {
 		t.Errorf("DecodeTyped(listener without api_listener) = %q, %v, %v; want svc, nil, an error", name, l, err)
 	}
 }
+
+// TestBuiltinType_NotAConstant checks that a BuiltinType that is not one
+// of the four constants (another type URL, or a T that does not match its
+// type URL) is an unusable type, never a panic.
+func TestBuiltinType_NotAConstant(t *testing.T) {
+	listener := mustAny(t, &v3listenerpb.Listener{Name: "svc"})
+	for _, typ := range []interface {
+		ResourceType
+		NameBytes(*anypb.Any) ([]byte, bool)
+	}{
+		BuiltinType[*Listener]("type.googleapis.com/example.Other"),
+		BuiltinType[*Cluster](ListenerTypeURL),
+	} {
+		if got := typ.TypeName(); got == "" {
+			t.Errorf("%q: TypeName() is empty", typ.TypeURL())
+		}
+		if typ.AllResourcesRequiredInSotW() {
+			t.Errorf("%q: AllResourcesRequiredInSotW() = true, want false", typ.TypeURL())
+		}
+		if _, _, err := typ.Decode(listener); err == nil || !strings.Contains(err.Error(), "is not a built-in resource type") {
+			t.Errorf("%q: Decode() error = %v, want one saying it is not a built-in type", typ.TypeURL(), err)
+		}
+		if name, ok := typ.Name(listener); ok {
+			t.Errorf("%q: Name() = %q, true; want false", typ.TypeURL(), name)
+		}
+		if b, ok := typ.NameBytes(listener); ok {
+			t.Errorf("%q: NameBytes() = %q, true; want false", typ.TypeURL(), b)
+		}
+	}
+	if _, c, err := BuiltinType[*Cluster](ListenerTypeURL).DecodeTyped(listener); c != nil || err == nil {
+		t.Errorf("DecodeTyped() = %v, %v; want nil and an error", c, err)
+	}
+	// The constants are the Types their docs say.
+	var _ Type[*Listener] = ListenerType
+	var _ Type[*RouteConfig] = RouteConfigType
+	var _ Type[*Cluster] = ClusterType
+	var _ Type[*Endpoints] = EndpointsType
+}

@@ -45,6 +45,12 @@ report "envoy proto import without a v3…pb / v3…grpc alias" \
 report "fmt.Errorf wrapping an error with %v: use %w" \
 	"$(printf '%s\n' $libfiles | xargs grep -n -E 'fmt\.Errorf\(.*%v.*, err\)' 2>/dev/null || true)"
 
+# Public packages: the directories of non-test library files outside
+# internal/ and testutil/ (so the library's packages and otelxds).
+report "public package without a doc.go (docs/style.md, Documentation)" \
+	"$(printf '%s\n' $libfiles | grep -v -E '^(internal|testutil)/' | xargs -r -n1 dirname | sort -u |
+		while read -r d; do [ -f "$d/doc.go" ] || echo "$d"; done)"
+
 # staticcheck (honnef.co/go/tools), pinned as grpc-go pins it, fetched by
 # go run rather than required by the module. Deprecated Envoy fields that
 # gRPC's rules still read carry a //lint:ignore SA1019 with the reason.

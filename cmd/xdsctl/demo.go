@@ -164,7 +164,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	}
 	defer ms.Stop()
 	mesh := newDemoMesh(backends.ports, sec)
-	ms.Update("", mesh.resources())
+	if err := ms.Update("", mesh.resources()); err != nil {
+		return fmt.Errorf("serving the demo mesh: %w", err)
+	}
 
 	bootstrapJSON := ms.Bootstrap(testutil.BootstrapOptions{NodeID: demoNodeID})
 	if sec != nil {
@@ -185,18 +187,18 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		return fmt.Errorf("creating the xDS client: %w", err)
 	}
 	defer c.Close()
-	stopAdmin, err := serveCSDS(e, o.admin, c)
-	if err != nil {
-		return err
-	}
-	defer stopAdmin()
-
 	// People read the banner and the change notes; with a structured
 	// format, stdout carries only the configurations.
 	notes := e.stdout
 	if o.out.structured() {
 		notes = e.stderr
 	}
+	stopAdmin, err := serveCSDS(notes, o.admin, c)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+
 	fmt.Fprintf(notes, "xdsctl demo: management server on %s, serving Listener %q to every node.\n", ms.Address(), demoListener)
 	p := backends.ports
 	fmt.Fprintf(notes, "gRPC backends (grpc.health.v1.Health, grpc.testing.TestService) on 127.0.0.1 ports %d, %d, %d, %d and %d.\n", p.a, p.b, p.c, p.d, p.canary)
@@ -241,7 +243,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 			what := mesh.step()
 			fmt.Fprintf(notes, "[%s] demo: the management server changes %s (version %s)\n",
 				e.now().Format(time.TimeOnly), what, mesh.version())
-			ms.Update("", mesh.resources())
+			if err := ms.Update("", mesh.resources()); err != nil {
+				return fmt.Errorf("serving the demo mesh: %w", err)
+			}
 		}
 	}
 	m.Close() // waits for a Watcher method in progress, so writeErr is settled

@@ -511,8 +511,9 @@ func formatEventRecord(out outputFormat, ev event) ([]byte, error) {
 }
 
 // marshalResource renders a resource as a compact protojson object with an
-// "@type" field. protojson deliberately varies its whitespace between
-// builds, so the output is compacted to make it stable. A resource that
+// "@type" field and the proto field names (marshalProtoJSON). protojson
+// deliberately varies its whitespace between builds, so the output is
+// compacted to make it stable. A resource that
 // holds an Any of a type xdsctl does not know is rendered as
 // {"@type": …, "value": <base64 of the bytes>} rather than failing.
 func marshalResource(a *anypb.Any) (json.RawMessage, error) {
@@ -530,9 +531,16 @@ func marshalResource(a *anypb.Any) (json.RawMessage, error) {
 	return fallback, nil
 }
 
-// marshalProtoJSON renders m as compact, stable JSON.
+// protoJSON is how every command renders protos in JSON and YAML: with the
+// proto field names ("version_info", "api_listener"), not protojson's
+// lowerCamelCase JSON names, so that every key of every command's output
+// is snake_case (see outputContract in output.go).
+var protoJSON = protojson.MarshalOptions{UseProtoNames: true}
+
+// marshalProtoJSON renders m as compact, stable JSON with the proto field
+// names.
 func marshalProtoJSON(m proto.Message) ([]byte, error) {
-	raw, err := protojson.Marshal(m)
+	raw, err := protoJSON.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("protojson: %w", err)
 	}
@@ -543,27 +551,27 @@ func marshalProtoJSON(m proto.Message) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// originFunc returns the origin of the cached value of a resource, as
-// (*client.Client).ResourceOrigin; nil when unknown (status --csds).
+// originFunc returns the origin of the cached value of a resource named
+// by its type URL, as a dump names it (clientOrigins, csdsStale).
 type originFunc func(typeURL, name string) (client.ResourceOrigin, bool)
 
 // jsonOrigin is one element of the "origins" field that status adds to
-// the ClientConfig of its JSON and YAML output. The field names follow
-// the protojson of the ClientConfig around it; "stale" is left out
+// the ClientConfig of its JSON and YAML output. The field names are those
+// of the ClientConfig around it (proto field names); "stale" is left out
 // unless true.
 type jsonOrigin struct {
-	TypeURL string `json:"typeUrl"`
+	TypeURL string `json:"type_url"`
 	Name    string `json:"name"`
 	Server  string `json:"server"`
 	Stale   bool   `json:"stale,omitempty"`
 }
 
-// formatStatusStructured renders a CSDS dump as protojson indented by two
-// spaces, or as the YAML document of that JSON, ending with a newline. The
-// indentation is normalized, so the output is stable across protobuf
-// versions. When origins is not nil and knows the origin of a resource of
-// the dump, the object gets one more field after the ClientConfig's,
-// "origins": [{"typeUrl", "name", "server", "stale"}, …] in dump order,
+// formatStatusStructured renders a CSDS dump as one record (encodeRecord's
+// contract): the protojson of the ClientConfig with the proto field names
+// on one line, or the YAML document of that JSON, ending with a newline.
+// When origins is not nil and knows the origin of a resource of the dump,
+// the object gets one more field after the ClientConfig's,
+// "origins": [{"type_url", "name", "server", "stale"}, …] in dump order,
 // which CSDS cannot carry (parse with unknown fields ignored to read the
 // rest as a ClientConfig).
 func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig, origins originFunc) ([]byte, error) {
@@ -574,19 +582,7 @@ func formatStatusStructured(out outputFormat, cc *v3statuspb.ClientConfig, origi
 	if compact, err = appendOrigins(compact, cc, origins); err != nil {
 		return nil, err
 	}
-	if out == outputYAML {
-		y, err := jsonToYAML(compact)
-		if err != nil {
-			return nil, err
-		}
-		return append([]byte("---\n"), y...), nil
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, compact, "", "  "); err != nil {
-		return nil, fmt.Errorf("indenting the CSDS dump: %w", err)
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes(), nil
+	return encodeRecord(out, json.RawMessage(compact))
 }
 
 // appendOrigins adds the "origins" field (see formatStatusStructured) to

@@ -331,7 +331,8 @@ func TestFormatStatusTable(t *testing.T) {
 	checkGolden(t, "status.txt", b.Bytes())
 }
 
-// TestFormatStatusJSON checks the JSON dump against testdata/status.json,
+// TestFormatStatusJSON checks the JSON dump against testdata/status.jsonl
+// (one line, proto field names),
 // with the "origins" field after the ClientConfig's, and that the output
 // still reads as the ClientConfig when unknown fields are ignored.
 func TestFormatStatusJSON(t *testing.T) {
@@ -339,7 +340,7 @@ func TestFormatStatusJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, "status.json", got)
+	checkGolden(t, "status.jsonl", got)
 	cc := &v3statuspb.ClientConfig{}
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(got, cc); err != nil {
 		t.Fatalf("the output does not read as a ClientConfig: %v", err)

@@ -31,9 +31,15 @@
 // saved ones are served, marked stale. watch events and the status table
 // (column SERVER, STATUS ACKED(stale)) say which management server sent
 // each value and whether it is stale. FORMAT (-o or --output) is text,
-// json or yaml.
+// json or yaml, with one contract for every command: json prints one JSON
+// object per line (per record) and nothing else on stdout, yaml the same
+// records as YAML documents, each starting with "---", and every key is
+// snake_case, the protos printed included (their proto field names, as
+// protojson's UseProtoNames writes them).
 //
-// TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds);
+// TYPE is listener, route, cluster or endpoints (or lds, rds, cds, eds,
+// or the type names the output prints, RouteConfiguration and
+// ClusterLoadAssignment; in any case);
 // TYPE/* names every resource of the type (a wildcard subscription).
 // --delta speaks incremental xDS to every server (a server can also ask
 // for it with the bootstrap server feature "delta_ads"). Run
@@ -44,7 +50,8 @@
 // error (for validate: an unreadable input); status exits 3 when a
 // resource is NACKED, 4 when one does not exist, 5 when one was not
 // received in time, 6 when one is stale (served only from the copy in
-// --persist-dir).
+// --persist-dir); status --csds applies the same codes to the resources
+// the CSDS server reports.
 package main
 
 import (

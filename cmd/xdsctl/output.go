@@ -13,6 +13,27 @@ import (
 // This file renders the structured output formats. Every command builds
 // its JSON form first; YAML is that JSON re-encoded, so the two always
 // carry the same fields in the same order.
+//
+// The output contract, the same for every command (demo, watch, resolve,
+// status, validate):
+//
+//   - -o json writes one JSON object per line and nothing else on stdout:
+//     one record (an event, a configuration, a dump, a verdict) per line,
+//     so that `jq -c`, `while read` and line-based tools work. Messages for
+//     people go to stderr.
+//   - -o yaml writes the same records as a YAML stream, one document per
+//     record, each starting with "---".
+//   - Every key is snake_case: xdsctl's own fields ("type_url",
+//     "route_config") and the protos it prints (CSDS ClientConfig,
+//     resources) alike, which are rendered with protojson's proto field
+//     names (protoJSON), not its lowerCamelCase JSON names. The proto
+//     field names are what the xDS documentation, the Envoy API reference
+//     and validate's field paths ("virtual_hosts[0].routes[0]") use, so
+//     a path read in an error is the path to query in the output; and
+//     protojson reads either spelling back, so the output is still
+//     valid protojson input. The only other keys are "@type" (protojson's
+//     Any) and keys that are data (google.protobuf.Struct fields,
+//     metadata filter names).
 
 // encodeRecord renders one record of a command's output (v is encoded
 // with encoding/json, or is already JSON when it is a json.RawMessage) in

@@ -211,6 +211,7 @@ func printUsage(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  %-8s %s\n", "help", "print this text, or the help of a command")
 	b.WriteString("\n" + resourceArgHelp + "\n")
+	b.WriteString(outputHelp + "\n")
 	b.WriteString("Exit status: 0 on success (also when demo, watch or resolve is interrupted),\n")
 	b.WriteString("1 on a runtime failure, 2 on a usage error; status: 3 NACKED, 4 DOES_NOT_EXIST,\n")
 	b.WriteString("5 not received, 6 stale: served from --persist-dir only (see 'xdsctl help status').\n")
@@ -219,12 +220,23 @@ func printUsage(w io.Writer) {
 
 // resourceArgHelp describes TYPE/NAME arguments.
 const resourceArgHelp = `Resources are named TYPE/NAME, where TYPE is listener, route, cluster or
-endpoints (or lds, rds, cds, eds) and NAME is everything after the first
-"/", so xdstp names work: cluster/xdstp://auth/envoy.config.cluster.v3.Cluster/c1.
+endpoints (or lds, rds, cds, eds, or the type names the output prints:
+Listener, RouteConfiguration, Cluster, ClusterLoadAssignment; any case)
+and NAME is everything after the first "/", so xdstp names work:
+cluster/xdstp://auth/envoy.config.cluster.v3.Cluster/c1.
 TYPE/* (quote it for the shell: 'cds/*') names every resource of the type.
 Without --bootstrap or --server, the bootstrap is read from the file named
 by GRPC_XDS_BOOTSTRAP, or from GRPC_XDS_BOOTSTRAP_CONFIG. --server
 HOST:PORT talks to one management server without a bootstrap file.
+`
+
+// outputHelp describes --output, the same for every command (the
+// contract of output.go).
+const outputHelp = `Every command takes -o text|json|yaml (--output). text is for people;
+json prints one JSON object per line (per record) and nothing else on
+stdout; yaml prints the same records as YAML documents, each starting with
+"---". Keys are snake_case everywhere, protos included (their proto field
+names: "generic_xds_configs", "api_listener"). Messages go to stderr.
 `
 
 // printCommandUsage prints the help of cmd with its flags.
@@ -299,7 +311,7 @@ func (o *outputFormat) Set(s string) error {
 func (o outputFormat) structured() bool { return o == outputJSON || o == outputYAML }
 
 // outputFlagUsage is the usage of --output, shared by every command.
-const outputFlagUsage = "output `format`: text, json or yaml"
+const outputFlagUsage = "output `format`: text, json (one object per line, snake_case keys) or yaml (one document per record)"
 
 // registerOutput defines --output and its short form -o on fs, with the
 // default text, and returns the value they set.
@@ -426,9 +438,21 @@ func (f *clientFlags) options(stderr io.Writer) ([]client.Option, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, client.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))))
+		opts = append(opts, client.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl, ReplaceAttr: nameTrace}))))
 	}
 	return opts, nil
+}
+
+// nameTrace is the slog ReplaceAttr of --log-level: it names the level of
+// whole protocol messages, client.LevelTrace, "TRACE", as --log-level
+// does, where slog would print "DEBUG-4".
+func nameTrace(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.LevelKey {
+		if l, ok := a.Value.Any().(slog.Level); ok && l == client.LevelTrace {
+			a.Value = slog.StringValue("TRACE")
+		}
+	}
+	return a
 }
 
 // newClient loads the bootstrap and creates a client with the options of
@@ -580,12 +604,17 @@ func (f *clientFlags) serverBootstrap() ([]byte, error) {
 }
 
 // loadBootstrap parses the bootstrap file at path, or, when path is empty,
-// the bootstrap named by the environment.
+// the bootstrap named by the environment. When the environment names one
+// that cannot be used, the error says which variable, which file and why
+// (bootstrap.FromEnv's error).
 func loadBootstrap(path string) (*bootstrap.Config, error) {
 	if path == "" {
 		cfg, err := bootstrap.FromEnv()
-		if err != nil {
-			return nil, fmt.Errorf("no --bootstrap or --server given, and the environment has no bootstrap: %w", err)
+		switch {
+		case errors.Is(err, bootstrap.ErrNoBootstrap):
+			return nil, fmt.Errorf("no --bootstrap or --server given, and neither %s nor %s is set", bootstrap.EnvBootstrapFile, bootstrap.EnvBootstrapConfig)
+		case err != nil:
+			return nil, fmt.Errorf("no --bootstrap or --server given, and the bootstrap the environment names is unusable: %w", err)
 		}
 		return cfg, nil
 	}

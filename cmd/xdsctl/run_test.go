@@ -3,11 +3,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/proxyless/xds/bootstrap"
 )
 
 // TestRun_Help checks that help, -h and --help print the usage, listing
@@ -155,5 +158,49 @@ func TestParseFlags(t *testing.T) {
 		if !slices.Equal(pos, tt.wantPos) || string(out) != tt.wantOut {
 			t.Errorf("parseFlags(%q) = %q, --output %q; want %q, %q", tt.args, pos, out, tt.wantPos, tt.wantOut)
 		}
+	}
+}
+
+// TestLoadBootstrap_FromEnv checks that without --bootstrap or --server,
+// a bootstrap the environment names but that cannot be used is reported
+// with the variable, the file and the real error, and that no bootstrap
+// at all names both variables.
+func TestLoadBootstrap_FromEnv(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.json")
+	invalid := filepath.Join(dir, "invalid.json")
+	if err := os.WriteFile(invalid, []byte(`{"xds_servers": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large.json")
+	if err := os.WriteFile(large, bytes.Repeat([]byte(" "), bootstrap.MaxSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name         string
+		file, config string // GRPC_XDS_BOOTSTRAP, GRPC_XDS_BOOTSTRAP_CONFIG
+		want         []string
+	}{
+		{name: "missing file", file: missing, want: []string{"GRPC_XDS_BOOTSTRAP", `"` + missing + `"`, "no such file or directory"}},
+		{name: "invalid file", file: invalid, want: []string{"GRPC_XDS_BOOTSTRAP", `"` + invalid + `"`, "xds_servers: empty"}},
+		{name: "too large file", file: large, want: []string{"GRPC_XDS_BOOTSTRAP", `"` + large + `"`, "larger than the limit of 1048576 bytes"}},
+		{name: "invalid config", config: `{"xds_servers": 1}`, want: []string{"GRPC_XDS_BOOTSTRAP_CONFIG", "xds_servers: want an array, got number"}},
+		{name: "neither", want: []string{"no --bootstrap or --server given, and neither GRPC_XDS_BOOTSTRAP nor GRPC_XDS_BOOTSTRAP_CONFIG is set"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(bootstrap.EnvBootstrapFile, tc.file)
+			t.Setenv(bootstrap.EnvBootstrapConfig, tc.config)
+			code, _, stderr := runSync(testContext(t), "status", "listener/svc")
+			if code != exitFailure {
+				t.Errorf("status = %d, want %d", code, exitFailure)
+			}
+			for _, w := range tc.want {
+				checkOneLineError(t, stderr, w)
+			}
+			if strings.Contains(stderr, "has no bootstrap") {
+				t.Errorf("stderr = %q: it says the environment has no bootstrap", stderr)
+			}
+		})
 	}
 }

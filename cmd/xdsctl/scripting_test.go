@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -155,10 +157,81 @@ func TestStatus_DefaultWaitCoversTimer(t *testing.T) {
 	}
 }
 
-// checkRecords decodes the JSON values or YAML documents of out and
-// checks each with check; there must be at least one.
+// snakeKeyRE matches the keys the output contract allows (output.go):
+// snake_case, and protojson's "@type".
+var snakeKeyRE = regexp.MustCompile(`^(@type|[a-z0-9]+(_[a-z0-9]+)*)$`)
+
+// checkKeys reports every key of v, at any depth, that is not snake_case.
+func checkKeys(t *testing.T, path string, v any) {
+	t.Helper()
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if !snakeKeyRE.MatchString(k) {
+				t.Errorf("key %q at %s is not snake_case", k, path)
+			}
+			checkKeys(t, path+"."+k, e)
+		}
+	case []any:
+		for i, e := range v {
+			checkKeys(t, fmt.Sprintf("%s[%d]", path, i), e)
+		}
+	}
+}
+
+// checkOutputContract checks the output contract of every command
+// (output.go) on out: with json, every line is exactly one JSON object;
+// with yaml, the output is a stream of documents, each starting with
+// "---" and each one mapping; in both, every key is snake_case. It
+// returns the number of records.
+func checkOutputContract(t *testing.T, format outputFormat, out string) int {
+	t.Helper()
+	if out == "" {
+		return 0
+	}
+	if !strings.HasSuffix(out, "\n") {
+		t.Errorf("%s output does not end with a newline: %q", format, out)
+	}
+	var recs []any
+	switch format {
+	case outputJSON:
+		for i, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			dec := json.NewDecoder(strings.NewReader(line))
+			var rec map[string]any
+			if err := dec.Decode(&rec); err != nil || rec == nil {
+				t.Fatalf("line %d is not one JSON object (%v): %q", i+1, err, line)
+			}
+			if dec.More() {
+				t.Fatalf("line %d holds more than one JSON value: %q", i+1, line)
+			}
+			recs = append(recs, rec)
+		}
+	case outputYAML:
+		if !strings.HasPrefix(out, "---\n") {
+			t.Errorf("YAML output does not start with a document marker:\n%s", out)
+		}
+		for i, doc := range strings.Split(strings.TrimPrefix(out, "---\n"), "\n---\n") {
+			var rec map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &rec); err != nil || rec == nil {
+				t.Fatalf("YAML document %d is not one mapping (%v):\n%s", i+1, err, doc)
+			}
+			recs = append(recs, rec)
+		}
+	default:
+		t.Fatalf("checkOutputContract(%s): not a structured format", format)
+	}
+	for i, rec := range recs {
+		checkKeys(t, fmt.Sprintf("record %d", i+1), rec)
+	}
+	return len(recs)
+}
+
+// checkRecords checks the output contract of out (checkOutputContract),
+// then decodes its JSON values or YAML documents and checks each with
+// check; there must be at least one.
 func checkRecords(t *testing.T, format outputFormat, out string, check func(t *testing.T, rec map[string]any)) {
 	t.Helper()
+	checkOutputContract(t, format, out)
 	var dec interface{ Decode(any) error }
 	switch format {
 	case outputJSON:
@@ -188,9 +261,11 @@ func checkRecords(t *testing.T, format outputFormat, out string, check func(t *t
 	}
 }
 
-// TestOutputFormats checks that every command writes text, JSON (one
-// value per line) and YAML (one document per record) that carry the same
-// records.
+// TestOutputFormats checks the output contract (output.go) of every
+// command in every format: text for people; JSON, one object per line and
+// nothing else on stdout; YAML, one document per record; snake_case keys
+// in both, in the protos printed too (status's ClientConfig, watch's
+// resources); and that the records carry what the text shows.
 func TestOutputFormats(t *testing.T) {
 	_, bootstrapFile := newChainServer(t)
 	validFile := filepath.Join(t.TempDir(), "cluster.json")
@@ -217,9 +292,9 @@ func TestOutputFormats(t *testing.T) {
 			name: "status", args: []string{"status", "--bootstrap", bootstrapFile, "listener/svc"},
 			wantText: "Listener  svc",
 			checkJSON: func(t *testing.T, rec map[string]any) {
-				gs, _ := rec["genericXdsConfigs"].([]any)
-				if len(gs) != 1 || field(gs[0].(map[string]any), "clientStatus") != "ACKED" {
-					t.Errorf("status record = %v, want one ACKED genericXdsConfig", rec)
+				gs, _ := rec["generic_xds_configs"].([]any)
+				if len(gs) != 1 || field(gs[0].(map[string]any), "client_status") != "ACKED" {
+					t.Errorf("status record = %v, want one ACKED generic_xds_configs entry", rec)
 				}
 			},
 		},
@@ -246,7 +321,8 @@ func TestOutputFormats(t *testing.T) {
 			},
 		},
 		{
-			name: "demo", args: []string{"demo", "--base-port", "0", "--interval", "1h"}, running: true,
+			// --admin prints a note for people: on stderr with json and yaml.
+			name: "demo", args: []string{"demo", "--base-port", "0", "--interval", "1h", "--admin", "127.0.0.1:0"}, running: true,
 			wantText: "Listener svc",
 			checkJSON: func(t *testing.T, rec map[string]any) {
 				if field(rec, "config", "listener", "name") != "svc" {
@@ -352,15 +428,16 @@ func TestClientFlags_MaxRecvMsgSize(t *testing.T) {
 }
 
 // TestClientFlags_LogLevelTrace checks that --log-level trace logs whole
-// messages, at client.LevelTrace.
+// messages, at client.LevelTrace, printed as TRACE.
 func TestClientFlags_LogLevelTrace(t *testing.T) {
 	_, bootstrapFile := newChainServer(t)
 	code, _, stderr := runSync(testContext(t), "status", "--bootstrap", bootstrapFile, "--log-level", "trace", "listener/svc")
 	if code != exitOK {
 		t.Fatalf("status = %d; stderr:\n%s", code, stderr)
 	}
-	if !strings.Contains(stderr, `level=DEBUG-4 msg="received DiscoveryResponse"`) || !strings.Contains(stderr, "level=DEBUG ") {
-		t.Errorf("--log-level trace logged:\n%s\nwant whole messages at DEBUG-4 and summaries at DEBUG", stderr)
+	if !strings.Contains(stderr, `level=TRACE msg="received DiscoveryResponse"`) || !strings.Contains(stderr, "level=DEBUG ") ||
+		strings.Contains(stderr, "DEBUG-4") {
+		t.Errorf("--log-level trace logged:\n%s\nwant whole messages at TRACE and summaries at DEBUG", stderr)
 	}
 }
 

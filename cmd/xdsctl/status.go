@@ -43,9 +43,10 @@ var statusCommand = &command{
 received, reported missing or invalid, or failed to connect, or until --wait
 has passed, whichever comes first, and prints the client's CSDS dump (gRFC
 A40): a table with the columns TYPE NAME STATUS VERSION SERVER LAST
-UPDATED ERROR, or with --output json the protojson of the
-envoy.service.status.v3.ClientConfig, indented by two spaces (--output
-yaml: the same as YAML). STATUS is REQUESTED (nothing received yet),
+UPDATED ERROR, or with --output json one line holding the protojson of
+the envoy.service.status.v3.ClientConfig, with the proto field names
+("generic_xds_configs", "client_status"; --output yaml: the same as one
+YAML document). STATUS is REQUESTED (nothing received yet),
 ACKED, ACKED(stale), NACKED or DOES_NOT_EXIST. SERVER is the management
 server (server_uri) that sent the cached value, which with fallback
 (gRFC A71) may be a lower-priority one; "-" when nothing is cached. LAST
@@ -61,11 +62,20 @@ errors.
 
 CSDS has no field for the server of a resource, so the JSON and YAML
 output add one field after those of the ClientConfig:
-  "origins": [{"typeUrl":"…","name":"…","server":"…","stale":true}, …]
+  "origins": [{"type_url":"…","name":"…","server":"…","stale":true}, …]
 one element per cached resource, in dump order, "stale" only when true;
 the field is left out when nothing is cached. Read the output as a
-ClientConfig with unknown fields ignored (protojson DiscardUnknown). With
---csds the server is not known: SERVER is "-" and there is no "origins".
+ClientConfig with unknown fields ignored (protojson DiscardUnknown).
+
+With --csds ADDR, status subscribes to nothing: it prints what the
+process serving CSDS at ADDR reports for each of its clients (one table,
+or one JSON line or YAML document, per client), limited to the TYPE/NAME
+arguments when there are any, and exits with the codes below over the
+resources of all its clients: every resource named must be ACKED in the
+clients that have it, and at least one must have it (else 5); without
+arguments, every resource reported must be ACKED. The server is not
+known over CSDS: SERVER is "-" and there is no "origins"; a value this
+library's client serves from persistence shows as ACKED(stale) (exit 6).
 
 TYPE/* subscribes to every resource of the type (a wildcard) and waits for
 the first one; each resource the server sends is a row.
@@ -133,7 +143,7 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 		// settles nothing.
 		release := time.AfterFunc(persistWait+persistSettleMargin, func() {
 			t.releaseConnErrors(func(k resourceKey) bool {
-				_, cached := c.ResourceOrigin(k.typeURL, k.name)
+				_, cached := clientOrigins(c)(k.typeURL, k.name)
 				return cached
 			})
 		})
@@ -162,59 +172,99 @@ func runStatus(ctx context.Context, e *env, cf *clientFlags, wait time.Duration,
 		}
 	}
 	if out.structured() {
-		b, err := formatStatusStructured(out, cc, c.ResourceOrigin)
+		b, err := formatStatusStructured(out, cc, clientOrigins(c))
 		if err != nil {
 			return err
 		}
 		if _, err := e.stdout.Write(b); err != nil {
 			return fmt.Errorf("writing output: %w", err)
 		}
-	} else if err := formatStatusTable(e.stdout, cc, notes, c.ResourceOrigin); err != nil {
+	} else if err := formatStatusTable(e.stdout, cc, notes, clientOrigins(c)); err != nil {
 		return err
 	}
-	return statusVerdict(refs, cc.GetGenericXdsConfigs(), c.ResourceOrigin, wait)
+	return statusVerdict(refs, cc.GetGenericXdsConfigs(), clientOrigins(c), wait)
 }
 
 // statusVerdict returns nil when every resource of refs is ACKED in gs,
 // and not stale by origins, and otherwise an *exitError with the status's
-// exit code, naming the resources at fault.
+// exit code, naming the resources at fault. With no refs (status --csds
+// without arguments), every resource of gs is judged. wait is the time the
+// resources were given, for messages; 0 when unknown (--csds).
 func statusVerdict(refs []resourceRef, gs []*v3statuspb.ClientConfig_GenericXdsConfig, origins originFunc, wait time.Duration) error {
 	code := exitOK
 	var faults []string
-	fault := func(c int, r resourceRef, name, what string) {
+	fault := func(c int, typ, name, what string) {
 		if code == exitOK || c < code {
 			code = c
 		}
-		faults = append(faults, fmt.Sprintf("%s/%s %s", r.kind.names[0], name, what))
+		faults = append(faults, fmt.Sprintf("%s/%s %s", typ, name, what))
+	}
+	notReceived := "was not received"
+	if wait > 0 {
+		notReceived = fmt.Sprintf("was not received within %v", wait)
+	}
+	judge := func(typ string, g *v3statuspb.ClientConfig_GenericXdsConfig) {
+		switch st := g.GetClientStatus(); st {
+		case v3adminpb.ClientResourceStatus_ACKED:
+			if origins == nil {
+				return
+			}
+			if o, ok := origins(g.GetTypeUrl(), g.GetName()); ok && o.Stale {
+				fault(exitStale, typ, g.GetName(), "is stale (served from the persisted copy only)")
+			}
+		case v3adminpb.ClientResourceStatus_NACKED:
+			fault(exitNACKed, typ, g.GetName(), "is NACKED")
+		case v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
+			fault(exitDoesNotExist, typ, g.GetName(), "does not exist")
+		default:
+			fault(exitNotReceived, typ, g.GetName(), fmt.Sprintf("%s (%s)", notReceived, st))
+		}
+	}
+	if len(refs) == 0 {
+		for _, g := range gs {
+			judge(typeArgName(g.GetTypeUrl()), g)
+		}
 	}
 	for _, r := range refs {
 		found := false
 		for _, g := range gs {
-			if g.GetTypeUrl() != r.kind.typeURL || (!r.wildcard() && g.GetName() != r.name) {
+			if !r.matches(g) {
 				continue
 			}
 			found = true
-			switch st := g.GetClientStatus(); st {
-			case v3adminpb.ClientResourceStatus_ACKED:
-				if o, ok := origins(g.GetTypeUrl(), g.GetName()); ok && o.Stale {
-					fault(exitStale, r, g.GetName(), "is stale (served from the persisted copy only)")
-				}
-			case v3adminpb.ClientResourceStatus_NACKED:
-				fault(exitNACKed, r, g.GetName(), "is NACKED")
-			case v3adminpb.ClientResourceStatus_DOES_NOT_EXIST:
-				fault(exitDoesNotExist, r, g.GetName(), "does not exist")
-			default:
-				fault(exitNotReceived, r, g.GetName(), fmt.Sprintf("was not received within %v (%s)", wait, st))
-			}
+			judge(r.kind.names[0], g)
 		}
 		if !found {
-			fault(exitNotReceived, r, r.name, fmt.Sprintf("was not received within %v", wait))
+			fault(exitNotReceived, r.kind.names[0], r.name, notReceived)
 		}
 	}
 	if code == exitOK {
 		return nil
 	}
 	return &exitError{code: code, err: errors.New("status: " + strings.Join(faults, "; "))}
+}
+
+// typeArgName returns the TYPE that names resources of typeURL on the
+// command line ("cluster"), or the short type name of a type xdsctl does
+// not know.
+func typeArgName(typeURL string) string {
+	if k := kindOf(typeURL); k != nil {
+		return k.names[0]
+	}
+	return shortTypeName(typeURL)
+}
+
+// clientOrigins returns the origins of the values c has cached
+// (Client.ResourceOrigin), for the resources of c's dump, which name their
+// type by type URL.
+func clientOrigins(c *client.Client) originFunc {
+	return func(typeURL, name string) (client.ResourceOrigin, bool) {
+		k := kindOf(typeURL)
+		if k == nil {
+			return client.ResourceOrigin{}, false
+		}
+		return c.ResourceOrigin(k.typ, name)
+	}
 }
 
 // settleTracker records, for each resource of a status command, whether it

@@ -105,7 +105,7 @@ func equalRows(a, b [][]string) bool {
 }
 
 // TestStatus_JSON checks that status --output json prints the CSDS
-// ClientConfig as protojson: the node and every resource with its status,
+// ClientConfig as protojson, on one line: the node and every resource with its status,
 // version and content, then the "origins" field with the server of each.
 func TestStatus_JSON(t *testing.T) {
 	ctx := testContext(t)
@@ -115,8 +115,8 @@ func TestStatus_JSON(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("status = %d, stderr %q; want 0 and no stderr", code, stderr)
 	}
-	if !strings.HasPrefix(stdout, "{\n  \"node\": {") {
-		t.Errorf("output starts %q, want an object indented by two spaces", stdout[:min(len(stdout), 40)])
+	if !strings.HasPrefix(stdout, `{"node":{`) || strings.Count(stdout, "\n") != 1 {
+		t.Errorf("output = %q, want one object on one line", stdout)
 	}
 	cc := &v3statuspb.ClientConfig{}
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal([]byte(stdout), cc); err != nil {

@@ -81,3 +81,26 @@ func TestClientFlags_File(t *testing.T) {
 		checkOneLineError(t, stderr, u.want)
 	}
 }
+
+// TestBootstrap_FileServerWithoutChannelCreds checks that a bootstrap
+// whose server is a file:// source needs no channel_creds: status reads
+// the sample mesh through it.
+func TestBootstrap_FileServerWithoutChannelCreds(t *testing.T) {
+	mesh, err := filepath.Abs(filepath.Join(repoRoot, "examples", "resources", "mesh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bootstrap.json")
+	b := `{"xds_servers": [{"server_uri": "file://` + filepath.ToSlash(mesh) + `"}], "node": {"id": "n"}}`
+	if err := os.WriteFile(path, []byte(b), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runSync(testContext(t), "status", "--bootstrap", path, "listener/svc", "cds/*")
+	if code != exitOK {
+		t.Fatalf("status --bootstrap %s = %d, stderr %q", b, code, stderr)
+	}
+	want := [][]string{{"Listener", "svc", "ACKED", "1", "-"}, {"Cluster", "cluster-svc", "ACKED", "1", "-"}, {"Cluster", "cluster-svc-canary", "ACKED", "1", "-"}}
+	if got := tableRows(t, stdout); !equalRows(got, want) {
+		t.Errorf("status printed:\n%s\nwant rows %q", stdout, want)
+	}
+}

@@ -11,12 +11,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
 
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/proxyless/xds/resources"
 
@@ -32,12 +36,16 @@ client does when a management server sends them (the rules of gRPC's xDS
 clients), without a server: lint a control plane's output in CI.
 
 Each FILE ("-" for standard input) holds one of:
-  - a resource as a google.protobuf.Any: protojson with its "@type", proto
-    text, or binary;
-  - a DiscoveryResponse (protojson, proto text or binary), whose resources
-    are each checked;
-  - in JSON, several of the above one after the other, or in an array.
-Resources may be inside an envoy.service.discovery.v3.Resource wrapper.
+  - a resource as a google.protobuf.Any: protojson with its "@type", the
+    same in YAML, proto text, or binary;
+  - a DiscoveryResponse in any of those formats, whose resources are each
+    checked: the files --file reads;
+  - in JSON, several of the above one after the other, or in an array; in
+    YAML, several documents.
+The extension names the format, as for --file: .json, .yaml or .yml,
+.textpb or .txtpb, .pb; with another name, or on standard input, it is
+recognised from the content. Resources may be inside an
+envoy.service.discovery.v3.Resource wrapper.
 
 It prints one verdict per resource:
   VALID <type> <name>
@@ -190,21 +198,36 @@ func readResources(file string) ([]*anypb.Any, error) {
 	if err != nil {
 		return nil, err // it names the file
 	}
-	rs, err := parseResources(data)
+	rs, err := parseResources(file, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return rs, nil
 }
 
-// parseResources finds the resources in data: protojson (one or more
-// values, or arrays of them), proto text, or binary, each an Any or a
-// DiscoveryResponse.
-func parseResources(data []byte) ([]*anypb.Any, error) {
+// parseResources finds the resources in data, each an Any or a
+// DiscoveryResponse, in the format the extension of file names, as --file
+// (package transport/file) reads them: .json protojson (one or more
+// values, or arrays of them), .yaml or .yml the same in YAML (one or more
+// documents), .textpb or .txtpb proto text, .pb binary. Any other name
+// (standard input, "-") is recognised by its content: JSON, proto text,
+// binary, or else YAML.
+func parseResources(file string, data []byte) ([]*anypb.Any, error) {
 	trimmed := bytes.TrimSpace(data)
-	switch {
-	case len(trimmed) == 0:
+	if len(trimmed) == 0 {
 		return nil, errors.New("empty input")
+	}
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".json":
+		return parseJSON(trimmed)
+	case ".yaml", ".yml":
+		return parseYAML(data)
+	case ".textpb", ".txtpb":
+		return parseText(data)
+	case ".pb":
+		return parseBinary(data)
+	}
+	switch {
 	case trimmed[0] == '{' || trimmed[0] == '[':
 		return parseJSON(trimmed)
 	case utf8.Valid(data):
@@ -216,9 +239,44 @@ func parseResources(data []byte) ([]*anypb.Any, error) {
 		if rs, err := parseBinary(data); err == nil {
 			return rs, nil
 		}
+		if rs, err := parseYAML(data); err == nil {
+			return rs, nil
+		}
 		return nil, textErr
 	default:
 		return parseBinary(data)
+	}
+}
+
+// parseYAML reads YAML: each document is converted to JSON as --file
+// converts its YAML files (sigs.k8s.io/yaml), then read as parseJSON
+// reads it.
+func parseYAML(data []byte) ([]*anypb.Any, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out []*anypb.Any
+	for n := 0; ; n++ {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err == io.EOF {
+			if n == 0 {
+				return nil, errors.New("no YAML document")
+			}
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("YAML document %d: %w", n, err)
+		}
+		y, err := yaml.Marshal(&doc)
+		if err != nil {
+			return nil, fmt.Errorf("YAML document %d: %w", n, err)
+		}
+		j, err := sigsyaml.YAMLToJSON(y)
+		if err != nil {
+			return nil, fmt.Errorf("YAML document %d: %w", n, err)
+		}
+		rs, err := parseJSON(j)
+		if err != nil {
+			return nil, fmt.Errorf("YAML document %d: %w", n, err)
+		}
+		out = append(out, rs...)
 	}
 }
 

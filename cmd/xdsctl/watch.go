@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/anypb"
@@ -15,6 +16,8 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
+
+	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 )
 
 var watchCommand = &command{
@@ -37,7 +40,8 @@ With --output json (-o json) it prints exactly one JSON object per line:
   {"event":"changed|resource_error|ambient_error","type_url":"…","name":"…",
    "version":"…","server":"…","stale":true,"resource":{…},"error":"…"}
 Empty fields are left out: "resource" (the protojson of the resource as
-received, with its "@type"), "server" and "stale" come only with changed
+received, with its "@type" and the proto field names, "api_listener"),
+"server" and "stale" come only with changed
 ("stale" only when true), "error" only with the two error events, and
 "version" only when known. The version is the version_info of the cached
 resource in the client's CSDS dump at the time of the event; it is left out
@@ -115,6 +119,7 @@ type resourceKind struct {
 	names    []string // accepted TYPE spellings, lower case
 	typeName string   // short name, as in messages
 	typeURL  string
+	typ      resources.ResourceType
 	// watch watches the resource name of this kind with c, or every
 	// resource of the kind when name is wildcardName, and calls emit with
 	// every event, on the client's callback goroutine, with the version
@@ -126,7 +131,10 @@ type resourceKind struct {
 // the type (client.WatchAll).
 const wildcardName = "*"
 
-// The built-in resource kinds.
+// The built-in resource kinds. Each is named by a short name, the name of
+// its xDS service and the type name the status table and watch print
+// (resources.Type.TypeName: "RouteConfiguration"), so that what xdsctl
+// prints can be pasted back; newResourceKind adds the type name.
 var (
 	listenerKind  = newResourceKind(resources.ListenerType, "listener", "lds")
 	routeKind     = newResourceKind(resources.RouteConfigType, "route", "rds")
@@ -137,9 +145,22 @@ var (
 // resourceKinds are the kinds TYPE/NAME arguments can name.
 var resourceKinds = []*resourceKind{listenerKind, routeKind, clusterKind, endpointsKind}
 
+// kindOf returns the kind of typeURL, nil for a type xdsctl does not know.
+func kindOf(typeURL string) *resourceKind {
+	for _, k := range resourceKinds {
+		if k.typeURL == typeURL {
+			return k
+		}
+	}
+	return nil
+}
+
 // newResourceKind returns the kind of typ, named names on the command line.
 func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *resourceKind {
-	k := &resourceKind{names: names, typeName: typ.TypeName(), typeURL: typ.TypeURL()}
+	if n := strings.ToLower(typ.TypeName()); !slices.Contains(names, n) {
+		names = append(names, n)
+	}
+	k := &resourceKind{names: names, typeName: typ.TypeName(), typeURL: typ.TypeURL(), typ: typ}
 	k.watch = func(c *client.Client, e *env, name string, emit func(event)) func() {
 		wildcard := name == wildcardName
 		if !wildcard {
@@ -158,7 +179,7 @@ func newResourceKind[T rawResource](typ resources.Type[T], names ...string) *res
 			// so the dump still describes the response being delivered.
 			ev.Version = versionFromDump(c.Dump(), k.typeURL, ev.Name, raw)
 			if kind == eventChanged {
-				if o, ok := c.ResourceOrigin(k.typeURL, ev.Name); ok {
+				if o, ok := c.ResourceOrigin(typ, ev.Name); ok {
 					ev.Server, ev.Stale = o.ServerURI, o.Stale
 				}
 			}
@@ -211,8 +232,15 @@ func (r resourceRef) watch(c *client.Client, e *env, emit func(event)) func() {
 // key returns the key of r in a dump.
 func (r resourceRef) key() resourceKey { return resourceKey{r.kind.typeURL, r.name} }
 
+// matches reports whether the dump entry g is a resource r names: the
+// resource of its name, or any of its type for a wildcard.
+func (r resourceRef) matches(g *v3statuspb.ClientConfig_GenericXdsConfig) bool {
+	return g.GetTypeUrl() == r.kind.typeURL && (r.wildcard() || g.GetName() == r.name)
+}
+
 // parseResourceArg parses TYPE/NAME, splitting at the first "/": the name
-// may contain slashes (xdstp names).
+// may contain slashes (xdstp names). TYPE is any name of a resourceKind,
+// in any case.
 func parseResourceArg(s string) (resourceRef, error) {
 	typ, name, ok := strings.Cut(s, "/")
 	if !ok || name == "" {
@@ -229,7 +257,7 @@ func parseResourceArg(s string) (resourceRef, error) {
 			}
 		}
 	}
-	return resourceRef{}, usageErrorf("resource %q: unknown type %q, want listener, route, cluster or endpoints (or lds, rds, cds, eds)", s, typ)
+	return resourceRef{}, usageErrorf("resource %q: unknown type %q, want listener, route, cluster or endpoints (or lds, rds, cds, eds, or the type names Listener, RouteConfiguration, Cluster, ClusterLoadAssignment)", s, typ)
 }
 
 // parseResourceArgs parses the TYPE/NAME arguments, dropping repeats; at

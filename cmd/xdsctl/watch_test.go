@@ -98,7 +98,7 @@ func TestWatch_JSON(t *testing.T) {
 		}
 		nameField := "name"
 		if typeURL == resources.EndpointsTypeURL {
-			nameField = "clusterName"
+			nameField = "cluster_name"
 		}
 		if res[nameField] != wantName {
 			t.Errorf("resource %v: %s = %v, want %q", res, nameField, res[nameField], wantName)
@@ -114,7 +114,7 @@ func TestWatch_JSON(t *testing.T) {
 	lines = jsonLines(t, waitForOutput(ctx, t, &r.stdout, "the endpoints update", nLines(5)))
 	last := lines[4]
 	if last["event"] != "changed" || last["type_url"] != resources.EndpointsTypeURL || last["version"] != "2" ||
-		!strings.Contains(mustJSON(t, last["resource"]), `"portValue":9090`) {
+		!strings.Contains(mustJSON(t, last["resource"]), `"port_value":9090`) {
 		t.Errorf("event after the update = %v, want the endpoints on port 9090, version 2", last)
 	}
 	if code := r.stop(t); code != exitOK {
@@ -239,6 +239,13 @@ func TestParseResourceArg(t *testing.T) {
 		{"endpoints/e", resources.EndpointsTypeURL, "e"},
 		{"eds/e", resources.EndpointsTypeURL, "e"},
 		{"cluster/a/b", resources.ClusterTypeURL, "a/b"},
+		// The type names the status table and watch print.
+		{"Listener/svc", resources.ListenerTypeURL, "svc"},
+		{"RouteConfiguration/route-svc", resources.RouteConfigTypeURL, "route-svc"},
+		{"Cluster/c", resources.ClusterTypeURL, "c"},
+		{"ClusterLoadAssignment/eds-svc", resources.EndpointsTypeURL, "eds-svc"},
+		{"clusterloadassignment/e", resources.EndpointsTypeURL, "e"},
+		{"ROUTECONFIGURATION/*", resources.RouteConfigTypeURL, "*"},
 		{"cluster/xdstp://auth/envoy.config.cluster.v3.Cluster/c1", resources.ClusterTypeURL, "xdstp://auth/envoy.config.cluster.v3.Cluster/c1"},
 	}
 	for _, tt := range tests {
@@ -255,5 +262,32 @@ func TestParseResourceArg(t *testing.T) {
 		if _, err := parseResourceArg(bad); err == nil {
 			t.Errorf("parseResourceArg(%q) succeeded, want an error", bad)
 		}
+	}
+}
+
+// TestStatus_TableTypesAsInput checks that what the status table prints
+// can be pasted back: each row's TYPE/NAME ("RouteConfiguration/route-svc")
+// is accepted as an argument, and names the same resource.
+func TestStatus_TableTypesAsInput(t *testing.T) {
+	ctx := testContext(t)
+	_, bootstrapFile := newChainServer(t)
+	code, stdout, stderr := runSync(ctx, "status", "--bootstrap", bootstrapFile, "listener/svc", "route/route-svc", "cluster/cluster-svc", "endpoints/eds-svc")
+	if code != exitOK {
+		t.Fatalf("status = %d, stderr %q", code, stderr)
+	}
+	rows := tableRows(t, stdout)
+	if len(rows) != 4 {
+		t.Fatalf("status printed %d rows, want 4:\n%s", len(rows), stdout)
+	}
+	args := []string{"status", "--bootstrap", bootstrapFile}
+	for _, row := range rows {
+		args = append(args, row[0]+"/"+row[1])
+	}
+	code, again, stderr := runSync(ctx, args...)
+	if code != exitOK {
+		t.Fatalf("xdsctl %q = %d, stderr %q; want 0", args, code, stderr)
+	}
+	if got := tableRows(t, again); !equalRows(got, rows) {
+		t.Errorf("status of the printed names:\n%s\nwant the same rows as\n%s", again, stdout)
 	}
 }

@@ -67,7 +67,8 @@ func WithMaxFileBytes(n int64) Option {
 	}
 }
 
-// WithLogger sets where the transport logs (default: nowhere). It warns,
+// WithLogger sets where the transport logs (nil keeps the default:
+// nowhere). It warns,
 // once per file, about a file of a watched directory that it skips because
 // it is not a regular file (a FIFO, a device or a socket).
 func WithLogger(l *slog.Logger) Option {

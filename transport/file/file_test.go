@@ -188,7 +188,7 @@ func TestReplacements(t *testing.T) {
 	if !strings.Contains(e.Err.Error(), "type_url changed") {
 		t.Errorf("file of another type: error %v, want one saying the type changed", e.Err)
 	}
-	if got := c.ResourceVersion(listenerType, "svc"); got == "" {
+	if got := c.ResourceVersion(resources.ListenerType, "svc"); got == "" {
 		t.Error("svc lost its cached version")
 	}
 

@@ -163,3 +163,25 @@ func TestBuild(t *testing.T) {
 		tr.Close()
 	}
 }
+
+// TestBuild_WithPerType checks that WithPerType makes every gRPC server
+// per-type, whatever its features, and leaves file and REST servers
+// alone.
+func TestBuild_WithPerType(t *testing.T) {
+	b := mixed.NewBuilder(mixed.WithPerType())
+	for _, tc := range []struct{ uri, want string }{
+		{"127.0.0.1:18000", "*pertype.Transport"},
+		{"dns:///xds.example.com:443", "*pertype.Transport"},
+		{"file:///etc/xds/lds.yaml", "*file.Transport"},
+		{"http://127.0.0.1:8080", "*rest.Transport"},
+	} {
+		tr, err := b.Build(&bootstrap.ServerConfig{ServerURI: tc.uri, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}})
+		if err != nil {
+			t.Fatalf("Build(%q) = %v", tc.uri, err)
+		}
+		if got := fmt.Sprintf("%T", tr); got != tc.want {
+			t.Errorf("WithPerType: Build(%q) = %s, want %s", tc.uri, got, tc.want)
+		}
+		tr.Close()
+	}
+}

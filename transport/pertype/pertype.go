@@ -43,9 +43,9 @@ func DefaultServices() map[string]Service {
 }
 
 // Option configures Wrap and NewBuilder.
-type Option func(*config)
+type Option func(*options)
 
-type config struct {
+type options struct {
 	services map[string]Service // by type URL
 }
 
@@ -53,11 +53,11 @@ type config struct {
 // custom resource types or servers that serve a built-in type
 // elsewhere. A later call for the same type URL wins.
 func WithService(typeURL string, s Service) Option {
-	return func(c *config) { c.services[typeURL] = s }
+	return func(c *options) { c.services[typeURL] = s }
 }
 
-func newConfig(opts []Option) *config {
-	c := &config{services: DefaultServices()}
+func newOptions(opts []Option) *options {
+	c := &options{services: DefaultServices()}
 	for _, o := range opts {
 		o(c)
 	}
@@ -69,7 +69,7 @@ func newConfig(opts []Option) *config {
 // grpctransport.NewBuilder()). Safe for concurrent use.
 type Builder struct {
 	inner transport.Builder
-	cfg   *config
+	cfg   *options
 }
 
 var _ transport.Builder = (*Builder)(nil)
@@ -77,7 +77,7 @@ var _ transport.Builder = (*Builder)(nil)
 // NewBuilder returns a Builder that wraps every Transport inner builds
 // with Wrap.
 func NewBuilder(inner transport.Builder, opts ...Option) *Builder {
-	return &Builder{inner: inner, cfg: newConfig(opts)}
+	return &Builder{inner: inner, cfg: newOptions(opts)}
 }
 
 // Build builds the inner Transport for sc and wraps it. It returns the
@@ -93,10 +93,10 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 // Wrap returns a Transport that opens per-type streams on tr in place of
 // ADS streams (see the package doc). Closing it closes tr.
 func Wrap(tr transport.Transport, opts ...Option) *Transport {
-	return wrap(tr, newConfig(opts))
+	return wrap(tr, newOptions(opts))
 }
 
-func wrap(tr transport.Transport, cfg *config) *Transport {
+func wrap(tr transport.Transport, cfg *options) *Transport {
 	return &Transport{inner: tr, xds: transport.PerTypeStreams(tr, cfg.methodFor)}
 }
 
@@ -137,7 +137,7 @@ var errNoService = errors.New("no per-type service for the resource type")
 
 // methodFor returns the per-type method of typeURL: the Stream method for
 // SotW (variant 1), the Delta one for delta (variant 2).
-func (c *config) methodFor(typeURL string, delta bool) (string, error) {
+func (c *options) methodFor(typeURL string, delta bool) (string, error) {
 	s, ok := c.services[typeURL]
 	method := s.Stream
 	if delta {

@@ -181,7 +181,7 @@ func TestDelta_OneTypeReopened(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	version := c.ResourceVersion(edsType, "eds-svc")
+	version := c.ResourceVersion(resources.EndpointsType, "eds-svc")
 	if version == "" {
 		t.Fatal("no cached version of eds-svc")
 	}
