@@ -102,7 +102,7 @@ func (m *Manager) listenerChanged(l *resources.Listener, version string) {
 	if l.Server != nil {
 		m.lis, m.lisVersion = nil, ""
 		m.stopRDSLocked()
-		m.failLocked(fmt.Errorf("Listener %q: %w", l.Name, ErrServerListener))
+		m.failLocked(fmt.Errorf("%w: Listener %q", ErrServerListener, l.Name))
 		m.updateLocked()
 		return
 	}
