@@ -72,8 +72,10 @@ func WithResourceTypes(types ...resources.ResourceType) Option {
 // LevelTrace is the log/slog level, below slog.LevelDebug, at which the
 // client logs whole protocol messages (every DiscoveryRequest and
 // DiscoveryResponse, SotW or delta). A handler whose level is LevelTrace
-// or lower shows them; slog prints the level as "DEBUG-4".
-const LevelTrace slog.Level = slog.LevelDebug - 4
+// or lower shows them. slog's own handlers print it as "DEBUG-4"; name it
+// TRACE with a HandlerOptions.ReplaceAttr, as xdsctl's --log-level trace
+// does. Every package of the module logs whole messages at this one level.
+const LevelTrace slog.Level = xdslog.LevelTrace
 
 // WithLogger sets the logger, a log/slog logger (nil keeps the default).
 // The default discards everything. The client logs stream state changes

@@ -21,7 +21,7 @@ const (
 )
 
 // LevelTrace is below slog.LevelDebug; full protocol messages are logged at
-// this level. It equals client.LevelTrace, its public name (a test checks).
+// this level. client.LevelTrace is its public name and is defined as it.
 const LevelTrace = slog.LevelDebug - 4
 
 // Discard returns a logger that drops everything: the default of a library
