@@ -30,7 +30,7 @@ type Client struct {
 	// Initialized at creation time and read-only afterwards.
 	cfg        *bootstrap.Config
 	opts       options
-	registry   *resources.Registry
+	registry   *registry
 	node       *v3corepb.Node
 	builder    transport.Builder
 	logger     *slog.Logger
@@ -71,7 +71,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	reg, err := resources.NewRegistry(append(resources.BuiltinTypes(resources.WithCertificateProviderInstances(cfg.CertificateProviderNames()...)), o.customTypes...)...)
+	reg, err := newRegistry(append(resources.BuiltinTypes(resources.WithCertificateProviderInstances(cfg.CertificateProviderNames()...)), o.customTypes...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

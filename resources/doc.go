@@ -19,9 +19,10 @@
 //	ClusterType      Type[*Cluster]      CDS  envoy.config.cluster.v3.Cluster
 //	EndpointsType    Type[*Endpoints]    EDS  envoy.config.endpoint.v3.ClusterLoadAssignment
 //
-// NewType makes custom types. A Registry is the fixed, ordered set
-// of types a client knows; BuiltinTypes lists the built-in ones in
-// the order LDS, RDS, CDS, EDS.
+// NewType makes custom types, given to a client with
+// client.WithResourceTypes; the set of types a client knows is fixed when
+// it is made. BuiltinTypes lists the built-in ones in the order
+// LDS, RDS, CDS, EDS.
 //
 // # Decoding contract
 //

@@ -3,17 +3,33 @@
 package resources
 
 import (
+	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
+
+// The two functions below are public for the code that reads an
+// HTTPFilter's Config, which stays the typed_config the server sent: the
+// decoders validate the matchers inside the filter configs they know (the
+// fault filter's headers, gRFC A33; RBAC rules, gRFC A41) with these rules,
+// and code that then acts on such a config, this module's resolver and
+// server or an application reading Listeners for its own filters, converts
+// the matchers with them to get exactly what validation accepted.
+
+// HeaderMatcherFromProto converts and validates one envoy HeaderMatcher
+// with the rules of route matchers, for header matchers embedded
+// outside a RouteConfiguration, such as the fault injection filter's
+// headers (gRFC A33). The error names the field, relative to the
+// HeaderMatcher.
+func HeaderMatcherFromProto(h *v3routepb.HeaderMatcher) (HeaderMatcher, error) {
+	return headerMatcherFromProto(h)
+}
 
 // StringMatcherFromProto converts sm as the decoders do (gRPC's rules:
 // prefix, suffix and contains non-empty, an exact match possibly empty, a
 // RE2 regex compiled with full-match semantics, no custom matcher), for
-// configurations that stay protos inside decoded values, such as the
-// RBAC rules of an HTTP filter's config (HTTPFilter.Config), which the
-// decoders have validated with these rules (HeaderMatcherFromProto does
-// the same for header matchers). The error is a *ValidationError whose
-// Field is relative to sm.
+// string matchers inside filter configs, such as the RBAC rules of an
+// HTTP filter's config. The error is a *ValidationError whose Field is
+// relative to sm.
 func StringMatcherFromProto(sm *v3matcherpb.StringMatcher) (StringMatcher, error) {
 	return stringMatcherFromProto(sm)
 }
