@@ -126,7 +126,8 @@
 // with the virtual host's, route's and weighted cluster's overrides
 // (typed_per_filter_config, the most specific first, gRFC A39), delay
 // and abort RPCs with their percentages, header matchers,
-// x-envoy-fault-* headers and max_active_faults (gRFC A33). The
+// x-envoy-fault-* headers and max_active_faults (gRFC A33; the faults in
+// progress are counted for the whole process, as A33 says). The
 // interceptors choose the cluster of a weighted_clusters route, so that
 // its overrides apply; the router sends the RPC there. A fault config or
 // override inside a TypedStruct is rejected with its resource (package

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -104,6 +105,22 @@ func (b *backend) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*te
 func (b *backend) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.Empty, error) {
 	_ = grpc.SetHeader(ctx, metadata.Pairs("server-id", b.id))
 	return &testgrpc.Empty{}, nil
+}
+
+// StreamingInputCall reads every message, then answers with their total
+// payload size.
+func (b *backend) StreamingInputCall(st testgrpc.TestService_StreamingInputCallServer) error {
+	var n int32
+	for {
+		req, err := st.Recv()
+		if err != nil {
+			if err == io.EOF {
+				return st.SendAndClose(&testgrpc.StreamingInputCallResponse{AggregatedPayloadSize: n})
+			}
+			return err
+		}
+		n += int32(len(req.GetPayload().GetBody()))
+	}
 }
 
 // startBackend starts a backend named id, stopped when the test ends.

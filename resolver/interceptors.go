@@ -24,7 +24,8 @@ import (
 //   - the fault injection filters of the Listener's HTTP filter chain,
 //     with the virtual host's and route's overrides (gRFC A33): delays
 //     and aborts, with their percentages, header matchers, header-driven
-//     faults (x-envoy-fault-*) and max_active_faults.
+//     faults (x-envoy-fault-*) and max_active_faults (the faults in
+//     progress in the whole process, gRFC A33).
 //
 // Use the options for one ClientConn:
 //
@@ -128,31 +129,16 @@ func (ic *interceptor) unary(ctx context.Context, method string, req, reply any,
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
+// stream prepares a streaming RPC as unary does, and releases what it
+// prepared when the RPC ends, through grpc.OnFinish: gRPC calls it once
+// for every kind of stream (also client-streaming RPCs, which end with
+// their one RecvMsg, and streams whose context ends while no RecvMsg is
+// pending), and when the stream cannot be created.
 func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	ctx, done, err := ic.before(ctx, method)
 	if err != nil {
 		return nil, err
 	}
-	s, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil {
-		done()
-		return nil, err
-	}
-	return &doneStream{ClientStream: s, done: done}, nil
-}
-
-// doneStream calls done once when the stream ends (RecvMsg returns an
-// error, io.EOF included).
-type doneStream struct {
-	grpc.ClientStream
-	done func()
-	ran  atomic.Bool
-}
-
-func (s *doneStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil && s.ran.CompareAndSwap(false, true) {
-		s.done()
-	}
-	return err
+	opts = append(opts[:len(opts):len(opts)], grpc.OnFinish(func(error) { done() }))
+	return streamer(ctx, desc, cc, method, opts...)
 }
