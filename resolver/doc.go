@@ -47,7 +47,9 @@
 // the target's authority. Each RPC is matched against its routes
 // in order: the path (prefix, path or safe_regex; case_sensitive applies
 // to prefix and path), every header matcher (exact, prefix, suffix,
-// contains, with ignore_case; safe_regex; range; present; invert_match),
+// contains, with ignore_case; safe_regex; range; present; invert_match;
+// case_sensitive false and ignore_case ignore ASCII case only, as gRPC
+// C++ does),
 // read from the RPC's outgoing metadata with the values of a header
 // joined by ","; "-bin" headers are invisible to matchers and
 // content-type reads "application/grpc"; then runtime_fraction. An RPC
