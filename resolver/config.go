@@ -141,6 +141,9 @@ type childPolicy struct {
 	// reads locality weights in endpoint weights, as in gRPC's xDS LB
 	// tree), rather than one per locality.
 	perPriority bool
+	// ringHash: the policy is ring_hash, which the picker gives the
+	// request hash of each RPC (gRFC A42).
+	ringHash bool
 }
 
 // localityConfig is one locality of a priority.
@@ -380,7 +383,7 @@ func childPolicyOf(p resources.LBPolicy) (childPolicy, error) {
 		return childPolicy{}, fmt.Errorf("encoding the config of %s: %w", name, err)
 	}
 	b := balancer.Get(name)
-	cp := childPolicy{name: name, json: string(js), perPriority: name == lbRingHash}
+	cp := childPolicy{name: name, json: string(js), perPriority: name == lbRingHash, ringHash: name == lbRingHash}
 	if parser, ok := b.(balancer.ConfigParser); ok {
 		if cp.config, err = parser.ParseConfig(js); err != nil {
 			return childPolicy{}, fmt.Errorf("load balancing policy %s: grpc's %s rejects %s: %w", p.Kind, name, js, err)

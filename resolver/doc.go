@@ -99,10 +99,15 @@
 // filter_state channel ID policy (a random number per channel), combined
 // and ended by terminal policies as gRPC does; with no hash, a random
 // one. WithRingHashRequestHashHeader names a header to hash for routes
-// without hash policies. The router hands the hash to ring_hash in a
-// header of the pick's context (ring_hash's requestHashHeader, gRFC A76),
-// which GRPC_EXPERIMENTAL_RING_HASH_SET_REQUEST_HASH_KEY (on by default)
-// must allow; the header is not sent.
+// without hash policies. The ring is gRPC's own (ring_hash_experimental:
+// endpoint addresses or hash_key, weights, minimum and maximum sizes), so
+// that an RPC lands on the endpoint gRPC's xDS channel picks for the same
+// configuration. The router hands the hash to ring_hash in a header of the
+// pick's context (ring_hash's requestHashHeader, gRFC A76), as the 8
+// bytes whose XXH64 is the hash (ring_hash hashes that header with
+// XXH64; gRPC's xDS channel gives it the hash through a context key
+// internal to grpc); GRPC_EXPERIMENTAL_RING_HASH_SET_REQUEST_HASH_KEY (on
+// by default) must allow the header. The header is not sent.
 //
 // Drops and circuit breaking. Before a pick, each drop_overloads category
 // of the cluster's ClusterLoadAssignment drops its share of RPCs (gRFC

@@ -5,7 +5,6 @@ package resolver
 import (
 	"math/bits"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -19,13 +18,6 @@ import (
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 )
-
-// hashHeader is the requestHashHeader of the ring_hash children: for each
-// RPC to a RING_HASH cluster, the picker computes the hash of the route's
-// hash policies (gRFC A42) and passes it to ring_hash in this header of
-// the context the child picks with. It is not sent: the RPC's own
-// metadata is unchanged.
-const hashHeader = "x-proxyless-xds-request-hash"
 
 // picker routes one RPC: the first route of the virtual host that matches
 // (gRFC A28), one of its clusters by weight, the cluster's selected
@@ -184,10 +176,15 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 		pp.counter.Add(-1)
 		return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
 	}
-	if pp.cfg.policy.perPriority {
-		if hash, ok := p.requestHash(rt, h); ok {
-			info.Ctx = metadata.AppendToOutgoingContext(info.Ctx, hashHeader, strconv.FormatUint(hash, 10))
+	if pp.cfg.policy.ringHash {
+		// As gRPC's xDS channel: the hash of the route's policies, else a
+		// random one (gRFC A42), handed to ring_hash as a value it hashes
+		// back to it (hashPreimage).
+		hash, ok := p.requestHash(rt, h)
+		if !ok {
+			hash = rand.Uint64()
 		}
+		info.Ctx = metadata.AppendToOutgoingContext(info.Ctx, hashHeader, hashPreimage(hash))
 	}
 	res, err := child.Pick(info)
 	if err != nil {
