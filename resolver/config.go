@@ -52,6 +52,9 @@ type routerConfig struct {
 	// intercepted: the channel has DialOptions' interceptors, which put
 	// the route they matched in the RPC's context.
 	intercepted bool
+	// retrying: the service config has retry policies (retry.go); the
+	// interceptors turn retries off for the RPCs of routes without one.
+	retrying bool
 	// providers are the certificate providers of clusters with a
 	// transport socket (gRFC A29); nil in unit tests without security.
 	providers *credentials.ProviderStore
@@ -67,6 +70,9 @@ type route struct {
 	total   uint64           // sum of the weights
 	hash    []resources.HashPolicy
 	res     *resources.Route // the route, for the interceptors
+	// retry is the retry policy of the route's RPCs (the route's, else
+	// the virtual host's) in service config JSON; "" for none (retry.go).
+	retry retryKey
 	// faults are the fault injection filters' configs for the route
 	// (gRFC A33), in chain order; faultErr says why they cannot be used
 	// (the route's RPCs then fail).
@@ -175,6 +181,7 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
 		rt := route{desc: describeRoute(i, r), match: routing.Compile(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
+		rt.retry = routePolicy(&rt, vh)
 		if s.listener != nil {
 			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r, nil)
 		}

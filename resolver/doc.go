@@ -167,12 +167,35 @@
 // other transport credentials, use the channel's credentials (for xDS
 // credentials, their fallback).
 //
-// Not supported: retry policies (gRFC A44; RPCs are not retried),
-// cluster_specifier_plugin (RLS; the route's RPCs fail), outlier
-// detection (gRFC A50), custom LB policies, and ORCA load reports in
-// LRS. The resolver logs a warning
-// once per channel when a configuration uses retries or RLS, and, without
-// DialOptions, fault injection or max_stream_duration.
+// Retries (gRFC A44), with NewBuilder alone or DialOptions. The retry
+// policy of a route (else of its virtual host) becomes the retryPolicy of
+// gRPC's service config (gRFC A6) for the methods of its RPCs:
+// maxAttempts num_retries + 1, initialBackoff and maxBackoff the
+// retry_back_off intervals, multiplier 2, the retry_on codes
+// (cancelled, deadline-exceeded, internal, resource-exhausted,
+// unavailable; a policy without any retries nothing). So grpc itself
+// retries, as for gRPC's xDS channel: not once response headers came,
+// within its retry buffer (grpc.MaxRetryRPCBufferSize), with
+// grpc-previous-rpc-attempts and server pushback, and each attempt is
+// picked again by the router (another endpoint of the same cluster,
+// counted by circuit breaking and load reports); a pick's error is never
+// retried. grpc caps maxAttempts at 5 unless the channel has
+// grpc.WithMaxCallAttempts (gRPC's xDS channel does not cap it);
+// grpc.WithDisableRetry turns retries off. A service config names
+// methods, not routes: when RPCs of one method can match routes with
+// different policies (routes told apart by headers, runtime_fraction, a
+// regex or a prefix shorter or longer than a whole service), that method
+// is not retried, and a warning names the routes, once per channel.
+// With DialOptions, a route without a policy does not conflict: its
+// method keeps the others' policy, and the interceptors keep the route's
+// RPCs from being retried (grpc.MaxRetryRPCBufferSize(0), which also
+// stops grpc's transparent retries of those RPCs).
+//
+// Not supported: cluster_specifier_plugin (RLS; the route's RPCs fail),
+// outlier detection (gRFC A50), custom LB policies, and ORCA load reports
+// in LRS. The resolver logs a warning once per channel when a
+// configuration uses RLS, and, without DialOptions, fault injection or
+// max_stream_duration.
 //
 // Service config is required: the resolver names the router in the
 // service config it gives the channel, as gRPC Go's own xDS resolver
