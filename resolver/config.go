@@ -132,6 +132,10 @@ type priorityConfig struct {
 	// keys include it, so that a change gives new children, and so new
 	// connections.
 	security *resources.SecurityConfig
+	// od is the leaf cluster's outlier detection (gRFC A50, outlier.go);
+	// nil when it has none, or one that ejects nothing. Its children's
+	// keys say whether it has one: their SubConns are wrapped.
+	od *resources.OutlierDetection
 	// localities are the localities with a usable endpoint. For a
 	// policy that balances over the whole priority (ring_hash), one
 	// pseudo-locality holding every usable endpoint of the priority.
@@ -282,6 +286,11 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 		return nil, err
 	}
 	sec := securityKey(c.Security)
+	var od *resources.OutlierDetection
+	if odActive(c.OutlierDetection) {
+		od = c.OutlierDetection
+		sec += "\x00outlier-detection"
+	}
 	eds := c.EDSServiceName
 	if eds == "" {
 		eds = leaf.Name
@@ -336,7 +345,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 		}
 		p := byPrio[l.Priority]
 		if p == nil {
-			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy, security: c.Security}
+			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy, security: c.Security, od: od}
 			byPrio[l.Priority] = p
 			out = append(out, p)
 		}

@@ -191,9 +191,27 @@
 // RPCs from being retried (grpc.MaxRetryRPCBufferSize(0), which also
 // stops grpc's transparent retries of those RPCs).
 //
+// Outlier detection (gRFC A50). A leaf cluster's outlier_detection
+// watches the endpoints of each of its priorities, as gRPC's
+// outlier_detection policy does in its xDS LB tree (grpc-go's is
+// internal; this package has its own, on the public balancer API): the
+// result of every RPC is counted for the endpoint it went to; every
+// interval, the success rate and failure percentage algorithms (with
+// their request volume, minimum hosts, stdev factor, threshold and
+// enforcement percentage) eject outliers, at most max_ejection_percent
+// of the priority's endpoints; an ejection lasts base_ejection_time times
+// the endpoint's ejections (decayed by one per interval without), at most
+// max(base_ejection_time, max_ejection_time). An ejected endpoint's
+// connections stay up but report TRANSIENT_FAILURE to the endpoint
+// policy, through the health listener gRPC's endpoint policies register
+// (round_robin, ring_hash, least_request and weighted_round_robin), which
+// then do not pick it; pick_first registers none and is not affected, as
+// in gRPC. Adding or removing outlier detection (one that ejects
+// something) gives the cluster's priorities new balancers, and so new
+// connections; changing its settings does not.
+//
 // Not supported: cluster_specifier_plugin (RLS; the route's RPCs fail),
-// outlier detection (gRFC A50), custom LB policies, and ORCA load reports
-// in LRS. The resolver logs a warning once per channel when a
+// custom LB policies, and ORCA load reports in LRS. The resolver logs a warning once per channel when a
 // configuration uses RLS, and, without DialOptions, fault injection or
 // max_stream_duration.
 //

@@ -39,7 +39,7 @@ const (
 type flakyBackend struct {
 	testgrpc.UnimplementedTestServiceServer
 	id      string
-	fail    failure
+	fail    atomic.Int32 // a failure; the test may change it
 	port    uint32
 	calls   atomic.Int64 // RPCs received, of every method
 	retries atomic.Int64 // of which retries (with grpc-previous-rpc-attempts)
@@ -56,10 +56,10 @@ func (b *flakyBackend) attempt(ctx context.Context) error {
 			b.maxPrev.Store(p)
 		}
 	}
-	switch {
-	case b.fail == failAlways, b.fail == failOdd && n%2 == 1:
+	switch f := failure(b.fail.Load()); {
+	case f == failAlways, f == failOdd && n%2 == 1:
 		return status.Error(codes.Unavailable, "failing on purpose")
-	case b.fail == failAfterHeaders:
+	case f == failAfterHeaders:
 		_ = grpc.SendHeader(ctx, metadata.Pairs("server-id", b.id))
 		return status.Error(codes.Unavailable, "failing on purpose, after the headers")
 	}
@@ -107,7 +107,8 @@ func startFlaky(t *testing.T, id string, f failure) *flakyBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &flakyBackend{id: id, fail: f, port: uint32(lis.Addr().(*net.TCPAddr).Port)}
+	b := &flakyBackend{id: id, port: uint32(lis.Addr().(*net.TCPAddr).Port)}
+	b.fail.Store(int32(f))
 	s := grpc.NewServer()
 	testgrpc.RegisterTestServiceServer(s, b)
 	done := make(chan struct{})

@@ -198,7 +198,15 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 			load = pp.ringLoad.Locality(id.(resources.LocalityID))
 		}
 	}
-	if load == nil && done == nil {
+	var ep *odEndpoint
+	if pp.cfg.od != nil {
+		// The child picked an endpoint's wrapper (outlier.go): the
+		// channel gets the SubConn, the endpoint the RPC's result.
+		if w, ok := res.SubConn.(*odSubConn); ok {
+			res.SubConn, ep = w.SubConn, w.ep
+		}
+	}
+	if load == nil && done == nil && ep == nil {
 		// The common case (no load report, a child without Done): a
 		// function made once per picker, not once per RPC.
 		res.Done = pp.done
@@ -209,6 +217,9 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 	}
 	res.Done = func(di balancer.DoneInfo) {
 		counter.Add(-1)
+		if ep != nil {
+			ep.record(di.Err)
+		}
 		if load != nil {
 			load.Finish(di.Err)
 		}

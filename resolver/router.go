@@ -74,6 +74,7 @@ func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) b
 		counters:  make(map[string]*atomic.Int64),
 		refs:      make(map[string]*clusterRef),
 		retained:  make(map[string]*clusterConfig),
+		ods:       make(map[string]*odGroup),
 	}
 }
 
@@ -129,6 +130,7 @@ type router struct {
 	counters   map[string]*atomic.Int64  // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
 	refs       map[string]*clusterRef    // RPCs in flight by route cluster: of cfg, and retained
 	retained   map[string]*clusterConfig // clusters no longer in cfg whose RPCs are in flight: their children stay
+	ods        map[string]*odGroup       // outlier detection by leaf cluster and priority (odKey, gRFC A50)
 	pending    []pendingUpdate           // calls into children to make; see withChildren
 	inChildren bool                      // a withChildren is running: it makes the pending calls and the picker
 	dirty      bool                      // the picker is to be rebuilt at the end of withChildren
@@ -176,17 +178,27 @@ type child struct {
 	leaf     string
 	security *resources.SecurityConfig
 	hs       *xdscreds.ClientHandshakeInfo
+	// od is the outlier detection group of the child's priority, whose
+	// SubConns it wraps (gRFC A50); nil without. Guarded by r.mu; set
+	// before the child's balancer is built, as its key says whether the
+	// priority has one.
+	od *odGroup
 }
 
 // NewSubConn creates a SubConn on the channel: its state listener runs
-// under the router's childMu, and its locality is noted for a child over
-// a whole priority.
+// under the router's childMu, its locality is noted for a child over a
+// whole priority, and, when the priority has outlier detection, the child
+// gets it wrapped (odSubConn).
 func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
+	var w *odSubConn // the wrapper, if any; set under r.mu before the listener can run
 	if l := opts.StateListener; l != nil {
 		opts.StateListener = func(s balancer.SubConnState) {
 			c.r.withChildren(func() {
 				c.r.mu.Lock()
 				gone := c.removed || c.r.closed
+				if w != nil && w.ep != nil && s.ConnectivityState == connectivity.Shutdown {
+					delete(w.ep.subConns, w)
+				}
 				c.r.mu.Unlock()
 				if !gone {
 					l(s)
@@ -201,6 +213,10 @@ func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubCon
 	}
 	c.r.mu.Lock()
 	id, ok := c.addrLocality[addrs[0].Addr]
+	if c.od != nil {
+		w = newODSubConn(c.r, c, c.od, sc, addrs)
+		sc = w
+	}
 	c.r.mu.Unlock()
 	if ok {
 		c.scLocality.Store(sc, id)
@@ -335,6 +351,9 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 			ps = ps[:len(cc.priorities)]
 			r.prios[name] = ps
 			for i, p := range cc.priorities {
+				if p.od != nil {
+					r.updateODLocked(p)
+				}
 				key := counterKey(p)
 				if r.counters[key] == nil {
 					if cfg.breakers != nil {
@@ -366,6 +385,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 			}
 		}
 		removed := r.pruneLocked(want)
+		r.pruneODLocked()
 		r.dirty = true
 		r.mu.Unlock()
 		closeChildren(removed)
@@ -480,7 +500,10 @@ func (r *router) startPriorityLocked(p *priorityConfig, want map[string]bool) {
 				state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
 			r.children[l.key] = c
 		}
-		c.policy, c.addrLocality = p.policy, l.addrLocality
+		c.policy, c.addrLocality, c.od = p.policy, l.addrLocality, nil
+		if p.od != nil {
+			c.od = r.ods[odKey(p)]
+		}
 		r.pending = append(r.pending, pendingUpdate{c: c, eps: l.endpoints})
 	}
 }
@@ -534,6 +557,12 @@ func (r *router) Close() {
 	for _, ps := range r.prios {
 		for _, p := range ps {
 			p.stopTimers()
+		}
+	}
+	for _, g := range r.ods {
+		if g.stop != nil {
+			g.stop()
+			g.stop = nil
 		}
 	}
 	children := slices.Collect(maps.Values(r.children))
