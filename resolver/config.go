@@ -147,9 +147,10 @@ type childPolicy struct {
 	name   string // registered grpc balancer name
 	json   string // its config, for comparison
 	config serviceconfig.LoadBalancingConfig
-	// perPriority: one child for the whole priority (ring_hash, which
-	// reads locality weights in endpoint weights, as in gRPC's xDS LB
-	// tree), rather than one per locality.
+	// perPriority: one child for the whole priority, whose endpoint
+	// weights carry the locality weights (ring_hash and every policy not
+	// under wrr_locality, as in gRPC's xDS LB tree), rather than one per
+	// locality.
 	perPriority bool
 	// ringHash: the policy is ring_hash, which the picker gives the
 	// request hash of each RPC (gRFC A42).
@@ -399,7 +400,13 @@ func childPolicyOf(p resources.LBPolicy) (childPolicy, error) {
 		return childPolicy{}, fmt.Errorf("encoding the config of %s: %w", name, err)
 	}
 	b := balancer.Get(name)
-	cp := childPolicy{name: name, json: string(js), perPriority: name == lbRingHash, ringHash: name == lbRingHash}
+	// As in gRPC's xDS LB tree: a policy inside wrr_locality (lb_policy
+	// ROUND_ROBIN, or load_balancing_policy WrrLocality) runs per
+	// locality, under a pick by locality weight; any other (ring_hash,
+	// lb_policy LEAST_REQUEST, a policy of load_balancing_policy on its
+	// own, a custom one) over every endpoint of the priority.
+	perPriority := name == lbRingHash || !p.WeightedByLocality
+	cp := childPolicy{name: name, json: string(js), perPriority: perPriority, ringHash: name == lbRingHash}
 	if parser, ok := b.(balancer.ConfigParser); ok {
 		if cp.config, err = parser.ParseConfig(js); err != nil {
 			return childPolicy{}, fmt.Errorf("load balancing policy %s: grpc's %s rejects %s: %w", p.Kind, name, js, err)
