@@ -154,4 +154,3 @@ func overrideHostStatus(c *v3clusterpb.Cluster) HealthStatusSet {
 	}
 	return out
 }
-
