@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,9 @@ type routerConfig struct {
 	// retrying: the service config has retry policies (retry.go); the
 	// interceptors turn retries off for the RPCs of routes without one.
 	retrying bool
+	// sessions: the Listener has a stateful session filter (gRFC A55):
+	// every priority tracks its SubConns for sessions (session.go).
+	sessions bool
 	// providers are the certificate providers of clusters with a
 	// transport socket (gRFC A29); nil in unit tests without security.
 	providers *credentials.ProviderStore
@@ -78,6 +82,11 @@ type route struct {
 	// (the route's RPCs then fail).
 	faults   []*faultConfig
 	faultErr error
+	// session is the stateful session config of the route's RPCs (gRFC
+	// A55, session.go); nil for none. sessionErr says why it cannot be
+	// used (the route's RPCs then fail).
+	session    *resources.CookieSession
+	sessionErr error
 }
 
 // weightedTarget is a cluster of a route with the cumulative weight of the
@@ -136,6 +145,11 @@ type priorityConfig struct {
 	// nil when it has none, or one that ejects nothing. Its children's
 	// keys say whether it has one: their SubConns are wrapped.
 	od *resources.OutlierDetection
+	// session: sessions may be pinned to the priority's endpoints, hosts
+	// (gRFC A55, session.go); its children's keys say so: their SubConns
+	// are wrapped.
+	session bool
+	hosts   []sessHost
 	// localities are the localities with a usable endpoint. For a
 	// policy that balances over the whole priority (ring_hash), one
 	// pseudo-locality holding every usable endpoint of the priority.
@@ -182,6 +196,7 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
 	}
 	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig), providers: providers}
+	cfg.sessions = s.listener != nil && hasSessionFilter(s.listener.HTTPFilters)
 	names := routing.NewIndex()
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
@@ -189,6 +204,9 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 		rt.retry = routePolicy(&rt, vh)
 		if s.listener != nil {
 			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r, nil)
+		}
+		if cfg.sessions {
+			rt.session, rt.sessionErr = routeSession(s.listener.HTTPFilters, vh, r)
 		}
 		if len(rt.hash) == 0 && ringHashHeader != "" {
 			rt.hash = []resources.HashPolicy{{Kind: resources.HashPolicyHeader, HeaderName: ringHashHeader}}
@@ -210,7 +228,7 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 			}
 			rt.targets = append(rt.targets, wt)
 			if _, done := cfg.clusters[name]; !done {
-				cfg.clusters[name] = buildCluster(name, s.cluster(name), providers)
+				cfg.clusters[name] = buildCluster(name, s.cluster(name), providers, cfg.sessions)
 			}
 		}
 		cfg.routes = append(cfg.routes, rt)
@@ -221,8 +239,9 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 
 // buildCluster returns the config of the route cluster name, whose result
 // is r (nil when absent). Its error names the cluster. providers hold the
-// certificate providers that the security configs of its leaves name.
-func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.ProviderStore) *clusterConfig {
+// certificate providers that the security configs of its leaves name;
+// sessions says whether its priorities track their SubConns for sessions.
+func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.ProviderStore, sessions bool) *clusterConfig {
 	cc := &clusterConfig{name: name}
 	switch {
 	case r == nil:
@@ -244,7 +263,7 @@ func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.P
 		if leaf == nil || leaf.Cluster == nil {
 			continue
 		}
-		ps, err := leafPriorities(leaf, providers)
+		ps, err := leafPriorities(leaf, providers, sessions)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %q: %w", leaf.Name, err))
 			continue
@@ -273,8 +292,9 @@ func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.P
 // usable endpoint, highest first; an error when the cluster's policy
 // cannot be run, when its security config names a certificate provider
 // instance that providers cannot run, or when no priority has a usable
-// endpoint.
-func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderStore) ([]*priorityConfig, error) {
+// endpoint. With sessions, each priority lists the addresses sessions may
+// be pinned to, DRAINING ones included (gRFC A55).
+func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderStore, sessions bool) ([]*priorityConfig, error) {
 	if _, err := usablePriority(leaf); err != nil {
 		return nil, err
 	}
@@ -291,6 +311,9 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 	if odActive(c.OutlierDetection) {
 		od = c.OutlierDetection
 		sec += "\x00outlier-detection"
+	}
+	if sessions {
+		sec += "\x00sessions"
 	}
 	eds := c.EDSServiceName
 	if eds == "" {
@@ -346,7 +369,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 		}
 		p := byPrio[l.Priority]
 		if p == nil {
-			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy, security: c.Security, od: od}
+			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy, security: c.Security, od: od, session: sessions}
 			byPrio[l.Priority] = p
 			out = append(out, p)
 		}
@@ -364,11 +387,38 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 		}
 		p.localities = append(p.localities, localityConfig{id: l.ID, weight: l.Weight, key: childKey(leaf.Name, l.Priority, l.ID.String(), policy.name, sec), endpoints: eps})
 	}
+	if sessions {
+		addSessionHosts(leaf, byPrio)
+	}
 	// Priorities are numbered without gaps; those without a
 	// usable endpoint are left out, which fails over at once, as their
 	// child would report TRANSIENT_FAILURE.
 	sortPriorities(out)
 	return out, nil
+}
+
+// addSessionHosts lists, in each priority of byPrio, the addresses of
+// leaf's endpoints of that priority that are UNKNOWN, HEALTHY or DRAINING,
+// with whether the cluster's override_host_status allows sessions to them
+// (gRFC A55).
+func addSessionHosts(leaf *depmgr.ClusterConfig, byPrio map[uint32]*priorityConfig) {
+	for _, l := range leaf.Endpoints.Localities {
+		p := byPrio[l.Priority]
+		if p == nil {
+			continue
+		}
+		for _, e := range l.Endpoints {
+			switch e.HealthStatus {
+			case resources.HealthStatusUnknown, resources.HealthStatusHealthy, resources.HealthStatusDraining:
+			default:
+				continue
+			}
+			addrs := strings.Join(e.Addresses, ",")
+			for _, a := range e.Addresses {
+				p.hosts = append(p.hosts, sessHost{addr: a, addrs: addrs, health: e.HealthStatus, allowed: leaf.Cluster.OverrideHostStatus.Contains(e.HealthStatus), locality: l.ID})
+			}
+		}
+	}
 }
 
 func sortPriorities(ps []*priorityConfig) {

@@ -84,14 +84,22 @@
 // Endpoint policies: ROUND_ROBIN → round_robin; LEAST_REQUEST →
 // least_request_experimental (choiceCount); PICK_FIRST → pick_first
 // (shuffleAddressList); WEIGHTED_ROUND_ROBIN → weighted_round_robin (its
-// periods and penalty): one instance per locality, gRPC's public
-// balancers through balancer.Get. RING_HASH → ring_hash_experimental
-// (minRingSize, maxRingSize; grpc caps the ring at GRPC_RING_HASH_CAP,
-// 4096 by default), one instance per priority over every locality, each
-// endpoint weighted by its locality's weight times its share of the
-// locality, as in gRPC. A policy whose balancer is not registered makes
-// the cluster's RPCs fail (ErrUnsupported, naming the package to import;
-// this package imports them all).
+// periods and penalty); RING_HASH → ring_hash_experimental (minRingSize,
+// maxRingSize; grpc caps the ring at GRPC_RING_HASH_CAP, 4096 by
+// default); a custom policy (gRFC A52: a TypedStruct in
+// load_balancing_policy whose type_url's last segment names a balancer
+// registered with grpc in this program) → that balancer, with the
+// TypedStruct's value as its JSON config: gRPC's public balancers through
+// balancer.Get. As in gRPC's xDS LB tree, a policy under wrr_locality
+// (lb_policy ROUND_ROBIN, or a load_balancing_policy WrrLocality) runs
+// one instance per locality, under a pick by locality weight; any other
+// (RING_HASH, lb_policy LEAST_REQUEST, a load_balancing_policy policy on
+// its own, a custom one) runs one instance per priority over every
+// locality, each endpoint weighted by its locality's weight times its
+// share of the locality. A policy whose balancer is not registered, or
+// whose ParseConfig rejects its config, makes the cluster's RPCs fail
+// (ErrUnsupported, naming the package to import; this package imports
+// gRPC's).
 //
 // Ring hash (gRFC A42). The hash of an RPC comes from the hash policies
 // of the route it matched, for each RPC: header policies (the values
@@ -210,8 +218,28 @@
 // something) gives the cluster's priorities new balancers, and so new
 // connections; changing its settings does not.
 //
+// Stateful session affinity (gRFC A55, A60), with DialOptions only. The
+// Listener's stateful session filter with a cookie session state (and
+// the virtual host's and route's StatefulSessionPerRoute overrides) pins
+// the RPCs of a session to an endpoint: the interceptors read the cookie
+// of RPCs whose path the cookie's path matches (RFC 6265), base64 of the
+// endpoint's addresses and its cluster ("10.0.0.1:8080;cluster-svc", gRPC
+// C++'s format); the RPC goes to that cluster when the route has it, and
+// the router picks the endpoint when its SubConn is READY (or waits while
+// it connects) and its health is in the cluster's override_host_status
+// (UNKNOWN and HEALTHY by default; DRAINING may be added: a DRAINING
+// endpoint gets no new RPCs, but its connection stays for its sessions
+// while READY); else the endpoint policy picks. The response's headers
+// (the trailers, when there are none) then carry a set-cookie naming the
+// endpoint and cluster that served it, unless the RPC's cookie did
+// (HttpOnly, Path, Max-Age from the cookie's ttl), for the application to
+// send back with the next RPCs of the session: to a unary RPC through
+// grpc.Header (or grpc.Trailer), to a stream through Header (or Trailer).
+// The session stays on its endpoint across priorities only within the
+// priority in use, as in gRPC C++.
+//
 // Not supported: cluster_specifier_plugin (RLS; the route's RPCs fail),
-// custom LB policies, and ORCA load reports in LRS. The resolver logs a warning once per channel when a
+// and ORCA load reports in LRS. The resolver logs a warning once per channel when a
 // configuration uses RLS, and, without DialOptions, fault injection or
 // max_stream_duration.
 //

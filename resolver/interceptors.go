@@ -59,9 +59,10 @@ type routeChoiceKey struct{}
 // routeChoice is the route an interceptor matched for an RPC, in the
 // configuration cfg; the picker uses it when its configuration is cfg.
 type routeChoice struct {
-	cfg    *routerConfig
-	route  *route
-	target *weightedTarget // the route's cluster for the RPC
+	cfg     *routerConfig
+	route   *route
+	target  *weightedTarget // the route's cluster for the RPC
+	session *rpcSession     // the RPC's session (session.go); nil for none
 }
 
 type interceptor struct {
@@ -78,6 +79,9 @@ type prepared struct {
 	// have one in the service config (retry.go): the caller turns grpc's
 	// retries off for it.
 	noRetry bool
+	// session is the RPC's session (gRFC A55, session.go): the caller
+	// adds its cookie to the response. nil for none.
+	session *rpcSession
 }
 
 func noop() {}
@@ -109,7 +113,14 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 	if len(rt.targets) > 0 {
 		target = rt.pickTarget()
 	}
-	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt, target: target})
+	if rt.sessionErr != nil {
+		return p, unavailable(rt.desc + ": " + rt.sessionErr.Error())
+	}
+	if rt.session != nil && target != nil && cookiePathMatches(rt.session.Path, method) {
+		// The session's cookie may name the cluster (gRFC A60).
+		p.session, target = sessionFromHeaders(rt.session, &h, rt, target)
+	}
+	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt, target: target, session: p.session})
 	faults, faultErr := rt.faults, rt.faultErr
 	if target != nil && target.ownFaults {
 		faults, faultErr = target.faults, target.faultErr
@@ -157,6 +168,11 @@ func (ic *interceptor) unary(ctx context.Context, method string, req, reply any,
 		return err
 	}
 	defer p.done()
+	if p.session != nil {
+		return p.session.unary(func(opts []grpc.CallOption) error {
+			return invoker(p.ctx, method, req, reply, cc, opts...)
+		}, p.callOptions(opts))
+	}
 	return invoker(p.ctx, method, req, reply, cc, p.callOptions(opts)...)
 }
 
@@ -171,5 +187,9 @@ func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *gr
 		return nil, err
 	}
 	opts = append(p.callOptions(opts), grpc.OnFinish(func(error) { p.done() }))
-	return streamer(p.ctx, desc, cc, method, opts...)
+	s, err := streamer(p.ctx, desc, cc, method, opts...)
+	if err != nil || p.session == nil {
+		return s, err
+	}
+	return &sessionStream{ClientStream: s, s: p.session}, nil
 }

@@ -3,7 +3,6 @@
 package resolver
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -11,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc/balancer"
-	"google.golang.org/grpc/connectivity"
 	grpcresolver "google.golang.org/grpc/resolver"
 
 	"github.com/proxyless/xds/resources"
@@ -25,7 +22,7 @@ import (
 // for the priority):
 //
 //   - every SubConn a child of the priority creates is wrapped
-//     (odSubConn), so that the router's picker counts the result of each
+//     (subConn, subconn.go), so that the router's picker counts the result of each
 //     RPC for the SubConn's endpoint (its Done callback), and so that an
 //     ejected endpoint's SubConns report TRANSIENT_FAILURE through the
 //     health listener that gRPC's endpoint policies register (pick_first
@@ -53,14 +50,14 @@ type odEndpoint struct {
 	active atomic.Pointer[odBucket]
 
 	// Guarded by the router's mu.
-	inactive   odBucket            // the last interval's counts
-	ejectedAt  time.Time           // zero when not ejected
-	multiplier int64               // ejections, decayed by one per interval without
-	subConns   map[*odSubConn]bool // the SubConns of the endpoint
+	inactive   odBucket          // the last interval's counts
+	ejectedAt  time.Time         // zero when not ejected
+	multiplier int64             // ejections, decayed by one per interval without
+	subConns   map[*subConn]bool // the SubConns of the endpoint
 }
 
 func newODEndpoint() *odEndpoint {
-	e := &odEndpoint{subConns: make(map[*odSubConn]bool)}
+	e := &odEndpoint{subConns: make(map[*subConn]bool)}
 	e.active.Store(new(odBucket))
 	return e
 }
@@ -136,7 +133,7 @@ func (g *odGroup) setEndpoints(eps []grpcresolver.Endpoint) {
 // odChange is an ejection or unejection for the caller to deliver to the
 // SubConns' health listeners, under the router's childMu.
 type odChange struct {
-	sc    *odSubConn
+	sc    *subConn
 	eject bool
 }
 
@@ -259,71 +256,6 @@ func (g *odGroup) uneject(e *odEndpoint, changes []odChange) []odChange {
 	return changes
 }
 
-// errEjected is the error of an ejected endpoint's SubConns, which their
-// policy may put in the RPCs it fails.
-var errEjected = errors.New("endpoint ejected by outlier detection (gRFC A50)")
-
-// odSubConn is a SubConn of a child whose priority has outlier detection:
-// the child sees it, the channel the SubConn it wraps (the picker
-// unwraps it). r, c and ep are set at creation (ep is nil when the
-// address is not an endpoint of the group). listener, health and ejected
-// are accessed under the router's childMu: the health listener calls
-// into the child.
-type odSubConn struct {
-	balancer.SubConn
-	r  *router
-	c  *child
-	ep *odEndpoint
-
-	listener func(balancer.SubConnState) // the child's health listener
-	health   balancer.SubConnState       // the last health grpc reported
-	ejected  bool
-}
-
-// RegisterHealthListener registers the child's health listener: the
-// SubConn's health as grpc reports it, but TRANSIENT_FAILURE while the
-// endpoint is ejected. grpc calls the listener it is given on its own
-// goroutine; it runs under the router's childMu. The child calls this
-// under childMu (from a state listener).
-func (s *odSubConn) RegisterHealthListener(l func(balancer.SubConnState)) {
-	s.listener = l
-	if l == nil {
-		s.SubConn.RegisterHealthListener(nil)
-		return
-	}
-	r, c := s.r, s.c
-	s.SubConn.RegisterHealthListener(func(st balancer.SubConnState) {
-		r.withChildren(func() {
-			r.mu.Lock()
-			gone := c.removed || r.closed
-			r.mu.Unlock()
-			if gone {
-				return
-			}
-			s.health = st
-			if !s.ejected && s.listener != nil {
-				s.listener(st)
-			}
-		})
-	})
-}
-
-// apply delivers an ejection or unejection; the caller holds childMu.
-func (s *odSubConn) apply(eject bool) {
-	if s.ejected == eject {
-		return
-	}
-	s.ejected = eject
-	if s.listener == nil {
-		return
-	}
-	if eject {
-		s.listener(balancer.SubConnState{ConnectivityState: connectivity.TransientFailure, ConnectionError: errEjected})
-		return
-	}
-	s.listener(s.health)
-}
-
 // odKey is the key of the outlier detection group of priority p.
 func odKey(p *priorityConfig) string {
 	return p.leaf + "\x00" + strconv.FormatUint(uint64(p.priority), 10)
@@ -400,22 +332,21 @@ func (r *router) odInterval(k string, g *odGroup, gen uint64) {
 	})
 }
 
-// pruneODLocked stops and forgets the groups of the priorities that
-// neither the configuration nor a retained cluster has; the caller holds
-// mu.
-func (r *router) pruneODLocked() {
-	want := make(map[string]bool)
+// pruneGroupsLocked stops and forgets the outlier detection groups and
+// sessions of the priorities that neither the configuration nor a
+// retained cluster has; the caller holds mu.
+func (r *router) pruneGroupsLocked() {
+	wantOD, wantSess := make(map[string]bool), make(map[string]bool)
 	for _, ccs := range []map[string]*clusterConfig{r.cfg.clusters, r.retained} {
 		for _, cc := range ccs {
 			for _, p := range cc.priorities {
-				if p.od != nil {
-					want[odKey(p)] = true
-				}
+				wantOD[odKey(p)] = wantOD[odKey(p)] || p.od != nil
+				wantSess[odKey(p)] = wantSess[odKey(p)] || p.session
 			}
 		}
 	}
 	for k, g := range r.ods {
-		if !want[k] {
+		if !wantOD[k] {
 			if g.stop != nil {
 				g.stop()
 				g.stop = nil
@@ -423,18 +354,10 @@ func (r *router) pruneODLocked() {
 			delete(r.ods, k)
 		}
 	}
-}
-
-// newODSubConn wraps sc, a SubConn of c for addrs, whose priority has the
-// outlier detection group g; the caller holds mu.
-func newODSubConn(r *router, c *child, g *odGroup, sc balancer.SubConn, addrs []grpcresolver.Address) *odSubConn {
-	w := &odSubConn{SubConn: sc, r: r, c: c, health: balancer.SubConnState{ConnectivityState: connectivity.Connecting}}
-	if len(addrs) > 0 {
-		if e := g.addrs[addrs[0].Addr]; e != nil {
-			w.ep = e
-			e.subConns[w] = true
-			w.ejected = !e.ejectedAt.IsZero()
+	for k, g := range r.sess {
+		if !wantSess[k] {
+			g.close()
+			delete(r.sess, k)
 		}
 	}
-	return w
 }

@@ -25,7 +25,7 @@ func odTestGroup(n int, cfg *resources.OutlierDetection) (*odGroup, []*odEndpoin
 	out := make([]*odEndpoint, n)
 	for i := range n {
 		out[i] = g.addrs[fmt.Sprintf("e%d", i)]
-		out[i].subConns[&odSubConn{ep: out[i]}] = true
+		out[i].subConns[&subConn{ep: out[i]}] = true
 	}
 	return g, out
 }

@@ -53,6 +53,14 @@ type prioPicker struct {
 	// priority (ring_hash): the locality is found from the SubConn.
 	ringLoad *lrs.ClusterLoad
 	ring     *child
+	// clusterLoad is the load of the cluster, for RPCs of sessions; nil
+	// when not reported.
+	clusterLoad *lrs.ClusterLoad
+	// wrapped: the children's SubConns are wrapped (subconn.go), for
+	// outlier detection or sessions.
+	wrapped bool
+	// sess are the sessions of the priority; nil without.
+	sess *sessGroup
 }
 
 type weightedPicker struct {
@@ -100,15 +108,21 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 // Pick routes and picks one RPC.
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	h := routing.Headers{Ctx: info.Ctx}
+	var sess *rpcSession
 	if p.cfg.intercepted {
-		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok && rc.cfg == p.cfg {
-			return p.pickRoute(rc.route, rc.target, info, &h)
+		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok {
+			if rc.cfg == p.cfg {
+				return p.pickRoute(rc.route, rc.target, rc.session, info, &h)
+			}
+			// The interceptor matched in another configuration: the
+			// route is matched again, the session stays.
+			sess = rc.session
 		}
 	}
 	for i := range p.cfg.routes {
 		rt := &p.cfg.routes[i]
 		if rt.match.Matches(info.FullMethodName, &h) {
-			return p.pickRoute(rt, nil, info, &h)
+			return p.pickRoute(rt, nil, sess, info, &h)
 		}
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
@@ -116,8 +130,9 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 
 // pickRoute picks for an RPC that matched rt, sending it to target (one of
 // rt's clusters, chosen by the interceptor), or, when nil, to a cluster
-// of rt chosen by weight.
-func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+// of rt chosen by weight; sess is the RPC's session (session.go), nil for
+// none.
+func (p *picker) pickRoute(rt *route, target *weightedTarget, sess *rpcSession, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
 	switch rt.action {
 	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
 	case resources.RouteActionNonForwarding:
@@ -138,12 +153,14 @@ func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.Pick
 	if cp.err != nil {
 		return balancer.PickResult{}, cp.err
 	}
-	return cp.prio.pick(p, rt, info, h)
+	return cp.prio.pick(p, rt, t, sess, info, h)
 }
 
 // pick applies the drops and the circuit breaker of the priority's leaf
-// cluster, then picks a locality by weight and delegates to its picker.
-func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+// cluster; then, for an RPC of a session pinned to an endpoint of the
+// priority that can take it, picks that endpoint (gRFC A55); else picks
+// a locality by weight and delegates to its picker.
+func (pp *prioPicker) pick(p *picker, rt *route, cluster string, sess *rpcSession, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
 	for i, d := range pp.cfg.drops {
 		if d.PerMillion > 0 && rand.Uint32N(1_000_000) < d.PerMillion {
 			if pp.errs.dropCounters != nil {
@@ -158,6 +175,19 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 			pp.errs.breakerDrops.Add(1)
 		}
 		return balancer.PickResult{}, pp.errs.breaker
+	}
+	if sess != nil && len(sess.override) > 0 && pp.sess != nil {
+		if w, e, err, ok := pp.sess.pick(sess.override); ok {
+			if err != nil {
+				pp.counter.Add(-1)
+				return balancer.PickResult{}, err
+			}
+			var load *lrs.LocalityLoad
+			if pp.clusterLoad != nil {
+				load = pp.clusterLoad.Locality(e.locality)
+			}
+			return pp.done1(balancer.PickResult{SubConn: w}, load, sess, cluster)
+		}
 	}
 	child, load := pp.other, pp.otherLoad
 	if len(pp.ready) > 0 {
@@ -191,19 +221,28 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 		pp.counter.Add(-1)
 		return res, err
 	}
-	counter, done, ref := pp.counter, res.Done, pp.ref
-	ref.n.Add(1)
 	if pp.ringLoad != nil && pp.ring != nil {
 		if id, ok := pp.ring.scLocality.Load(res.SubConn); ok {
 			load = pp.ringLoad.Locality(id.(resources.LocalityID))
 		}
 	}
+	return pp.done1(res, load, sess, cluster)
+}
+
+// done1 completes a pick of the route cluster cluster that chose res:
+// the SubConn of a wrapper (subconn.go) for the channel, the endpoint for
+// the session, and the end of the RPC counted (circuit breaking, the
+// route cluster's RPCs in flight, load reports, outlier detection).
+func (pp *prioPicker) done1(res balancer.PickResult, load *lrs.LocalityLoad, sess *rpcSession, cluster string) (balancer.PickResult, error) {
+	counter, done, ref := pp.counter, res.Done, pp.ref
+	ref.n.Add(1)
 	var ep *odEndpoint
-	if pp.cfg.od != nil {
-		// The child picked an endpoint's wrapper (outlier.go): the
-		// channel gets the SubConn, the endpoint the RPC's result.
-		if w, ok := res.SubConn.(*odSubConn); ok {
+	if pp.wrapped {
+		if w, ok := res.SubConn.(*subConn); ok {
 			res.SubConn, ep = w.SubConn, w.ep
+			if sess != nil {
+				sess.picked.Store(&pickedEndpoint{addrs: w.addrs, cluster: cluster})
+			}
 		}
 	}
 	if load == nil && done == nil && ep == nil {

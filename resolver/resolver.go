@@ -167,7 +167,7 @@ func (r *xdsResolver) warnOnce(key, msg string, args ...any) {
 // warnUnsupported logs, once per channel each, that a configuration uses
 // what the resolver does not support: cluster_specifier_plugin (RLS),
 // whose RPCs fail; and, without DialOptions' interceptors, fault
-// injection filters and max_stream_duration, ignored.
+// injection filters, max_stream_duration and stateful sessions, ignored.
 func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
 	for i := range rc.routes {
 		rt := &rc.routes[i]
@@ -179,6 +179,9 @@ func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
 		}
 		if r.holder == nil && rc.maxStreamDuration(rt) > 0 {
 			r.warnOnce("msd", "max_stream_duration needs resolver.DialOptions; ignored", "route", rt.desc)
+		}
+		if r.holder == nil && rt.session != nil {
+			r.warnOnce("session", "stateful session affinity needs resolver.DialOptions; ignored", "route", rt.desc)
 		}
 	}
 }
