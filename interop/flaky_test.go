@@ -4,13 +4,11 @@ package interop
 
 import (
 	"context"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
@@ -68,23 +66,9 @@ func (s *flakyServer) counts(ch string) (calls, maxPrev int64) {
 
 func startFlakyServer(t *testing.T, id string, failOdd, failAll bool) *flakyServer {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &flakyServer{id: id, port: uint32(lis.Addr().(*net.TCPAddr).Port), failOdd: failOdd, calls: map[string]int64{}, maxPrev: map[string]int64{}}
+	s := &flakyServer{id: id, failOdd: failOdd, calls: map[string]int64{}, maxPrev: map[string]int64{}}
 	s.failAll.Store(failAll)
-	srv := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(srv, s)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
+	s.port = serveTestService(t, s)
 	return s
 }
 

@@ -5,19 +5,14 @@ package interop
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
-	"google.golang.org/grpc/status"
 	grpcxds "google.golang.org/grpc/xds"
 
 	"github.com/proxyless/xds/bootstrap"
@@ -26,43 +21,12 @@ import (
 	"github.com/proxyless/xds/testutil"
 )
 
-// processCPU returns the CPU time (user and system) the process used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// closedLoop makes UnaryCalls on tc from workers goroutines, each starting
-// the next when the last ends, for d, and returns how many succeeded.
+// closedLoop makes UnaryCalls on tc as testutil.ClosedLoop does.
 func closedLoop(ctx context.Context, tc testgrpc.TestServiceClient, workers int, d time.Duration) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var (
-		n        atomic.Int64
-		firstErr error
-		once     sync.Once
-		wg       sync.WaitGroup
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if _, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{}); err != nil {
-					if ctx.Err() == nil && status.Code(err) != codes.DeadlineExceeded {
-						once.Do(func() { firstErr = err })
-					}
-					return
-				}
-				n.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	return n.Load(), firstErr
+	return testutil.ClosedLoop(ctx, workers, d, func(ctx context.Context) error {
+		_, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		return err
+	})
 }
 
 // BenchmarkThroughput_SideBySide measures, in one process, the
@@ -145,14 +109,14 @@ func BenchmarkThroughput_SideBySide(b *testing.B) {
 	for i := range b.N {
 		for k := range specs {
 			c := (i + k) % len(specs)
-			start, startCPU := time.Now(), processCPU()
+			start, startCPU := time.Now(), testutil.ProcessCPU()
 			n, err := closedLoop(ctx, tcs[c], workers, round)
 			if err != nil {
 				b.Fatalf("%s: %v", specs[c].name, err)
 			}
 			total[c] += n
 			elapsed[c] += time.Since(start)
-			cpu[c] += processCPU() - startCPU
+			cpu[c] += testutil.ProcessCPU() - startCPU
 		}
 	}
 	b.StopTimer()

@@ -5,19 +5,14 @@ package resolver_test
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
-	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
@@ -27,43 +22,6 @@ import (
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
-
-// closedLoop makes RPCs on tc from workers goroutines, each starting the
-// next when the last ends, for d, and returns how many succeeded.
-func closedLoop(ctx context.Context, tc testgrpc.TestServiceClient, workers int, d time.Duration) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var n atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if _, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{}); err != nil {
-					if ctx.Err() == nil && status.Code(err) != codes.DeadlineExceeded {
-						once.Do(func() { firstErr = err })
-					}
-					return
-				}
-				n.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	return n.Load(), firstErr
-}
-
-// processCPU returns the CPU time (user and system) the process used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkThroughput compares, in one process, the closed-loop RPC
 // throughput (32 concurrent callers) of an xds:/// channel with that of
@@ -146,14 +104,14 @@ func BenchmarkThroughput(b *testing.B) {
 			for i := range b.N {
 				for k := range 2 {
 					c := (i + k) % 2 // alternate which goes first
-					start, startCPU := time.Now(), processCPU()
+					start, startCPU := time.Now(), testutil.ProcessCPU()
 					n, err := closedLoop(ctx, channels[c], workers, round)
 					if err != nil {
 						b.Fatal(err)
 					}
 					total[c] += n
 					elapsed[c] += time.Since(start)
-					cpu[c] += processCPU() - startCPU
+					cpu[c] += testutil.ProcessCPU() - startCPU
 				}
 			}
 			b.StopTimer()
@@ -168,4 +126,12 @@ func BenchmarkThroughput(b *testing.B) {
 			b.ReportMetric(xdsCPU/plainCPU, "cpu-ratio")
 		})
 	}
+}
+
+// closedLoop makes UnaryCalls on tc as testutil.ClosedLoop does.
+func closedLoop(ctx context.Context, tc testgrpc.TestServiceClient, workers int, d time.Duration) (int64, error) {
+	return testutil.ClosedLoop(ctx, workers, d, func(ctx context.Context) error {
+		_, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		return err
+	})
 }

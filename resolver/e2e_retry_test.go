@@ -109,17 +109,7 @@ func startFlaky(t *testing.T, id string, f failure) *flakyBackend {
 	}
 	b := &flakyBackend{id: id, port: uint32(lis.Addr().(*net.TCPAddr).Port)}
 	b.fail.Store(int32(f))
-	s := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(s, b)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		s.Stop()
-		<-done
-	})
+	serveOn(t, lis, b)
 	return b
 }
 

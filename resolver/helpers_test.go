@@ -138,9 +138,14 @@ func startBackendWith(t *testing.T, b *backend) *backend {
 	}
 	b.addr, b.port = lis.Addr().String(), uint32(lis.Addr().(*net.TCPAddr).Port)
 	b.connClosed = make(chan struct{}, 1)
-	lis = countingListener{Listener: lis, b: b}
+	serveOn(t, countingListener{Listener: lis, b: b}, b)
+	return b
+}
+
+// serveOn serves svc on lis until the test ends.
+func serveOn(t *testing.T, lis net.Listener, svc testgrpc.TestServiceServer) {
 	s := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(s, b)
+	testgrpc.RegisterTestServiceServer(s, svc)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -150,7 +155,6 @@ func startBackendWith(t *testing.T, b *backend) *backend {
 		s.Stop()
 		<-done
 	})
-	return b
 }
 
 // env is a management server and an xDS client using it.

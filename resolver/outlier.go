@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -76,7 +75,7 @@ func (e *odEndpoint) record(err error) {
 // Guarded by the router's mu, but for the endpoints' active buckets.
 type odGroup struct {
 	cfg        *resources.OutlierDetection // never nil, not a no-op
-	endpoints  map[string]*odEndpoint      // by endpointKey
+	endpoints  map[string]*odEndpoint      // by their addresses (endpointAddrs)
 	addrs      map[string]*odEndpoint      // by address
 	ejected    int                         // endpoints ejected
 	timerStart time.Time                   // the start of the current interval; zero before the first
@@ -91,18 +90,6 @@ func odActive(od *resources.OutlierDetection) bool {
 	return od != nil && (od.SuccessRate != nil || od.FailurePercentage != nil)
 }
 
-// endpointKey identifies an endpoint by its addresses.
-func endpointKey(ep grpcresolver.Endpoint) string {
-	if len(ep.Addresses) == 1 {
-		return ep.Addresses[0].Addr
-	}
-	addrs := make([]string, len(ep.Addresses))
-	for i, a := range ep.Addresses {
-		addrs[i] = a.Addr
-	}
-	return strings.Join(addrs, ",")
-}
-
 // setEndpoints makes eps the endpoints of g, keeping the state of those
 // it had; an ejected endpoint that goes is no longer counted as ejected.
 func (g *odGroup) setEndpoints(eps []grpcresolver.Endpoint) {
@@ -110,7 +97,7 @@ func (g *odGroup) setEndpoints(eps []grpcresolver.Endpoint) {
 	g.endpoints = make(map[string]*odEndpoint, len(eps))
 	g.addrs = make(map[string]*odEndpoint, len(eps))
 	for _, ep := range eps {
-		k := endpointKey(ep)
+		k := endpointAddrs(ep)
 		e := old[k]
 		if e == nil {
 			e = newODEndpoint()
