@@ -282,7 +282,8 @@
 // The client must outlive every resolver: close the ClientConns, then the
 // client. The router's picker is safe for concurrent picks and takes no
 // lock; grpc calls the router's other methods one at a time, and its
-// failover timers fire on their own goroutines, under the router's lock.
+// failover, child retention and outlier detection timers fire on their
+// own goroutines, under the router's lock.
 // Close also ends the resolver's LRS streams after a final report.
 //
 // # Experimental

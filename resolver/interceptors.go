@@ -26,6 +26,10 @@ import (
 //     and aborts, with their percentages, header matchers, header-driven
 //     faults (x-envoy-fault-*) and max_active_faults (the faults in
 //     progress in the whole process, gRFC A33).
+//   - the stateful session filter (gRFC A55, A60): the session cookie of
+//     an RPC pins it to its cluster and endpoint, and its response gets
+//     the set-cookie of the endpoint that served it (see the package doc,
+//     "Stateful session affinity").
 //
 // Use the options for one ClientConn:
 //

@@ -62,8 +62,11 @@ func (pinBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) bala
 
 func (pinBuilder) ParseConfig(js json.RawMessage) (serviceconfig.LoadBalancingConfig, error) {
 	var c pinConfig
-	if err := json.Unmarshal(js, &c); err != nil || c.Port == 0 {
-		return nil, fmt.Errorf("%s: config %s: want a port (%v)", PinPolicyName, js, err)
+	if err := json.Unmarshal(js, &c); err != nil {
+		return nil, fmt.Errorf("%s: config %s: %w", PinPolicyName, js, err)
+	}
+	if c.Port == 0 {
+		return nil, fmt.Errorf("%s: config %s: want a port", PinPolicyName, js)
 	}
 	return c, nil
 }
