@@ -138,7 +138,8 @@ func (c *ClusterConfig) IsAggregate() bool {
 var (
 	// ErrNoVirtualHost is wrapped by the whole-config error reported when
 	// the RouteConfiguration has no virtual host whose domains match the
-	// data-plane authority, or has an invalid domain pattern.
+	// data-plane authority (a virtual host with an invalid domain
+	// pattern never matches, R-16.2).
 	ErrNoVirtualHost = routing.ErrNoVirtualHost
 
 	// ErrMaxDepthExceeded is wrapped by the error of a cluster whose

@@ -38,13 +38,21 @@ func (s *idServer) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.
 
 func startIDServer(t *testing.T, id string) *idServer {
 	t.Helper()
+	s := &idServer{id: id}
+	s.port = serveTestService(t, s)
+	return s
+}
+
+// serveTestService serves svc on a new port of 127.0.0.1, which it
+// returns, until the test ends.
+func serveTestService(t *testing.T, svc testgrpc.TestServiceServer) uint32 {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &idServer{id: id, port: uint32(lis.Addr().(*net.TCPAddr).Port)}
 	srv := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(srv, s)
+	testgrpc.RegisterTestServiceServer(srv, svc)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -54,7 +62,7 @@ func startIDServer(t *testing.T, id string) *idServer {
 		srv.Stop()
 		<-done
 	})
-	return s
+	return uint32(lis.Addr().(*net.TCPAddr).Port)
 }
 
 // splitOf makes n RPCs of class ("canary", "method" or "default") and

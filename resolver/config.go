@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,12 @@ type routerConfig struct {
 	// intercepted: the channel has DialOptions' interceptors, which put
 	// the route they matched in the RPC's context.
 	intercepted bool
+	// retrying: the service config has retry policies (retry.go); the
+	// interceptors turn retries off for the RPCs of routes without one.
+	retrying bool
+	// sessions: the Listener has a stateful session filter (gRFC A55):
+	// every priority tracks its SubConns for sessions (session.go).
+	sessions bool
 	// providers are the certificate providers of clusters with a
 	// transport socket (gRFC A29); nil in unit tests without security.
 	providers *credentials.ProviderStore
@@ -67,11 +74,19 @@ type route struct {
 	total   uint64           // sum of the weights
 	hash    []resources.HashPolicy
 	res     *resources.Route // the route, for the interceptors
+	// retry is the retry policy of the route's RPCs (the route's, else
+	// the virtual host's) in service config JSON; "" for none (retry.go).
+	retry retryKey
 	// faults are the fault injection filters' configs for the route
 	// (gRFC A33), in chain order; faultErr says why they cannot be used
 	// (the route's RPCs then fail).
 	faults   []*faultConfig
 	faultErr error
+	// session is the stateful session config of the route's RPCs (gRFC
+	// A55, session.go); nil for none. sessionErr says why it cannot be
+	// used (the route's RPCs then fail).
+	session    *resources.CookieSession
+	sessionErr error
 }
 
 // weightedTarget is a cluster of a route with the cumulative weight of the
@@ -126,6 +141,15 @@ type priorityConfig struct {
 	// keys include it, so that a change gives new children, and so new
 	// connections.
 	security *resources.SecurityConfig
+	// od is the leaf cluster's outlier detection (gRFC A50, outlier.go);
+	// nil when it has none, or one that ejects nothing. Its children's
+	// keys say whether it has one: their SubConns are wrapped.
+	od *resources.OutlierDetection
+	// session: sessions may be pinned to the priority's endpoints, hosts
+	// (gRFC A55, session.go); its children's keys say so: their SubConns
+	// are wrapped.
+	session bool
+	hosts   []sessHost
 	// localities are the localities with a usable endpoint. For a
 	// policy that balances over the whole priority (ring_hash), one
 	// pseudo-locality holding every usable endpoint of the priority.
@@ -137,10 +161,14 @@ type childPolicy struct {
 	name   string // registered grpc balancer name
 	json   string // its config, for comparison
 	config serviceconfig.LoadBalancingConfig
-	// perPriority: one child for the whole priority (ring_hash, which
-	// reads locality weights in endpoint weights, as in gRPC's xDS LB
-	// tree), rather than one per locality.
+	// perPriority: one child for the whole priority, whose endpoint
+	// weights carry the locality weights (ring_hash and every policy not
+	// under wrr_locality, as in gRPC's xDS LB tree), rather than one per
+	// locality.
 	perPriority bool
+	// ringHash: the policy is ring_hash, which the picker gives the
+	// request hash of each RPC (gRFC A42).
+	ringHash bool
 }
 
 // localityConfig is one locality of a priority.
@@ -168,12 +196,17 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
 	}
 	cfg := &routerConfig{routes: make([]route, 0, len(vh.Routes)), clusters: make(map[string]*clusterConfig), providers: providers}
+	cfg.sessions = s.listener != nil && hasSessionFilter(s.listener.HTTPFilters)
 	names := routing.NewIndex()
 	for i := range vh.Routes {
 		r := &vh.Routes[i]
 		rt := route{desc: describeRoute(i, r), match: routing.Compile(&r.Match, names), action: r.Action.Kind, plugin: r.Action.ClusterSpecifierPlugin, hash: r.Action.HashPolicies, res: r}
+		rt.retry = routePolicy(&rt, vh)
 		if s.listener != nil {
 			rt.faults, rt.faultErr = routeFaults(s.listener.HTTPFilters, vh, r, nil)
+		}
+		if cfg.sessions {
+			rt.session, rt.sessionErr = routeSession(s.listener.HTTPFilters, vh, r)
 		}
 		if len(rt.hash) == 0 && ringHashHeader != "" {
 			rt.hash = []resources.HashPolicy{{Kind: resources.HashPolicyHeader, HeaderName: ringHashHeader}}
@@ -195,7 +228,7 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 			}
 			rt.targets = append(rt.targets, wt)
 			if _, done := cfg.clusters[name]; !done {
-				cfg.clusters[name] = buildCluster(name, s.cluster(name), providers)
+				cfg.clusters[name] = buildCluster(name, s.cluster(name), providers, cfg.sessions)
 			}
 		}
 		cfg.routes = append(cfg.routes, rt)
@@ -206,8 +239,9 @@ func buildConfig(s snapshot, ringHashHeader string, providers *credentials.Provi
 
 // buildCluster returns the config of the route cluster name, whose result
 // is r (nil when absent). Its error names the cluster. providers hold the
-// certificate providers that the security configs of its leaves name.
-func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.ProviderStore) *clusterConfig {
+// certificate providers that the security configs of its leaves name;
+// sessions says whether its priorities track their SubConns for sessions.
+func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.ProviderStore, sessions bool) *clusterConfig {
 	cc := &clusterConfig{name: name}
 	switch {
 	case r == nil:
@@ -229,7 +263,7 @@ func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.P
 		if leaf == nil || leaf.Cluster == nil {
 			continue
 		}
-		ps, err := leafPriorities(leaf, providers)
+		ps, err := leafPriorities(leaf, providers, sessions)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %q: %w", leaf.Name, err))
 			continue
@@ -258,8 +292,9 @@ func buildCluster(name string, r *depmgr.ClusterResult, providers *credentials.P
 // usable endpoint, highest first; an error when the cluster's policy
 // cannot be run, when its security config names a certificate provider
 // instance that providers cannot run, or when no priority has a usable
-// endpoint.
-func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderStore) ([]*priorityConfig, error) {
+// endpoint. With sessions, each priority lists the addresses sessions may
+// be pinned to, DRAINING ones included (gRFC A55).
+func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderStore, sessions bool) ([]*priorityConfig, error) {
 	if _, err := usablePriority(leaf); err != nil {
 		return nil, err
 	}
@@ -272,6 +307,14 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 		return nil, err
 	}
 	sec := securityKey(c.Security)
+	var od *resources.OutlierDetection
+	if odActive(c.OutlierDetection) {
+		od = c.OutlierDetection
+		sec += "\x00outlier-detection"
+	}
+	if sessions {
+		sec += "\x00sessions"
+	}
 	eds := c.EDSServiceName
 	if eds == "" {
 		eds = leaf.Name
@@ -326,7 +369,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 		}
 		p := byPrio[l.Priority]
 		if p == nil {
-			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy, security: c.Security}
+			p = &priorityConfig{leaf: leaf.Name, edsService: eds, priority: l.Priority, drops: drops, maxRequests: c.MaxRequests, lrs: c.LRSServerSelf, lrsService: c.EDSServiceName, policy: policy, security: c.Security, od: od, session: sessions}
 			byPrio[l.Priority] = p
 			out = append(out, p)
 		}
@@ -344,11 +387,38 @@ func leafPriorities(leaf *depmgr.ClusterConfig, providers *credentials.ProviderS
 		}
 		p.localities = append(p.localities, localityConfig{id: l.ID, weight: l.Weight, key: childKey(leaf.Name, l.Priority, l.ID.String(), policy.name, sec), endpoints: eps})
 	}
+	if sessions {
+		addSessionHosts(leaf, byPrio)
+	}
 	// Priorities are numbered without gaps; those without a
 	// usable endpoint are left out, which fails over at once, as their
 	// child would report TRANSIENT_FAILURE.
 	sortPriorities(out)
 	return out, nil
+}
+
+// addSessionHosts lists, in each priority of byPrio, the addresses of
+// leaf's endpoints of that priority that are UNKNOWN, HEALTHY or DRAINING,
+// with whether the cluster's override_host_status allows sessions to them
+// (gRFC A55).
+func addSessionHosts(leaf *depmgr.ClusterConfig, byPrio map[uint32]*priorityConfig) {
+	for _, l := range leaf.Endpoints.Localities {
+		p := byPrio[l.Priority]
+		if p == nil {
+			continue
+		}
+		for _, e := range l.Endpoints {
+			switch e.HealthStatus {
+			case resources.HealthStatusUnknown, resources.HealthStatusHealthy, resources.HealthStatusDraining:
+			default:
+				continue
+			}
+			addrs := strings.Join(e.Addresses, ",")
+			for _, a := range e.Addresses {
+				p.hosts = append(p.hosts, sessHost{addr: a, addrs: addrs, health: e.HealthStatus, allowed: leaf.Cluster.OverrideHostStatus.Contains(e.HealthStatus), locality: l.ID})
+			}
+		}
+	}
 }
 
 func sortPriorities(ps []*priorityConfig) {
@@ -380,7 +450,13 @@ func childPolicyOf(p resources.LBPolicy) (childPolicy, error) {
 		return childPolicy{}, fmt.Errorf("encoding the config of %s: %w", name, err)
 	}
 	b := balancer.Get(name)
-	cp := childPolicy{name: name, json: string(js), perPriority: name == lbRingHash}
+	// As in gRPC's xDS LB tree: a policy inside wrr_locality (lb_policy
+	// ROUND_ROBIN, or load_balancing_policy WrrLocality) runs per
+	// locality, under a pick by locality weight; any other (ring_hash,
+	// lb_policy LEAST_REQUEST, a policy of load_balancing_policy on its
+	// own, a custom one) over every endpoint of the priority.
+	perPriority := name == lbRingHash || !p.WeightedByLocality
+	cp := childPolicy{name: name, json: string(js), perPriority: perPriority, ringHash: name == lbRingHash}
 	if parser, ok := b.(balancer.ConfigParser); ok {
 		if cp.config, err = parser.ParseConfig(js); err != nil {
 			return childPolicy{}, fmt.Errorf("load balancing policy %s: grpc's %s rejects %s: %w", p.Kind, name, js, err)

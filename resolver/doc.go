@@ -47,7 +47,9 @@
 // the target's authority. Each RPC is matched against its routes
 // in order: the path (prefix, path or safe_regex; case_sensitive applies
 // to prefix and path), every header matcher (exact, prefix, suffix,
-// contains, with ignore_case; safe_regex; range; present; invert_match),
+// contains, with ignore_case; safe_regex; range; present; invert_match;
+// case_sensitive false and ignore_case ignore ASCII case only, as gRPC
+// C++ does),
 // read from the RPC's outgoing metadata with the values of a header
 // joined by ","; "-bin" headers are invisible to matchers and
 // content-type reads "application/grpc"; then runtime_fraction. An RPC
@@ -82,14 +84,22 @@
 // Endpoint policies: ROUND_ROBIN → round_robin; LEAST_REQUEST →
 // least_request_experimental (choiceCount); PICK_FIRST → pick_first
 // (shuffleAddressList); WEIGHTED_ROUND_ROBIN → weighted_round_robin (its
-// periods and penalty): one instance per locality, gRPC's public
-// balancers through balancer.Get. RING_HASH → ring_hash_experimental
-// (minRingSize, maxRingSize; grpc caps the ring at GRPC_RING_HASH_CAP,
-// 4096 by default), one instance per priority over every locality, each
-// endpoint weighted by its locality's weight times its share of the
-// locality, as in gRPC. A policy whose balancer is not registered makes
-// the cluster's RPCs fail (ErrUnsupported, naming the package to import;
-// this package imports them all).
+// periods and penalty); RING_HASH → ring_hash_experimental (minRingSize,
+// maxRingSize; grpc caps the ring at GRPC_RING_HASH_CAP, 4096 by
+// default); a custom policy (gRFC A52: a TypedStruct in
+// load_balancing_policy whose type_url's last segment names a balancer
+// registered with grpc in this program) → that balancer, with the
+// TypedStruct's value as its JSON config: gRPC's public balancers through
+// balancer.Get. As in gRPC's xDS LB tree, a policy under wrr_locality
+// (lb_policy ROUND_ROBIN, or a load_balancing_policy WrrLocality) runs
+// one instance per locality, under a pick by locality weight; any other
+// (RING_HASH, lb_policy LEAST_REQUEST, a load_balancing_policy policy on
+// its own, a custom one) runs one instance per priority over every
+// locality, each endpoint weighted by its locality's weight times its
+// share of the locality. A policy whose balancer is not registered, or
+// whose ParseConfig rejects its config, makes the cluster's RPCs fail
+// (ErrUnsupported, naming the package to import; this package imports
+// gRPC's).
 //
 // Ring hash (gRFC A42). The hash of an RPC comes from the hash policies
 // of the route it matched, for each RPC: header policies (the values
@@ -97,10 +107,15 @@
 // filter_state channel ID policy (a random number per channel), combined
 // and ended by terminal policies as gRPC does; with no hash, a random
 // one. WithRingHashRequestHashHeader names a header to hash for routes
-// without hash policies. The router hands the hash to ring_hash in a
-// header of the pick's context (ring_hash's requestHashHeader, gRFC A76),
-// which GRPC_EXPERIMENTAL_RING_HASH_SET_REQUEST_HASH_KEY (on by default)
-// must allow; the header is not sent.
+// without hash policies. The ring is gRPC's own (ring_hash_experimental:
+// endpoint addresses or hash_key, weights, minimum and maximum sizes), so
+// that an RPC lands on the endpoint gRPC's xDS channel picks for the same
+// configuration. The router hands the hash to ring_hash in a header of the
+// pick's context (ring_hash's requestHashHeader, gRFC A76), as the 8
+// bytes whose XXH64 is the hash (ring_hash hashes that header with
+// XXH64; gRPC's xDS channel gives it the hash through a context key
+// internal to grpc); GRPC_EXPERIMENTAL_RING_HASH_SET_REQUEST_HASH_KEY (on
+// by default) must allow the header. The header is not sent.
 //
 // Drops and circuit breaking. Before a pick, each drop_overloads category
 // of the cluster's ClusterLoadAssignment drops its share of RPCs (gRFC
@@ -126,7 +141,8 @@
 // with the virtual host's, route's and weighted cluster's overrides
 // (typed_per_filter_config, the most specific first, gRFC A39), delay
 // and abort RPCs with their percentages, header matchers,
-// x-envoy-fault-* headers and max_active_faults (gRFC A33). The
+// x-envoy-fault-* headers and max_active_faults (gRFC A33; the faults in
+// progress are counted for the whole process, as A33 says). The
 // interceptors choose the cluster of a weighted_clusters route, so that
 // its overrides apply; the router sends the RPC there. A fault config or
 // override inside a TypedStruct is rejected with its resource (package
@@ -159,12 +175,73 @@
 // other transport credentials, use the channel's credentials (for xDS
 // credentials, their fallback).
 //
-// Not supported: retry policies (gRFC A44; RPCs are not retried),
-// cluster_specifier_plugin (RLS; the route's RPCs fail), outlier
-// detection (gRFC A50), custom LB policies, and ORCA load reports in
-// LRS. The resolver logs a warning
-// once per channel when a configuration uses retries or RLS, and, without
-// DialOptions, fault injection or max_stream_duration.
+// Retries (gRFC A44), with NewBuilder alone or DialOptions. The retry
+// policy of a route (else of its virtual host) becomes the retryPolicy of
+// gRPC's service config (gRFC A6) for the methods of its RPCs:
+// maxAttempts num_retries + 1, initialBackoff and maxBackoff the
+// retry_back_off intervals, multiplier 2, the retry_on codes
+// (cancelled, deadline-exceeded, internal, resource-exhausted,
+// unavailable; a policy without any retries nothing). So grpc itself
+// retries, as for gRPC's xDS channel: not once response headers came,
+// within its retry buffer (grpc.MaxRetryRPCBufferSize), with
+// grpc-previous-rpc-attempts and server pushback, and each attempt is
+// picked again by the router (another endpoint of the same cluster,
+// counted by circuit breaking and load reports); a pick's error is never
+// retried. grpc caps maxAttempts at 5 unless the channel has
+// grpc.WithMaxCallAttempts (gRPC's xDS channel does not cap it);
+// grpc.WithDisableRetry turns retries off. A service config names
+// methods, not routes: when RPCs of one method can match routes with
+// different policies (routes told apart by headers, runtime_fraction, a
+// regex or a prefix shorter or longer than a whole service), that method
+// is not retried, and a warning names the routes, once per channel.
+// With DialOptions, a route without a policy does not conflict: its
+// method keeps the others' policy, and the interceptors keep the route's
+// RPCs from being retried (grpc.MaxRetryRPCBufferSize(0), which also
+// stops grpc's transparent retries of those RPCs).
+//
+// Outlier detection (gRFC A50). A leaf cluster's outlier_detection
+// watches the endpoints of each of its priorities, as gRPC's
+// outlier_detection policy does in its xDS LB tree (grpc-go's is
+// internal; this package has its own, on the public balancer API): the
+// result of every RPC is counted for the endpoint it went to; every
+// interval, the success rate and failure percentage algorithms (with
+// their request volume, minimum hosts, stdev factor, threshold and
+// enforcement percentage) eject outliers, at most max_ejection_percent
+// of the priority's endpoints; an ejection lasts base_ejection_time times
+// the endpoint's ejections (decayed by one per interval without), at most
+// max(base_ejection_time, max_ejection_time). An ejected endpoint's
+// connections stay up but report TRANSIENT_FAILURE to the endpoint
+// policy, through the health listener gRPC's endpoint policies register
+// (round_robin, ring_hash, least_request and weighted_round_robin), which
+// then do not pick it; pick_first registers none and is not affected, as
+// in gRPC. Adding or removing outlier detection (one that ejects
+// something) gives the cluster's priorities new balancers, and so new
+// connections; changing its settings does not.
+//
+// Stateful session affinity (gRFC A55, A60), with DialOptions only. The
+// Listener's stateful session filter with a cookie session state (and
+// the virtual host's and route's StatefulSessionPerRoute overrides) pins
+// the RPCs of a session to an endpoint: the interceptors read the cookie
+// of RPCs whose path the cookie's path matches (RFC 6265), base64 of the
+// endpoint's addresses and its cluster ("10.0.0.1:8080;cluster-svc", gRPC
+// C++'s format); the RPC goes to that cluster when the route has it, and
+// the router picks the endpoint when its SubConn is READY (or waits while
+// it connects) and its health is in the cluster's override_host_status
+// (UNKNOWN and HEALTHY by default; DRAINING may be added: a DRAINING
+// endpoint gets no new RPCs, but its connection stays for its sessions
+// while READY); else the endpoint policy picks. The response's headers
+// (the trailers, when there are none) then carry a set-cookie naming the
+// endpoint and cluster that served it, unless the RPC's cookie did
+// (HttpOnly, Path, Max-Age from the cookie's ttl), for the application to
+// send back with the next RPCs of the session: to a unary RPC through
+// grpc.Header (or grpc.Trailer), to a stream through Header (or Trailer).
+// The session stays on its endpoint across priorities only within the
+// priority in use, as in gRPC C++.
+//
+// Not supported: cluster_specifier_plugin (RLS; the route's RPCs fail),
+// and ORCA load reports in LRS. The resolver logs a warning once per channel when a
+// configuration uses RLS, and, without DialOptions, fault injection or
+// max_stream_duration.
 //
 // Service config is required: the resolver names the router in the
 // service config it gives the channel, as gRPC Go's own xDS resolver
@@ -205,7 +282,8 @@
 // The client must outlive every resolver: close the ClientConns, then the
 // client. The router's picker is safe for concurrent picks and takes no
 // lock; grpc calls the router's other methods one at a time, and its
-// failover timers fire on their own goroutines, under the router's lock.
+// failover, child retention and outlier detection timers fire on their
+// own goroutines, under the router's lock.
 // Close also ends the resolver's LRS streams after a final report.
 //
 // # Experimental

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
 
@@ -44,26 +46,30 @@ func (h *countingHandler) count(key string) int {
 	return h.counts[key]
 }
 
-// TestResolver_E2E_WarnsOnceOnRetries checks that a configuration with a
-// retry policy (not supported) is logged once per channel at Warn, not on
-// every update, and that its RPCs still succeed.
+// TestResolver_E2E_WarnsOnceOnRetryConflicts checks that retry policies
+// the service config cannot tell apart (routes by header with different
+// policies, without DialOptions) are logged once per channel at Warn, not
+// on every update, and that the RPCs still succeed.
 //
-//  1. Serve a route with a retry policy; RPCs reach A.
+//  1. Serve a route by header retrying twice, then a route retrying once; RPCs reach A.
 //  2. Serve two more versions (the endpoint moves to B and back to A).
 //  3. Three configurations were applied, one warning was logged.
-func TestResolver_E2E_WarnsOnceOnRetries(t *testing.T) {
+func TestResolver_E2E_WarnsOnceOnRetryConflicts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	a, b := startBackend(t, "A"), startBackend(t, "B")
 	e := newEnv(t, testutil.BootstrapOptions{}, nil)
 	serve := func(be *backend) {
 		r := chain(be)
+		byHeader := testutil.ClusterRoute("", "cluster-svc")
+		byHeader.GetRoute().RetryPolicy = &v3routepb.RetryPolicy{RetryOn: "unavailable", NumRetries: wrapperspb.UInt32(2)}
+		byHeader.Match.Headers = []*v3routepb.HeaderMatcher{{Name: "x-h", HeaderMatchSpecifier: &v3routepb.HeaderMatcher_PresentMatch{PresentMatch: true}}}
 		rt := testutil.ClusterRoute("", "cluster-svc")
 		rt.GetRoute().RetryPolicy = &v3routepb.RetryPolicy{RetryOn: "unavailable"}
-		r.Routes = []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("route-svc", testutil.VirtualHost("vh", []string{"svc"}, rt))}
+		r.Routes = []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("route-svc", testutil.VirtualHost("vh", []string{"svc"}, byHeader, rt))}
 		e.ms.Update("", r)
 	}
-	const warning, update = "retry policies are not supported", "updating the channel"
+	const warning, update = "different retry policies", "updating the channel"
 	h := &countingHandler{counts: map[string]int{}, keys: []string{warning, update}}
 	serve(a)
 	tc, _ := e.dial(t, "xds:///svc", resolver.WithLogger(slog.New(h)))

@@ -40,3 +40,7 @@ func WithFakeTimers(timers chan<- *FakeTimer) Option {
 		}
 	}
 }
+
+// ActiveFaults returns the number of RPCs with an injected fault in
+// progress in the process (max_active_faults, gRFC A33).
+func ActiveFaults() int64 { return activeFaults.Load() }

@@ -53,9 +53,16 @@ type faultConfig struct {
 	hasAbort        bool
 	maxActiveFaults uint32 // when hasMaxActive: at most this many faults at once (0: none); no limit without it
 	hasMaxActive    bool
-	active          *atomic.Int64 // shared by the RPCs of the filter
 	filterName      string
 }
+
+// activeFaults counts the RPCs with an injected fault in progress, in the
+// whole process: max_active_faults limits "the maximum number of
+// concurrent active fault injected RPC for the entire process" (gRFC A33,
+// "Maximum active faults"), whatever filter, route, configuration or
+// channel injected them, as grpc-go and gRPC C++ count them. It is a
+// gauge, not a registry: nothing is registered in it.
+var activeFaults atomic.Int64
 
 // decodeFault decodes an HTTPFault config (cfg's type must be
 // faultTypeURL; package resources rejects TypedStruct ones).
@@ -64,7 +71,7 @@ func decodeFault(name string, cfg *anypb.Any) (*faultConfig, error) {
 	if err := cfg.UnmarshalTo(m); err != nil {
 		return nil, fmt.Errorf("fault filter %q: decoding %s: %w", name, cfg.GetTypeUrl(), err)
 	}
-	f := &faultConfig{filterName: name, active: new(atomic.Int64)}
+	f := &faultConfig{filterName: name}
 	for i, h := range m.GetHeaders() {
 		hm, err := resources.HeaderMatcherFromProto(h)
 		if err != nil {
@@ -182,7 +189,8 @@ func overridesFault(filters []resources.HTTPFilter, overrides map[string]resourc
 }
 
 // apply runs the fault of f for one RPC with headers h (gRFC A33): when
-// the headers match and max_active_faults allows, a delay (waiting for
+// the headers match and max_active_faults allows (counting the faults
+// in progress in the process, activeFaults), a delay (waiting for
 // it, or ctx's end), then an abort. It returns the error that ends the
 // RPC, or nil to let it proceed; release must be called when the RPC
 // ends (it counts the RPC as an active fault while it runs).
@@ -193,7 +201,7 @@ func (f *faultConfig) apply(ctx context.Context, h *routing.Headers) (release fu
 			return release, nil
 		}
 	}
-	if f.hasMaxActive && f.active.Load() >= int64(f.maxActiveFaults) {
+	if f.hasMaxActive && activeFaults.Load() >= int64(f.maxActiveFaults) {
 		return release, nil
 	}
 	delay, doDelay := f.delayFor(h)
@@ -201,8 +209,8 @@ func (f *faultConfig) apply(ctx context.Context, h *routing.Headers) (release fu
 	if !doDelay && !doAbort {
 		return release, nil
 	}
-	f.active.Add(1)
-	release = func() { f.active.Add(-1) }
+	activeFaults.Add(1)
+	release = func() { activeFaults.Add(-1) }
 	if doDelay && delay > 0 {
 		t := time.NewTimer(delay)
 		select {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -106,6 +107,22 @@ func (b *backend) EmptyCall(ctx context.Context, _ *testgrpc.Empty) (*testgrpc.E
 	return &testgrpc.Empty{}, nil
 }
 
+// StreamingInputCall reads every message, then answers with their total
+// payload size.
+func (b *backend) StreamingInputCall(st testgrpc.TestService_StreamingInputCallServer) error {
+	var n int32
+	for {
+		req, err := st.Recv()
+		if err != nil {
+			if err == io.EOF {
+				return st.SendAndClose(&testgrpc.StreamingInputCallResponse{AggregatedPayloadSize: n})
+			}
+			return err
+		}
+		n += int32(len(req.GetPayload().GetBody()))
+	}
+}
+
 // startBackend starts a backend named id, stopped when the test ends.
 func startBackend(t *testing.T, id string) *backend {
 	return startBackendWith(t, &backend{id: id})
@@ -121,9 +138,14 @@ func startBackendWith(t *testing.T, b *backend) *backend {
 	}
 	b.addr, b.port = lis.Addr().String(), uint32(lis.Addr().(*net.TCPAddr).Port)
 	b.connClosed = make(chan struct{}, 1)
-	lis = countingListener{Listener: lis, b: b}
+	serveOn(t, countingListener{Listener: lis, b: b}, b)
+	return b
+}
+
+// serveOn serves svc on lis until the test ends.
+func serveOn(t *testing.T, lis net.Listener, svc testgrpc.TestServiceServer) {
 	s := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(s, b)
+	testgrpc.RegisterTestServiceServer(s, svc)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -133,7 +155,6 @@ func startBackendWith(t *testing.T, b *backend) *backend {
 		s.Stop()
 		<-done
 	})
-	return b
 }
 
 // env is a management server and an xDS client using it.

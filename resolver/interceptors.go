@@ -24,7 +24,12 @@ import (
 //   - the fault injection filters of the Listener's HTTP filter chain,
 //     with the virtual host's and route's overrides (gRFC A33): delays
 //     and aborts, with their percentages, header matchers, header-driven
-//     faults (x-envoy-fault-*) and max_active_faults.
+//     faults (x-envoy-fault-*) and max_active_faults (the faults in
+//     progress in the whole process, gRFC A33).
+//   - the stateful session filter (gRFC A55, A60): the session cookie of
+//     an RPC pins it to its cluster and endpoint, and its response gets
+//     the set-cookie of the endpoint that served it (see the package doc,
+//     "Stateful session affinity").
 //
 // Use the options for one ClientConn:
 //
@@ -37,8 +42,10 @@ import (
 // first configuration, RPCs pass unchanged. The interceptors also choose
 // the cluster of a weighted_clusters route, so that the filter overrides
 // of the weighted cluster (typed_per_filter_config) apply, taking
-// precedence over the route's (gRFC A39). Retry policies and
-// cluster_specifier_plugin (RLS) are not supported (see the package doc).
+// precedence over the route's (gRFC A39). Retries come from the service
+// config; the interceptors keep the RPCs of a route without retry policy
+// from being retried when their method has one (see the package doc,
+// "Retries"). cluster_specifier_plugin (RLS) is not supported.
 func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	holder := new(atomic.Pointer[routerConfig])
 	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })
@@ -56,22 +63,41 @@ type routeChoiceKey struct{}
 // routeChoice is the route an interceptor matched for an RPC, in the
 // configuration cfg; the picker uses it when its configuration is cfg.
 type routeChoice struct {
-	cfg    *routerConfig
-	route  *route
-	target *weightedTarget // the route's cluster for the RPC
+	cfg     *routerConfig
+	route   *route
+	target  *weightedTarget // the route's cluster for the RPC
+	session *rpcSession     // the RPC's session (session.go); nil for none
 }
 
 type interceptor struct {
 	holder *atomic.Pointer[routerConfig]
 }
 
+// prepared is what before prepared for an RPC.
+type prepared struct {
+	ctx context.Context // the RPC's context: its route, a capped deadline
+	// done releases what the RPC holds (a deadline's timer, an active
+	// fault); called once when the RPC ends.
+	done func()
+	// noRetry: the RPC's route has no retry policy, and its method may
+	// have one in the service config (retry.go): the caller turns grpc's
+	// retries off for it.
+	noRetry bool
+	// session is the RPC's session (gRFC A55, session.go): the caller
+	// adds its cookie to the response. nil for none.
+	session *rpcSession
+}
+
+func noop() {}
+
 // before prepares an RPC: the route, the deadline cap and the faults. It
-// returns the context to use, a function to call when the RPC ends, and
-// the error that ends the RPC at once (an injected abort).
-func (ic *interceptor) before(ctx context.Context, method string) (context.Context, func(), error) {
+// returns what it prepared, and the error that ends the RPC at once (an
+// injected abort), after which nothing is to be released.
+func (ic *interceptor) before(ctx context.Context, method string) (prepared, error) {
+	p := prepared{ctx: ctx, done: noop}
 	cfg := ic.holder.Load()
 	if cfg == nil {
-		return ctx, func() {}, nil
+		return p, nil
 	}
 	h := routing.Headers{Ctx: ctx}
 	var rt *route
@@ -82,20 +108,28 @@ func (ic *interceptor) before(ctx context.Context, method string) (context.Conte
 		}
 	}
 	if rt == nil {
-		return ctx, func() {}, nil // the picker fails it
+		return p, nil // the picker fails it
 	}
+	p.noRetry = cfg.retrying && rt.retry == ""
 	// The cluster is chosen here, not at pick time, so that the fault
 	// filter overrides of a weighted cluster apply (gRFC A39).
 	var target *weightedTarget // nil for a route that forwards to no cluster
 	if len(rt.targets) > 0 {
 		target = rt.pickTarget()
 	}
-	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt, target: target})
+	if rt.sessionErr != nil {
+		return p, unavailable(rt.desc + ": " + rt.sessionErr.Error())
+	}
+	if rt.session != nil && target != nil && cookiePathMatches(rt.session.Path, method) {
+		// The session's cookie may name the cluster (gRFC A60).
+		p.session, target = sessionFromHeaders(rt.session, &h, rt, target)
+	}
+	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt, target: target, session: p.session})
 	faults, faultErr := rt.faults, rt.faultErr
 	if target != nil && target.ownFaults {
 		faults, faultErr = target.faults, target.faultErr
 	}
-	done := func() {}
+	done := noop
 	if d := cfg.maxStreamDuration(rt); d > 0 {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
 			var cancel context.CancelFunc
@@ -105,7 +139,7 @@ func (ic *interceptor) before(ctx context.Context, method string) (context.Conte
 	}
 	if faultErr != nil {
 		done()
-		return ctx, func() {}, unavailable(rt.desc + ": " + faultErr.Error())
+		return p, unavailable(rt.desc + ": " + faultErr.Error())
 	}
 	for _, f := range faults {
 		release, err := f.apply(ctx, &h)
@@ -113,46 +147,53 @@ func (ic *interceptor) before(ctx context.Context, method string) (context.Conte
 		done = func() { release(); prev() }
 		if err != nil {
 			done()
-			return ctx, func() {}, err
+			return p, err
 		}
 	}
-	return ctx, done, nil
+	p.ctx, p.done = ctx, done
+	return p, nil
+}
+
+// callOptions returns opts with those p needs, without writing into
+// opts' array.
+func (p *prepared) callOptions(opts []grpc.CallOption) []grpc.CallOption {
+	opts = opts[:len(opts):len(opts)]
+	if p.noRetry {
+		// grpc commits an RPC whose sent messages exceed its retry
+		// buffer: every message (5 bytes of header at least) exceeds 0.
+		opts = append(opts, grpc.MaxRetryRPCBufferSize(0))
+	}
+	return opts
 }
 
 func (ic *interceptor) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	ctx, done, err := ic.before(ctx, method)
+	p, err := ic.before(ctx, method)
 	if err != nil {
 		return err
 	}
-	defer done()
-	return invoker(ctx, method, req, reply, cc, opts...)
+	defer p.done()
+	if p.session != nil {
+		return p.session.unary(func(opts []grpc.CallOption) error {
+			return invoker(p.ctx, method, req, reply, cc, opts...)
+		}, p.callOptions(opts))
+	}
+	return invoker(p.ctx, method, req, reply, cc, p.callOptions(opts)...)
 }
 
+// stream prepares a streaming RPC as unary does, and releases what it
+// prepared when the RPC ends, through grpc.OnFinish: gRPC calls it once
+// for every kind of stream (also client-streaming RPCs, which end with
+// their one RecvMsg, and streams whose context ends while no RecvMsg is
+// pending), and when the stream cannot be created.
 func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	ctx, done, err := ic.before(ctx, method)
+	p, err := ic.before(ctx, method)
 	if err != nil {
 		return nil, err
 	}
-	s, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil {
-		done()
-		return nil, err
+	opts = append(p.callOptions(opts), grpc.OnFinish(func(error) { p.done() }))
+	s, err := streamer(p.ctx, desc, cc, method, opts...)
+	if err != nil || p.session == nil {
+		return s, err
 	}
-	return &doneStream{ClientStream: s, done: done}, nil
-}
-
-// doneStream calls done once when the stream ends (RecvMsg returns an
-// error, io.EOF included).
-type doneStream struct {
-	grpc.ClientStream
-	done func()
-	ran  atomic.Bool
-}
-
-func (s *doneStream) RecvMsg(m any) error {
-	err := s.ClientStream.RecvMsg(m)
-	if err != nil && s.ran.CompareAndSwap(false, true) {
-		s.done()
-	}
-	return err
+	return &sessionStream{ClientStream: s, s: p.session}, nil
 }

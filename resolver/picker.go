@@ -5,7 +5,6 @@ package resolver
 import (
 	"math/bits"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -19,13 +18,6 @@ import (
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 )
-
-// hashHeader is the requestHashHeader of the ring_hash children: for each
-// RPC to a RING_HASH cluster, the picker computes the hash of the route's
-// hash policies (gRFC A42) and passes it to ring_hash in this header of
-// the context the child picks with. It is not sent: the RPC's own
-// metadata is unchanged.
-const hashHeader = "x-proxyless-xds-request-hash"
 
 // picker routes one RPC: the first route of the virtual host that matches
 // (gRFC A28), one of its clusters by weight, the cluster's selected
@@ -61,6 +53,14 @@ type prioPicker struct {
 	// priority (ring_hash): the locality is found from the SubConn.
 	ringLoad *lrs.ClusterLoad
 	ring     *child
+	// clusterLoad is the load of the cluster, for RPCs of sessions; nil
+	// when not reported.
+	clusterLoad *lrs.ClusterLoad
+	// wrapped: the children's SubConns are wrapped (subconn.go), for
+	// outlier detection or sessions.
+	wrapped bool
+	// sess are the sessions of the priority; nil without.
+	sess *sessGroup
 }
 
 type weightedPicker struct {
@@ -108,15 +108,21 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 // Pick routes and picks one RPC.
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	h := routing.Headers{Ctx: info.Ctx}
+	var sess *rpcSession
 	if p.cfg.intercepted {
-		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok && rc.cfg == p.cfg {
-			return p.pickRoute(rc.route, rc.target, info, &h)
+		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok {
+			if rc.cfg == p.cfg {
+				return p.pickRoute(rc.route, rc.target, rc.session, info, &h)
+			}
+			// The interceptor matched in another configuration: the
+			// route is matched again, the session stays.
+			sess = rc.session
 		}
 	}
 	for i := range p.cfg.routes {
 		rt := &p.cfg.routes[i]
 		if rt.match.Matches(info.FullMethodName, &h) {
-			return p.pickRoute(rt, nil, info, &h)
+			return p.pickRoute(rt, nil, sess, info, &h)
 		}
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
@@ -124,8 +130,9 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 
 // pickRoute picks for an RPC that matched rt, sending it to target (one of
 // rt's clusters, chosen by the interceptor), or, when nil, to a cluster
-// of rt chosen by weight.
-func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+// of rt chosen by weight; sess is the RPC's session (session.go), nil for
+// none.
+func (p *picker) pickRoute(rt *route, target *weightedTarget, sess *rpcSession, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
 	switch rt.action {
 	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
 	case resources.RouteActionNonForwarding:
@@ -146,12 +153,14 @@ func (p *picker) pickRoute(rt *route, target *weightedTarget, info balancer.Pick
 	if cp.err != nil {
 		return balancer.PickResult{}, cp.err
 	}
-	return cp.prio.pick(p, rt, info, h)
+	return cp.prio.pick(p, rt, t, sess, info, h)
 }
 
 // pick applies the drops and the circuit breaker of the priority's leaf
-// cluster, then picks a locality by weight and delegates to its picker.
-func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+// cluster; then, for an RPC of a session pinned to an endpoint of the
+// priority that can take it, picks that endpoint (gRFC A55); else picks
+// a locality by weight and delegates to its picker.
+func (pp *prioPicker) pick(p *picker, rt *route, cluster string, sess *rpcSession, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
 	for i, d := range pp.cfg.drops {
 		if d.PerMillion > 0 && rand.Uint32N(1_000_000) < d.PerMillion {
 			if pp.errs.dropCounters != nil {
@@ -166,6 +175,19 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 			pp.errs.breakerDrops.Add(1)
 		}
 		return balancer.PickResult{}, pp.errs.breaker
+	}
+	if sess != nil && len(sess.override) > 0 && pp.sess != nil {
+		if w, e, err, ok := pp.sess.pick(sess.override); ok {
+			if err != nil {
+				pp.counter.Add(-1)
+				return balancer.PickResult{}, err
+			}
+			var load *lrs.LocalityLoad
+			if pp.clusterLoad != nil {
+				load = pp.clusterLoad.Locality(e.locality)
+			}
+			return pp.done1(balancer.PickResult{SubConn: w}, load, sess, cluster)
+		}
 	}
 	child, load := pp.other, pp.otherLoad
 	if len(pp.ready) > 0 {
@@ -184,24 +206,46 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 		pp.counter.Add(-1)
 		return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
 	}
-	if pp.cfg.policy.perPriority {
-		if hash, ok := p.requestHash(rt, h); ok {
-			info.Ctx = metadata.AppendToOutgoingContext(info.Ctx, hashHeader, strconv.FormatUint(hash, 10))
+	if pp.cfg.policy.ringHash {
+		// As gRPC's xDS channel: the hash of the route's policies, else a
+		// random one (gRFC A42), handed to ring_hash as a value it hashes
+		// back to it (hashPreimage).
+		hash, ok := p.requestHash(rt, h)
+		if !ok {
+			hash = rand.Uint64()
 		}
+		info.Ctx = metadata.AppendToOutgoingContext(info.Ctx, hashHeader, hashPreimage(hash))
 	}
 	res, err := child.Pick(info)
 	if err != nil {
 		pp.counter.Add(-1)
 		return res, err
 	}
-	counter, done, ref := pp.counter, res.Done, pp.ref
-	ref.n.Add(1)
 	if pp.ringLoad != nil && pp.ring != nil {
 		if id, ok := pp.ring.scLocality.Load(res.SubConn); ok {
 			load = pp.ringLoad.Locality(id.(resources.LocalityID))
 		}
 	}
-	if load == nil && done == nil {
+	return pp.done1(res, load, sess, cluster)
+}
+
+// done1 completes a pick of the route cluster cluster that chose res:
+// the SubConn of a wrapper (subconn.go) for the channel, the endpoint for
+// the session, and the end of the RPC counted (circuit breaking, the
+// route cluster's RPCs in flight, load reports, outlier detection).
+func (pp *prioPicker) done1(res balancer.PickResult, load *lrs.LocalityLoad, sess *rpcSession, cluster string) (balancer.PickResult, error) {
+	counter, done, ref := pp.counter, res.Done, pp.ref
+	ref.n.Add(1)
+	var ep *odEndpoint
+	if pp.wrapped {
+		if w, ok := res.SubConn.(*subConn); ok {
+			res.SubConn, ep = w.SubConn, w.ep
+			if sess != nil {
+				sess.picked.Store(&pickedEndpoint{addrs: w.addrs, cluster: cluster})
+			}
+		}
+	}
+	if load == nil && done == nil && ep == nil {
 		// The common case (no load report, a child without Done): a
 		// function made once per picker, not once per RPC.
 		res.Done = pp.done
@@ -212,6 +256,9 @@ func (pp *prioPicker) pick(p *picker, rt *route, info balancer.PickInfo, h *rout
 	}
 	res.Done = func(di balancer.DoneInfo) {
 		counter.Add(-1)
+		if ep != nil {
+			ep.record(di.Err)
+		}
 		if load != nil {
 			load.Finish(di.Err)
 		}

@@ -5,7 +5,7 @@ package resolver
 import (
 	"fmt"
 	"log/slog"
-
+	"strings"
 	"sync/atomic"
 
 	"google.golang.org/grpc/attributes"
@@ -48,6 +48,10 @@ type xdsResolver struct {
 	providers *credentials.ProviderStore
 	warned    map[string]bool // what warnUnsupported logged; manager goroutine only
 	version   uint64          // configurations pushed; used on the manager's goroutine only
+	// scJSON and sc are the last service config with method configs
+	// (retry policies) and its parse; manager goroutine only.
+	scJSON string
+	sc     *serviceconfig.ParseResult
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -79,6 +83,7 @@ func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
 	rc.intercepted = r.holder != nil
 	r.load.ensure(rc)
 	r.warnUnsupported(rc)
+	sc := r.serviceConfig(rc) // sets rc.retrying
 	if r.holder != nil {
 		r.holder.Store(rc)
 	}
@@ -88,9 +93,37 @@ func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
 			r.logger.Warn("RPCs routed to a cluster will fail", "cluster", name, "error", c.err)
 		}
 	}
-	if err := r.cc.UpdateState(grpcresolver.State{ServiceConfig: r.routerSC, Attributes: attributes.New(routerConfigKey{}, rc)}); err != nil {
+	if err := r.cc.UpdateState(grpcresolver.State{ServiceConfig: sc, Attributes: attributes.New(routerConfigKey{}, rc)}); err != nil {
 		r.logger.Debug("the channel rejected the state", "error", err)
 	}
+}
+
+// serviceConfig returns the service config for rc: the router, with
+// method configs for the retry policies of its routes (gRFC A44, see
+// retry.go). It logs, once per set, routes whose policies cannot be
+// told apart by method.
+func (r *xdsResolver) serviceConfig(rc *routerConfig) *serviceconfig.ParseResult {
+	classes, conflicts := retryClasses(rc.routes, rc.intercepted)
+	rc.retrying = len(classes) > 0
+	if len(conflicts) > 0 {
+		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; with resolver.DialOptions, routes without a policy do not conflict)", "routes", conflicts)
+	}
+	js := serviceConfigJSON(classes)
+	if js == routerServiceConfig {
+		return r.routerSC
+	}
+	if js != r.scJSON {
+		r.scJSON, r.sc = js, r.cc.ParseServiceConfig(js)
+		if r.sc.Err != nil {
+			r.logger.Warn("grpc rejects the service config of the retry policies; RPCs are not retried", "service_config", js, "error", r.sc.Err)
+		} else {
+			r.logger.Debug("retry policies", "service_config", js)
+		}
+	}
+	if r.sc.Err != nil {
+		return r.routerSC
+	}
+	return r.sc
 }
 
 // Error fails the channel: the Listener or its RouteConfiguration is
@@ -119,39 +152,36 @@ func (r *xdsResolver) fail(err error) {
 	r.cc.ReportError(err)
 }
 
+// warnOnce logs msg at Warn once per channel for key.
+func (r *xdsResolver) warnOnce(key, msg string, args ...any) {
+	if r.warned[key] {
+		return
+	}
+	if r.warned == nil {
+		r.warned = make(map[string]bool)
+	}
+	r.warned[key] = true
+	r.logger.Warn(msg, args...)
+}
+
 // warnUnsupported logs, once per channel each, that a configuration uses
 // what the resolver does not support: cluster_specifier_plugin (RLS),
-// whose RPCs fail, and retry policies, ignored (gRFC A44); and, without
-// DialOptions' interceptors, fault injection filters and
-// max_stream_duration, ignored.
+// whose RPCs fail; and, without DialOptions' interceptors, fault
+// injection filters, max_stream_duration and stateful sessions, ignored.
 func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
-	warn := func(key, msg string, args ...any) {
-		if r.warned[key] {
-			return
-		}
-		if r.warned == nil {
-			r.warned = make(map[string]bool)
-		}
-		r.warned[key] = true
-		r.logger.Warn(msg, args...)
-	}
-	vh := rc.source.VirtualHost
-	if vh.RetryPolicy != nil {
-		warn("retry", "retry policies are not supported; RPCs are not retried", "virtual_host", vh.Name)
-	}
 	for i := range rc.routes {
 		rt := &rc.routes[i]
 		if rt.action == resources.RouteActionClusterSpecifierPlugin {
-			warn("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", "route", rt.desc, "plugin", rt.plugin)
-		}
-		if rt.res.Action.RetryPolicy != nil {
-			warn("retry", "retry policies are not supported; RPCs are not retried", "route", rt.desc)
+			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", "route", rt.desc, "plugin", rt.plugin)
 		}
 		if r.holder == nil && len(rt.faults) > 0 {
-			warn("fault", "fault injection needs resolver.DialOptions; ignored", "route", rt.desc)
+			r.warnOnce("fault", "fault injection needs resolver.DialOptions; ignored", "route", rt.desc)
 		}
 		if r.holder == nil && rc.maxStreamDuration(rt) > 0 {
-			warn("msd", "max_stream_duration needs resolver.DialOptions; ignored", "route", rt.desc)
+			r.warnOnce("msd", "max_stream_duration needs resolver.DialOptions; ignored", "route", rt.desc)
+		}
+		if r.holder == nil && rt.session != nil {
+			r.warnOnce("session", "stateful session affinity needs resolver.DialOptions; ignored", "route", rt.desc)
 		}
 	}
 }

@@ -74,6 +74,8 @@ func (routerBuilder) Build(cc balancer.ClientConn, opts balancer.BuildOptions) b
 		counters:  make(map[string]*atomic.Int64),
 		refs:      make(map[string]*clusterRef),
 		retained:  make(map[string]*clusterConfig),
+		ods:       make(map[string]*odGroup),
+		sess:      make(map[string]*sessGroup),
 	}
 }
 
@@ -129,6 +131,8 @@ type router struct {
 	counters   map[string]*atomic.Int64  // in-flight RPCs by leaf cluster and EDS service (gRFC A32)
 	refs       map[string]*clusterRef    // RPCs in flight by route cluster: of cfg, and retained
 	retained   map[string]*clusterConfig // clusters no longer in cfg whose RPCs are in flight: their children stay
+	ods        map[string]*odGroup       // outlier detection by leaf cluster and priority (odKey, gRFC A50)
+	sess       map[string]*sessGroup     // sessions by leaf cluster and priority (odKey, gRFC A55)
 	pending    []pendingUpdate           // calls into children to make; see withChildren
 	inChildren bool                      // a withChildren is running: it makes the pending calls and the picker
 	dirty      bool                      // the picker is to be rebuilt at the end of withChildren
@@ -176,15 +180,28 @@ type child struct {
 	leaf     string
 	security *resources.SecurityConfig
 	hs       *xdscreds.ClientHandshakeInfo
+	// od and sess are the outlier detection group (gRFC A50) and the
+	// sessions (gRFC A55) of the child's priority, for which its SubConns
+	// are wrapped; nil without. Guarded by r.mu; set before the child's
+	// balancer is built, as its key says whether the priority has them.
+	od   *odGroup
+	sess *sessGroup
 }
 
 // NewSubConn creates a SubConn on the channel: its state listener runs
-// under the router's childMu, and its locality is noted for a child over
-// a whole priority.
+// under the router's childMu, its locality is noted for a child over a
+// whole priority, and, when the priority has outlier detection or
+// sessions, the child gets it wrapped (subConn).
 func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubConnOptions) (balancer.SubConn, error) {
+	// w is the wrapper, if any: set in this call, which the child makes
+	// under childMu, before the listener (run under childMu) can read it.
+	var w *subConn
 	if l := opts.StateListener; l != nil {
 		opts.StateListener = func(s balancer.SubConnState) {
 			c.r.withChildren(func() {
+				if w != nil && !w.stateChanged(s.ConnectivityState) {
+					return // an orphan (session.go)
+				}
 				c.r.mu.Lock()
 				gone := c.removed || c.r.closed
 				c.r.mu.Unlock()
@@ -201,6 +218,10 @@ func (c *child) NewSubConn(addrs []grpcresolver.Address, opts balancer.NewSubCon
 	}
 	c.r.mu.Lock()
 	id, ok := c.addrLocality[addrs[0].Addr]
+	if c.od != nil || c.sess != nil {
+		w = newSubConn(c.r, c, c.od, c.sess, sc, addrs)
+		sc = w
+	}
 	c.r.mu.Unlock()
 	if ok {
 		c.scLocality.Store(sc, id)
@@ -335,6 +356,12 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 			ps = ps[:len(cc.priorities)]
 			r.prios[name] = ps
 			for i, p := range cc.priorities {
+				if p.od != nil {
+					r.updateODLocked(p)
+				}
+				if p.session {
+					r.updateSessLocked(p)
+				}
 				key := counterKey(p)
 				if r.counters[key] == nil {
 					if cfg.breakers != nil {
@@ -366,6 +393,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 			}
 		}
 		removed := r.pruneLocked(want)
+		r.pruneGroupsLocked()
 		r.dirty = true
 		r.mu.Unlock()
 		closeChildren(removed)
@@ -480,7 +508,13 @@ func (r *router) startPriorityLocked(p *priorityConfig, want map[string]bool) {
 				state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
 			r.children[l.key] = c
 		}
-		c.policy, c.addrLocality = p.policy, l.addrLocality
+		c.policy, c.addrLocality, c.od, c.sess = p.policy, l.addrLocality, nil, nil
+		if p.od != nil {
+			c.od = r.ods[odKey(p)]
+		}
+		if p.session {
+			c.sess = r.sess[odKey(p)]
+		}
 		r.pending = append(r.pending, pendingUpdate{c: c, eps: l.endpoints})
 	}
 }
@@ -536,6 +570,15 @@ func (r *router) Close() {
 			p.stopTimers()
 		}
 	}
+	for _, g := range r.ods {
+		if g.stop != nil {
+			g.stop()
+			g.stop = nil
+		}
+	}
+	for _, g := range r.sess {
+		g.close()
+	}
 	children := slices.Collect(maps.Values(r.children))
 	r.children, r.pending = nil, nil
 	r.mu.Unlock()
@@ -584,6 +627,10 @@ func (r *router) updateStateLocked() {
 		pp.errs = dropErrors(prio, load)
 		if prio.policy.perPriority {
 			pp.ringLoad = load
+		}
+		pp.clusterLoad, pp.wrapped = load, prio.od != nil || prio.session
+		if prio.session {
+			pp.sess = r.sess[odKey(prio)]
 		}
 		var best *child
 		for _, l := range prio.localities {

@@ -3,6 +3,7 @@
 package resolver
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,8 +35,9 @@ var balancerPackages = map[string]string{
 
 // policyConfig returns the grpc balancer of policy p and its config (to
 // encode in JSON): round_robin, ring_hash_experimental (with hashHeader as
-// its requestHashHeader), least_request_experimental, pick_first or
-// weighted_round_robin. It returns an error wrapping ErrUnsupported for a
+// its requestHashHeader), least_request_experimental, pick_first,
+// weighted_round_robin, or a custom policy's balancer with its JSON
+// config (gRFC A52). It returns an error wrapping ErrUnsupported for a
 // policy it does not know, or whose balancer is not registered with grpc.
 func policyConfig(p resources.LBPolicy, hashHeader string) (string, any, error) {
 	var (
@@ -82,6 +84,15 @@ func policyConfig(p resources.LBPolicy, hashHeader string) (string, any, error) 
 			jsonDuration(w.WeightUpdatePeriod),
 			w.ErrorUtilizationPenalty,
 		}
+	case resources.LBPolicyCustom:
+		if p.Custom == nil {
+			return "", nil, fmt.Errorf("load balancing policy %s without a balancer: %w", p.Kind, ErrUnsupported)
+		}
+		name, cfg = p.Custom.Name, json.RawMessage(p.Custom.Config)
+		if balancer.Get(name) == nil {
+			return "", nil, fmt.Errorf("load balancing policy %q (gRFC A52): no balancer of that name is registered with grpc: %w", name, ErrUnsupported)
+		}
+		return name, cfg, nil
 	default:
 		return "", nil, fmt.Errorf("load balancing policy %s: %w", p.Kind, ErrUnsupported)
 	}

@@ -56,6 +56,11 @@ type Cluster struct {
 	// LRSServerSelf reports whether lrs_server is set (it must be "self"):
 	// load reports go to the management server that sent the cluster.
 	LRSServerSelf bool
+	// OverrideHostStatus is common_lb_config.override_host_status: the
+	// health statuses of the endpoints a session may be pinned to (gRFC
+	// A55). Only UNKNOWN, HEALTHY and DRAINING count; the zero value,
+	// when unset, is UNKNOWN and HEALTHY.
+	OverrideHostStatus HealthStatusSet
 	// MaxRequests is the maximum number of concurrent RPCs to the cluster:
 	// circuit_breakers.thresholds[priority=DEFAULT].max_requests, 1024 when
 	// unset (gRFC A32).
@@ -174,6 +179,7 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
 		}
 	}
 	out.LBPolicy = lb
+	out.OverrideHostStatus = overrideHostStatus(c)
 
 	for _, t := range c.GetCircuitBreakers().GetThresholds() {
 		if t.GetPriority() != v3corepb.RoutingPriority_DEFAULT {

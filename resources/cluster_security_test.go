@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	v1udpatypepb "github.com/cncf/xds/go/udpa/type/v1"
 	v3xdstypepb "github.com/cncf/xds/go/xds/type/v3"
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -473,6 +474,21 @@ func clusterLBCases(t testing.TB) []decodeCase[*Cluster] {
 			name: "lb policy skips unsupported entries",
 			give: edsCluster("c", "s", withLBPolicy(lbPolicies(t, unknown, &v3xdstypepb.TypedStruct{TypeUrl: "type.googleapis.com/my_lb"}, ringHash(10, 100), &v3roundrobinpb.RoundRobin{}))),
 			want: want(LBPolicy{Kind: LBPolicyRingHash, RingHashMinSize: 10, RingHashMaxSize: 100}),
+		},
+		{
+			// gRFC A52: a TypedStruct naming a balancer registered with
+			// gRPC is a custom policy, its value the JSON config.
+			rule: "R-17.4",
+			name: "lb policy custom",
+			give: edsCluster("c", "s", withLBPolicy(lbPolicies(t, unknown, &v3xdstypepb.TypedStruct{TypeUrl: "type.googleapis.com/my_lb"},
+				&v3xdstypepb.TypedStruct{TypeUrl: "type.googleapis.com/pick_first", Value: mustStruct(t, map[string]any{"shuffleAddressList": true, "b": []any{1, "x"}})}, ringHash(10, 100)))),
+			want: want(LBPolicy{Kind: LBPolicyCustom, Custom: &CustomLBPolicy{Name: "pick_first", Config: `{"b":[1,"x"],"shuffleAddressList":true}`}}),
+		},
+		{
+			rule: "R-17.4",
+			name: "lb policy custom udpa without value, in wrr locality",
+			give: edsCluster("c", "s", withLBPolicy(lbPolicies(t, wrrLocality(lbPolicies(t, &v1udpatypepb.TypedStruct{TypeUrl: "example.com/x/pick_first"}))))),
+			want: want(LBPolicy{Kind: LBPolicyCustom, WeightedByLocality: true, Custom: &CustomLBPolicy{Name: "pick_first", Config: `{}`}}),
 		},
 		{
 			// load_balancing_policy overrides lb_policy.

@@ -87,7 +87,9 @@
 //     TypedStruct, unknown or server-only filters (RBAC) dropped when
 //     optional and rejected otherwise, configs of known filters decoded,
 //     the router last and only last (gRFC A39). The filters a client runs
-//     are the router and fault injection, a default grpc-go build's.
+//     are the router and fault injection, a default grpc-go build's, and
+//     the stateful session filter with a cookie session state (gRFC A55,
+//     as gRPC C++; StatefulSession reads its config).
 //   - Server-side Listener (R-17.2, R-26; gRFC A36), one without
 //     api_listener, decoded into Listener.Server: a TCP socket_address;
 //     no listener_filters nor use_original_dst; filter chains whose
@@ -115,7 +117,9 @@
 //     ring sizes within 8Mi and ordered) or LEAST_REQUEST (choice count ≥ 2);
 //     load_balancing_policy (gRFC A52: round_robin, ring_hash,
 //     least_request, pick_first, client-side weighted round robin,
-//     wrr_locality, 16 levels at most); the TLS transport socket of gRFC A29
+//     wrr_locality, a TypedStruct naming a balancer registered with gRPC,
+//     16 levels at most); override_host_status (gRFC A55); the TLS
+//     transport socket of gRFC A29
 //     and its unsupported fields, system_root_certs (gRFC A82), and, given
 //     the bootstrap's instances, the certificate provider instances it
 //     names; outlier detection (gRFC A50); lrs_server
@@ -137,9 +141,10 @@
 // runtime_fraction denominators, invalid or negative durations, repeated
 // cluster specifier plugin names, RING_HASH ring sizes (which grpc-go
 // accepts and then fails the channel on; gRPC C++ rejects them). It does
-// not know the data plane's registries, so custom LB policies in a
-// TypedStruct, RBAC audit loggers and the resolver scheme of an RLS
-// lookup_service are not checked; features behind grpc-go environment
+// not know the data plane's registries, so RBAC audit loggers and the
+// resolver scheme of an RLS lookup_service are not checked; custom LB
+// policies in a TypedStruct are looked up in gRPC's balancer registry of
+// the program, as grpc-go does; features behind grpc-go environment
 // variables that default to off (HTTP CONNECT, system root certificates,
 // SNI, ext_proc, ext_authz, GCP authentication metadata) are treated as
 // off.

@@ -96,6 +96,8 @@ func httpFilterFor(typeURL string) *httpFilterImpl {
 		return faultImpl
 	case rbacTypeURL, rbacPerRouteTypeURL:
 		return rbacImpl
+	case statefulSessionTypeURL, statefulSessionPerRouteTypeURL:
+		return statefulSessionImpl // statefulsession.go
 	}
 	return nil
 }

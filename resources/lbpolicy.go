@@ -3,14 +3,18 @@
 package resources
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/balancer"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	v1udpatypepb "github.com/cncf/xds/go/udpa/type/v1"
 	v3xdstypepb "github.com/cncf/xds/go/xds/type/v3"
@@ -49,20 +53,35 @@ type LBPolicy struct {
 	// inside), and for a load_balancing_policy WrrLocality, whose
 	// endpoint_picking_policy gives Kind.
 	WeightedByLocality bool
+	// PickFirstShuffleAddressList is shuffle_address_list of
+	// LBPolicyPickFirst (gRFC A62).
+	PickFirstShuffleAddressList bool
+	// LeastRequestChoiceCount is the number of endpoints LBPolicyLeastRequest
+	// compares, ≥ 2, default 2 (gRFC A48). gRPC uses at most 10.
+	LeastRequestChoiceCount uint32
 	// RingHashMinSize and RingHashMaxSize bound the ring size of
 	// LBPolicyRingHash, in entries: 1 ≤ min ≤ max ≤ 8,388,608. Unset or
 	// zero values default to 1024 and 8,388,608 (gRFC A42). gRPC caps
 	// both at GRPC_RING_HASH_CAP (default 4096) when it builds the ring.
 	RingHashMinSize, RingHashMaxSize uint64
-	// LeastRequestChoiceCount is the number of endpoints LBPolicyLeastRequest
-	// compares, ≥ 2, default 2 (gRFC A48). gRPC uses at most 10.
-	LeastRequestChoiceCount uint32
-	// PickFirstShuffleAddressList is shuffle_address_list of
-	// LBPolicyPickFirst (gRFC A62).
-	PickFirstShuffleAddressList bool
 	// WeightedRoundRobin is the config of LBPolicyWeightedRoundRobin
 	// (gRFC A58); nil for other kinds.
 	WeightedRoundRobin *WeightedRoundRobinConfig
+	// Custom is the balancer of LBPolicyCustom (gRFC A52); nil for other
+	// kinds.
+	Custom *CustomLBPolicy
+}
+
+// CustomLBPolicy is a load balancing policy of gRPC's balancer registry,
+// named by a TypedStruct in load_balancing_policy (gRFC A52).
+type CustomLBPolicy struct {
+	// Name is the name of the gRPC balancer: the last segment of the
+	// type_url of the TypedStruct, a balancer registered with gRPC in
+	// this program.
+	Name string
+	// Config is the balancer's config: the TypedStruct's value as a JSON
+	// object ("{}" when unset), for its ParseConfig.
+	Config string
 }
 
 // WeightedRoundRobinConfig is the config of the client-side weighted
@@ -102,6 +121,10 @@ const (
 	// LBPolicyWeightedRoundRobin is client-side weighted round robin
 	// (load_balancing_policy only, gRFC A58).
 	LBPolicyWeightedRoundRobin
+	// LBPolicyCustom is a balancer registered with gRPC, named by an
+	// xds.type.v3.TypedStruct or udpa.type.v1.TypedStruct in
+	// load_balancing_policy (gRFC A52): see LBPolicy.Custom.
+	LBPolicyCustom
 )
 
 // String returns the policy's name, for example "ROUND_ROBIN".
@@ -117,6 +140,8 @@ func (k LBPolicyKind) String() string {
 		return "PICK_FIRST"
 	case LBPolicyWeightedRoundRobin:
 		return "WEIGHTED_ROUND_ROBIN"
+	case LBPolicyCustom:
+		return "CUSTOM"
 	default:
 		return fmt.Sprintf("LBPolicyKind(%d)", uint8(k))
 	}
@@ -344,10 +369,12 @@ func wrrLocalityPolicy(b []byte, depth int) (LBPolicy, error) {
 // than 16 levels is an error. depth is the nesting level, 0 at the top.
 // Error fields are relative to the LoadBalancingPolicy.
 //
-// Custom policies in a TypedStruct are skipped (after checking that the
-// TypedStruct decodes): they name policies of the data plane's own
-// registry, which this package cannot see. grpc-go uses one if its
-// registry has it.
+// A custom policy in a TypedStruct (xds.type.v3 or udpa.type.v1) is
+// supported when a balancer of its name (the last segment of the
+// TypedStruct's type_url) is registered with gRPC in this program
+// (balancer.Get), as in grpc-go: LBPolicyCustom, with the TypedStruct's
+// value as its JSON config; otherwise it is skipped (after checking that
+// the TypedStruct decodes).
 func lbPolicyFromProto(l lbList, depth int) (LBPolicy, error) {
 	p, _, err := lbPolicyFromList(l, depth) // complete: l is decoded
 	return p, err
@@ -380,7 +407,7 @@ func lbPolicyFromList(l lbList, depth int) (p LBPolicy, complete bool, err error
 	case found:
 		return p, true, nil
 	}
-	return LBPolicy{}, true, invalid("policies", "no supported policy (gRPC supports round_robin, ring_hash, least_request, pick_first, client_side_weighted_round_robin and wrr_locality)")
+	return LBPolicy{}, true, invalid("policies", "no supported policy (gRPC supports round_robin, ring_hash, least_request, pick_first, client_side_weighted_round_robin, wrr_locality, and a TypedStruct naming a balancer registered with gRPC)")
 }
 
 // lbEntryMemo is the last supported policy with a config that
@@ -459,15 +486,39 @@ func convertLBEntry(e lbEntry, depth int) (p LBPolicy, found bool, err error) {
 		p, err = wrrLocalityPolicy(e.value, depth)
 		return p, true, err
 	case xdsTypedStructTypeURL:
-		// A custom policy: skipped once the TypedStruct decodes.
-		return LBPolicy{}, false, unmarshalLBConfig(e.value, &v3xdstypepb.TypedStruct{})
+		ts := &v3xdstypepb.TypedStruct{}
+		if err = unmarshalLBConfig(e.value, ts); err != nil {
+			return LBPolicy{}, false, err
+		}
+		return customPolicy(ts.GetTypeUrl(), ts.GetValue())
 	case udpaTypedStructURL:
-		return LBPolicy{}, false, unmarshalLBConfig(e.value, &v1udpatypepb.TypedStruct{})
+		ts := &v1udpatypepb.TypedStruct{}
+		if err = unmarshalLBConfig(e.value, ts); err != nil {
+			return LBPolicy{}, false, err
+		}
+		return customPolicy(ts.GetTypeUrl(), ts.GetValue())
 	default:
 		// "Any entry not in the above list is unsupported and will be
 		// skipped." (A52)
 		return LBPolicy{}, false, nil
 	}
+}
+
+// customPolicy returns the custom policy (gRFC A52) of a TypedStruct of
+// type typeURL and value v: found when gRPC's balancer registry has the
+// last segment of typeURL. Error fields are relative to the TypedStruct.
+func customPolicy(typeURL string, v *structpb.Struct) (LBPolicy, bool, error) {
+	name := typeURL[strings.LastIndexByte(typeURL, '/')+1:]
+	if name == "" || balancer.Get(name) == nil {
+		return LBPolicy{}, false, nil // "skipped", A52
+	}
+	// encoding/json of the Struct's map: stable bytes (sorted keys), unlike
+	// protojson, so that equal configs compare equal.
+	js, err := json.Marshal(v.AsMap())
+	if err != nil {
+		return LBPolicy{}, true, invalid("value", "encoding the config of %q in JSON: %w", name, err)
+	}
+	return LBPolicy{Kind: LBPolicyCustom, Custom: &CustomLBPolicy{Name: name, Config: string(js)}}, true, nil
 }
 
 func unmarshalLBConfig(b []byte, m proto.Message) error {

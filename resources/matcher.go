@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/proxyless/xds/internal/asciifold"
+
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
 
@@ -59,30 +61,31 @@ func (k StringMatchKind) String() string {
 
 // Match reports whether s matches m, with the semantics of
 // envoy.type.matcher.v3.StringMatcher: exact, prefix, suffix and contains
-// compare case-insensitively when IgnoreCase is set (ASCII and Unicode
-// simple folding, strings.EqualFold); safe_regex must match the whole of
+// compare ignoring ASCII case only when IgnoreCase is set, as gRPC C++
+// does (not Unicode folding: the Kelvin sign does not match "k"; package
+// internal/asciifold); safe_regex must match the whole of
 // s. The zero StringMatcher matches nothing. Match is safe for concurrent
 // use.
 func (m StringMatcher) Match(s string) bool {
 	switch m.Kind {
 	case StringMatchExact:
 		if m.IgnoreCase {
-			return strings.EqualFold(s, m.Value)
+			return asciifold.Equal(s, m.Value)
 		}
 		return s == m.Value
 	case StringMatchPrefix:
 		if m.IgnoreCase {
-			return len(s) >= len(m.Value) && strings.EqualFold(s[:len(m.Value)], m.Value)
+			return asciifold.HasPrefix(s, m.Value)
 		}
 		return strings.HasPrefix(s, m.Value)
 	case StringMatchSuffix:
 		if m.IgnoreCase {
-			return len(s) >= len(m.Value) && strings.EqualFold(s[len(s)-len(m.Value):], m.Value)
+			return asciifold.HasSuffix(s, m.Value)
 		}
 		return strings.HasSuffix(s, m.Value)
 	case StringMatchContains:
 		if m.IgnoreCase {
-			return strings.Contains(strings.ToLower(s), strings.ToLower(m.Value))
+			return asciifold.Contains(s, m.Value)
 		}
 		return strings.Contains(s, m.Value)
 	case StringMatchSafeRegex:

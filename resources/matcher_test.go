@@ -26,6 +26,12 @@ func TestStringMatcher_Match(t *testing.T) {
 		{StringMatcher{Kind: StringMatchSuffix, Value: "BC", IgnoreCase: true}, "abc", true},
 		{StringMatcher{Kind: StringMatchContains, Value: "b"}, "abc", true},
 		{StringMatcher{Kind: StringMatchContains, Value: "B", IgnoreCase: true}, "abc", true},
+		// ignore_case folds ASCII only (as gRPC C++): the Kelvin sign
+		// U+212A, which Unicode folds to 'k', is not 'k'.
+		{StringMatcher{Kind: StringMatchExact, Value: "k", IgnoreCase: true}, "\u212a", false},
+		{StringMatcher{Kind: StringMatchPrefix, Value: "k", IgnoreCase: true}, "\u212ax", false},
+		{StringMatcher{Kind: StringMatchSuffix, Value: "xK", IgnoreCase: true}, "x\u212a", false},
+		{StringMatcher{Kind: StringMatchContains, Value: "ak", IgnoreCase: true}, "xa\u212ax", false},
 		{StringMatcher{Kind: StringMatchContains, Value: "x"}, "abc", false},
 		{StringMatcher{Kind: StringMatchSafeRegex, Value: "a+b", Regex: re}, "aab", true},
 		{StringMatcher{Kind: StringMatchSafeRegex, Value: "a+b", Regex: re}, "aabc", false},

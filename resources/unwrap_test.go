@@ -64,4 +64,3 @@ func TestUnwrap(t *testing.T) {
 		})
 	}
 }
-

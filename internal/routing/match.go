@@ -17,6 +17,7 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
+	"github.com/proxyless/xds/internal/asciifold"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -94,7 +95,7 @@ func Compile(m *resources.RouteMatch, x *Index) Match {
 		rm.value = m.Path
 	}
 	if !rm.caseSensitive {
-		rm.value = strings.ToLower(rm.value)
+		rm.value = asciifold.ToLower(rm.value)
 	}
 	if m.FractionPerMillion != nil {
 		rm.fraction = *m.FractionPerMillion
@@ -197,27 +198,27 @@ func (h *Headers) Get(name string) (string, bool) {
 	return strings.Join(vs, ","), true
 }
 
-// matchPath reports whether the full method name path ("/pkg.Svc/Method")
-// matches.
+// MatchPath reports whether the full method name path ("/pkg.Svc/Method")
+// matches. case_sensitive false ignores ASCII case only, as gRPC C++ does.
 func (m *Match) MatchPath(path string) bool {
 	switch m.kind {
 	case resources.PathKindPrefix:
 		if m.caseSensitive {
 			return strings.HasPrefix(path, m.value)
 		}
-		return len(path) >= len(m.value) && strings.EqualFold(path[:len(m.value)], m.value)
+		return asciifold.HasPrefix(path, m.value)
 	case resources.PathKindPath:
 		if m.caseSensitive {
 			return path == m.value
 		}
-		return strings.EqualFold(path, m.value)
+		return asciifold.Equal(path, m.value)
 	case resources.PathKindSafeRegex:
 		return m.regex != nil && m.regex.MatchString(path)
 	}
 	return false
 }
 
-// matches reports whether an RPC of path and headers h matches: path,
+// Matches reports whether an RPC of path and headers h matches: path,
 // then every header matcher, then the runtime fraction.
 func (m *Match) Matches(path string, h *Headers) bool {
 	if !m.MatchPath(path) {
@@ -238,7 +239,7 @@ func (m *Match) Matches(path string, h *Headers) bool {
 	return m.fraction >= 1_000_000 || rand.Uint32N(1_000_000) < m.fraction
 }
 
-// matchHeader applies one header matcher to the RPC of headers h.
+// MatchHeader applies one header matcher to the RPC of headers h.
 func MatchHeader(hm *resources.HeaderMatcher, h *Headers) bool {
 	v, ok := h.Get(hm.Name)
 	return MatchHeaderValue(hm, v, ok)
@@ -246,7 +247,8 @@ func MatchHeader(hm *resources.HeaderMatcher, h *Headers) bool {
 
 // MatchHeaderValue applies one header matcher (gRFC A28, R-17.3) to the
 // header's value v (ok: present): a matcher on an absent header fails
-// (even inverted), except present_match.
+// (even inverted), except present_match. ignore_case ignores ASCII case
+// only, as gRPC C++ does.
 func MatchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
 	if hm.Kind == resources.HeaderMatchPresent {
 		return (ok == hm.Present) != hm.Invert
@@ -258,25 +260,25 @@ func MatchHeaderValue(hm *resources.HeaderMatcher, v string, ok bool) bool {
 	switch hm.Kind {
 	case resources.HeaderMatchExact:
 		if hm.IgnoreCase {
-			r = strings.EqualFold(v, hm.Value)
+			r = asciifold.Equal(v, hm.Value)
 		} else {
 			r = v == hm.Value
 		}
 	case resources.HeaderMatchPrefix:
 		if hm.IgnoreCase {
-			r = len(v) >= len(hm.Value) && strings.EqualFold(v[:len(hm.Value)], hm.Value)
+			r = asciifold.HasPrefix(v, hm.Value)
 		} else {
 			r = strings.HasPrefix(v, hm.Value)
 		}
 	case resources.HeaderMatchSuffix:
 		if hm.IgnoreCase {
-			r = len(v) >= len(hm.Value) && strings.EqualFold(v[len(v)-len(hm.Value):], hm.Value)
+			r = asciifold.HasSuffix(v, hm.Value)
 		} else {
 			r = strings.HasSuffix(v, hm.Value)
 		}
 	case resources.HeaderMatchContains:
 		if hm.IgnoreCase {
-			r = strings.Contains(strings.ToLower(v), strings.ToLower(hm.Value))
+			r = asciifold.Contains(v, hm.Value)
 		} else {
 			r = strings.Contains(v, hm.Value)
 		}

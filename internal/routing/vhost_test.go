@@ -11,8 +11,11 @@ import (
 
 // TestSelectVirtualHost checks the virtual host selection of
 // exact > suffix wildcard > prefix wildcard > "*", the longest
-// pattern within a kind, the first of equals, ASCII case ignored, and an
-// invalid pattern anywhere failing the lookup.
+// pattern within a kind, the first of equals, ASCII case (only) ignored,
+// patterns with several '*' read as gRPC and Envoy read them (a leading
+// '*' a suffix wildcard, else a trailing one a prefix wildcard), and a
+// virtual host with an invalid pattern never matching, without failing
+// the others.
 func TestSelectVirtualHost(t *testing.T) {
 	vhs := func(domains ...[]string) *resources.RouteConfig {
 		rc := &resources.RouteConfig{Name: "rc"}
@@ -40,9 +43,21 @@ func TestSelectVirtualHost(t *testing.T) {
 		{"suffix needs the whole suffix", "example.com", vhs([]string{"*.example.com"}), ""},
 		{"no match", "svc", vhs([]string{"other"}), ""},
 		{"no virtual hosts", "svc", vhs(), ""},
-		{"invalid pattern elsewhere", "svc", vhs([]string{"svc"}, []string{"a*b"}), ""},
+		{"Kelvin sign is not k", "\u212aube", vhs([]string{"kube"}), ""},
+		{"Kelvin sign in a suffix", "a.\u212a", vhs([]string{"*.k"}), ""},
+		{"invalid pattern elsewhere", "svc", vhs([]string{"svc"}, []string{"a*b"}), "a"},
+		{"invalid pattern: its virtual host never matches", "svc", vhs([]string{"*", "a*b"}, []string{"other"}), ""},
+		{"invalid pattern, another virtual host matches", "svc", vhs([]string{"svc", "a*b"}, []string{"*"}), "b"},
 		{"empty pattern", "svc", vhs([]string{"svc", ""}), ""},
-		{"two wildcards", "svc", vhs([]string{"svc"}, []string{"*svc*"}), ""},
+		{"*s*: the suffix s*", "abs*", vhs([]string{"*s*"}), "a"},
+		{"*s*: not a substring", "xsx", vhs([]string{"*s*"}), ""},
+		{"**: the suffix *", "x*", vhs([]string{"**"}), "a"},
+		{"**: not everything", "x", vhs([]string{"**"}), ""},
+		{"*.svc*: the suffix .svc*", "a.SVC*", vhs([]string{"*.svc*"}), "a"},
+		{"*.svc*: not a prefix", "a.svc.cluster.local", vhs([]string{"*.svc*"}), ""},
+		{"s*v*: the prefix s*v", "s*vc", vhs([]string{"s*v*"}), "a"},
+		{"s*v*: not a glob", "sav", vhs([]string{"s*v*"}), ""},
+		{"suffix with a star beats a prefix", "s*v", vhs([]string{"s*v*"}, []string{"*v"}), "b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
