@@ -41,7 +41,7 @@ type Config struct {
 	// CertificateProviders maps an instance name to its plugin name and
 	// raw JSON config (`certificate_providers`, gRFC A29), as written. The
 	// client checks that the instances a Cluster names are here (R-25.2);
-	// package credentials runs them (credentials.NewProviderStore). Nil
+	// package xdscreds runs them (xdscreds.NewProviderStore). Nil
 	// when the file has none.
 	CertificateProviders map[string]CertificateProvider
 }

@@ -10,7 +10,7 @@ import "github.com/proxyless/xds/transport"
 // The default builder shares one gRPC connection per server
 // (bootstrap.ServerConfig.Key) between the transports it builds, so a
 // transport built from it for a server the client is connected to uses
-// the client's ADS connection: package resolver reports load (LRS) this
+// the client's ADS connection: package xdsresolver reports load (LRS) this
 // way by default, on the same connection as ADS. The client
 // keeps using the builder; the caller must not close what it does not
 // build. Safe for concurrent use; the result is the same for the

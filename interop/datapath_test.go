@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	grpcxds "google.golang.org/grpc/xds"
 
-	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/xdsresolver"
 )
 
 // idServer answers with its ID: in UnaryCall's response, in EmptyCall's
@@ -100,7 +100,7 @@ func splitOf(ctx context.Context, t *testing.T, tc testgrpc.TestServiceClient, c
 
 // TestDataPath_SideBySide_GRPCGo runs the canary scenario (testutil.Canary)
 // served by go-control-plane through two channels: one with this
-// library's resolver.DialOptions, one with grpc-go's own xDS resolver
+// library's xdsresolver.DialOptions, one with grpc-go's own xDS resolver
 // (google.golang.org/grpc/xds), and checks that both give the same split:
 // canary RPCs 100 % on B, EmptyCall 100 % on C (2000 RPCs each), the
 // others A 80 ± 3 % and B 20 ± 3 % (4000 RPCs, so that 3 points are over
@@ -112,7 +112,7 @@ func TestDataPath_SideBySide_GRPCGo(t *testing.T) {
 	s := startGCPServer(t)
 	s.setSnapshot(ctx, t, "1", testutil.Canary(testutil.CanaryOptions{PortA: a.port, PortB: b.port, PortC: c.port}))
 
-	ours, err := grpc.NewClient("xds:///svc", append(resolver.DialOptions(s.newClient(t)), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	ours, err := grpc.NewClient("xds:///svc", append(xdsresolver.DialOptions(s.newClient(t)), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,10 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/credentials"
-	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/certs"
+	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver"
 
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
@@ -38,7 +38,7 @@ type securityOutcome struct {
 
 // TestSecurity_SideBySide_GRPCGo serves one go-control-plane configuration
 // to two channels per target, one through this library's resolver and
-// credentials (package credentials), one through grpc-go's own xDS
+// credentials (package xdscreds), one through grpc-go's own xDS
 // resolver and credentials/xds, both with the same bootstrap (a
 // file_watcher instance "mesh" of a certs.Mesh), and checks that they
 // have the same outcomes (gRFC A29):
@@ -104,7 +104,7 @@ func TestSecurity_SideBySide_GRPCGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	ourCreds, err := credentials.NewClientCredentials(credentials.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	ourCreds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestSecurity_SideBySide_GRPCGo(t *testing.T) {
 		{"xds:///wrong-san", securityOutcome{Code: codes.Unavailable}},
 		{"xds:///plain", securityOutcome{Code: codes.OK, ServerID: "plain"}},
 	} {
-		ours := outcome(tc.target, resolver.NewBuilder(c), ourCreds)
+		ours := outcome(tc.target, xdsresolver.NewBuilder(c), ourCreds)
 		theirs := outcome(tc.target, theirResolver, theirCreds)
 		if ours != tc.want || theirs != tc.want {
 			t.Errorf("%s: proxyless/xds %+v, grpc-go %+v; want both %+v", tc.target, ours, theirs, tc.want)

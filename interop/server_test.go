@@ -23,11 +23,11 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/credentials"
-	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/server"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/certs"
+	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver"
 
 	v3rbacconfigpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -95,12 +95,12 @@ type serverOutcome struct {
 
 // TestServer_SideBySide_GRPCGo serves one go-control-plane configuration
 // to two xDS-enabled servers, this library's (package server, with
-// package credentials) and grpc-go's (xds.NewGRPCServer, with
+// package xdscreds) and grpc-go's (xds.NewGRPCServer, with
 // credentials/xds), each with the Listener of its address: mTLS from the
 // bootstrap's file_watcher instance "mesh", an RBAC filter allowing only
 // the SPIFFE ID of the mesh's client, and routes whose UnaryCall route is
 // non_forwarding_action and whose EmptyCall route forwards to a cluster.
-// Two xDS clients, this library's (resolver and credentials) and
+// Two xDS clients, this library's (xdsresolver and xdscreds) and
 // grpc-go's, each with two identities (the allowed client, an
 // intruder), call both servers through Clusters whose UpstreamTlsContext
 // accepts the mesh's server identity, and a third Cluster without a
@@ -145,7 +145,7 @@ func TestServer_SideBySide_GRPCGo(t *testing.T) {
 
 	// The two servers.
 	ourServerClient := newClientFromJSON(t, serverBootstrap)
-	ourCreds, err := credentials.NewServerCredentials(credentials.ServerOptions{FallbackCreds: insecure.NewCredentials()})
+	ourCreds, err := xdscreds.NewServerCredentials(xdscreds.ServerOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestServer_SideBySide_GRPCGo(t *testing.T) {
 		resolver grpcresolver.Builder
 		creds    grpccreds.TransportCredentials
 	}
-	ourClientCreds, err := credentials.NewClientCredentials(credentials.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	ourClientCreds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestServer_SideBySide_GRPCGo(t *testing.T) {
 			t.Fatal(err)
 		}
 		return []xdsClient{
-			{"proxyless/xds client as " + identity, resolver.NewBuilder(newClientFromJSON(t, b)), ourClientCreds},
+			{"proxyless/xds client as " + identity, xdsresolver.NewBuilder(newClientFromJSON(t, b)), ourClientCreds},
 			{"grpc-go client as " + identity, theirResolver, theirClientCreds},
 		}
 	}

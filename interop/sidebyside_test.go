@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	grpcxds "google.golang.org/grpc/xds"
 
-	"github.com/proxyless/xds/resolver"
+	"github.com/proxyless/xds/xdsresolver"
 )
 
 // channel is a ClientConn under test, named for messages.
@@ -20,13 +20,13 @@ type channel struct {
 }
 
 // bothChannels returns two ClientConns to target for what s serves: this
-// library's (resolver.DialOptions on a new client) and grpc-go's own xDS
+// library's (xdsresolver.DialOptions on a new client) and grpc-go's own xDS
 // resolver (google.golang.org/grpc/xds), each with opts and plaintext;
 // both are closed when the test ends.
 func bothChannels(t *testing.T, s *gcpServer, target string, opts ...grpc.DialOption) []channel {
 	t.Helper()
 	plain := grpc.WithTransportCredentials(insecure.NewCredentials())
-	ours, err := grpc.NewClient(target, append(append(resolver.DialOptions(s.newClient(t)), plain), opts...)...)
+	ours, err := grpc.NewClient(target, append(append(xdsresolver.DialOptions(s.newClient(t)), plain), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

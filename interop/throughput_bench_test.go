@@ -17,8 +17,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/xdsresolver"
 )
 
 // closedLoop makes UnaryCalls on tc as testutil.ClosedLoop does.
@@ -81,8 +81,8 @@ func BenchmarkThroughput_SideBySide(b *testing.B) {
 		opts   []grpc.DialOption
 	}{
 		{"plain", "plain:///svc", []grpc.DialOption{grpc.WithResolvers(mr), grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`)}},
-		{"ours", "xds:///svc", []grpc.DialOption{grpc.WithResolvers(resolver.NewBuilder(xc))}},
-		{"ours-dialoptions", "xds:///svc", resolver.DialOptions(xc)},
+		{"ours", "xds:///svc", []grpc.DialOption{grpc.WithResolvers(xdsresolver.NewBuilder(xc))}},
+		{"ours-dialoptions", "xds:///svc", xdsresolver.DialOptions(xc)},
 		{"grpc-go", "xds:///svc", []grpc.DialOption{grpc.WithResolvers(theirResolver)}},
 	}
 	tcs := make([]testgrpc.TestServiceClient, len(specs))

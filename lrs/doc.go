@@ -23,9 +23,9 @@
 // interval (load_report_interval); clusters with nothing to report are
 // left out.
 //
-// Package resolver feeds a Store from its channels' pickers when a
+// Package xdsresolver feeds a Store from its channels' pickers when a
 // cluster has lrs_server set to self, and reports it on the xDS client's
-// ADS connection by default (R-22.1; see resolver.WithLoadReportTransport).
+// ADS connection by default (R-22.1; see xdsresolver.WithLoadReportTransport).
 // Nothing in this package needs a gRPC channel: any program that records
 // load in a Store can report it.
 //

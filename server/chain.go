@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/proxyless/xds/internal/xdscreds"
+	"github.com/proxyless/xds/internal/handshake"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -32,9 +32,9 @@ type chain struct {
 	label  string // names the chain in messages: `filter chain "name"`
 	srv    *grpc.Server
 	lis    *connListener
-	hi     *xdscreds.ServerHandshakeInfo // nil without TLS or when hiErr is set
-	hiErr  error                         // why the chain's certificate providers could not be acquired
-	served chan struct{}                 // closed when srv.Serve has returned
+	hi     *handshake.ServerHandshakeInfo // nil without TLS or when hiErr is set
+	hiErr  error                          // why the chain's certificate providers could not be acquired
+	served chan struct{}                  // closed when srv.Serve has returned
 
 	routes atomic.Pointer[routeTable] // swapped when the RouteConfiguration changes
 
@@ -59,7 +59,7 @@ func (s *GRPCServer) newChain(fc *resources.FilterChain, label string, addr net.
 	ch := &chain{s: s, fc: fc, label: label, lis: newConnListener(addr), served: make(chan struct{})}
 	ch.routes.Store(rt)
 	if fc.Security != nil {
-		ch.hi, ch.hiErr = xdscreds.NewServerHandshakeInfo(strconv.Quote(fc.Name), fc.Security, s.providers.Provider)
+		ch.hi, ch.hiErr = handshake.NewServerHandshakeInfo(strconv.Quote(fc.Name), fc.Security, s.providers.Provider)
 		if ch.hiErr != nil {
 			s.logger.Warn("the TLS handshakes of a filter chain will fail", "chain", label, "error", ch.hiErr)
 		}
@@ -195,8 +195,8 @@ func (l *connListener) deliver(c net.Conn) bool {
 }
 
 // conn is a connection accepted for a chain: it gives the chain's TLS
-// configuration to the server credentials of package credentials
-// (xdscreds.ServerConn) and remembers the handshake deadline grpc sets.
+// configuration to the server credentials of package xdscreds
+// (handshake.ServerConn) and remembers the handshake deadline grpc sets.
 type conn struct {
 	net.Conn
 	ch *chain
@@ -205,10 +205,10 @@ type conn struct {
 	deadline time.Time // guarded by mu
 }
 
-var _ xdscreds.ServerConn = (*conn)(nil)
+var _ handshake.ServerConn = (*conn)(nil)
 
 // XDSHandshakeInfo returns the chain's TLS configuration.
-func (c *conn) XDSHandshakeInfo() (*xdscreds.ServerHandshakeInfo, error) {
+func (c *conn) XDSHandshakeInfo() (*handshake.ServerHandshakeInfo, error) {
 	return c.ch.hi, c.ch.hiErr
 }
 

@@ -2,13 +2,13 @@
 
 // Package server is the xDS-enabled gRPC server (gRFC A36): a gRPC server
 // whose listening addresses are configured by the management server, with
-// the TLS of each connection (gRFC A29, with package credentials), the
+// the TLS of each connection (gRFC A29, with package xdscreds), the
 // routes and RBAC authorization of each RPC (gRFC A41) and audit logging
 // (gRFC A59). It is the counterpart of grpc-go's xds.NewGRPCServer, built
 // on gRPC's public API only:
 //
 //	c, err := client.New(cfg)                  // the bootstrap names server_listener_resource_name_template
-//	creds, err := credentials.NewServerCredentials(credentials.ServerOptions{FallbackCreds: insecure.NewCredentials()})
+//	creds, err := xdscreds.NewServerCredentials(xdscreds.ServerOptions{FallbackCreds: insecure.NewCredentials()})
 //	srv, err := server.NewGRPCServer(c, server.WithServerOptions(grpc.Creds(creds)),
 //		server.WithServingModeCallback(func(addr net.Addr, mode server.ServingMode, err error) { … }))
 //	pb.RegisterGreeterServer(srv, impl)
@@ -45,7 +45,7 @@
 // source type, source IP, source port; chains matching on what a server
 // cannot see never match), else the default filter chain; a connection
 // neither matches is closed. The chain's DownstreamTlsContext gives the
-// connection's TLS through the server credentials of package credentials
+// connection's TLS through the server credentials of package xdscreds
 // (WithServerOptions(grpc.Creds(…))); a chain without one, or another
 // grpc.Creds, uses those credentials' own handshake.
 //

@@ -21,11 +21,11 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/server"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/certs"
 	"github.com/proxyless/xds/testutil/leakcheck"
+	"github.com/proxyless/xds/xdscreds"
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
@@ -111,7 +111,7 @@ type testServer struct {
 // serverCreds returns xDS server credentials with a plaintext fallback.
 func serverCreds(t *testing.T) grpccreds.TransportCredentials {
 	t.Helper()
-	creds, err := credentials.NewServerCredentials(credentials.ServerOptions{FallbackCreds: insecure.NewCredentials()})
+	creds, err := xdscreds.NewServerCredentials(xdscreds.ServerOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/xdscreds"
 )
 
 // ServingMode is the serving mode of one listening address of a
@@ -41,7 +41,7 @@ type Option func(*options)
 type options struct {
 	serverOpts  []grpc.ServerOption
 	modeCB      func(addr net.Addr, mode ServingMode, err error) // nil: log
-	providers   *credentials.ProviderStore                       // nil: one of the client's bootstrap
+	providers   *xdscreds.ProviderStore                          // nil: one of the client's bootstrap
 	logger      *slog.Logger
 	drainGrace  time.Duration
 	auditByName map[string]audit.LoggerBuilder
@@ -57,7 +57,7 @@ func defaultOptions() options {
 
 // WithServerOptions adds options of the grpc.Servers that serve the
 // connections, for example grpc.Creds(creds) with the credentials of
-// package credentials (credentials.NewServerCredentials) for the TLS of
+// package xdscreds (xdscreds.NewServerCredentials) for the TLS of
 // the filter chains. The server's own interceptors (routes, RBAC) are
 // installed with grpc.ChainUnaryInterceptor and
 // grpc.ChainStreamInterceptor before these options: an interceptor given
@@ -82,14 +82,14 @@ func WithServingModeCallback(cb func(addr net.Addr, mode ServingMode, err error)
 
 // WithCertificateProviders sets the store of certificate provider
 // instances (gRFC A29) whose providers give the TLS of the filter chains
-// with a DownstreamTlsContext (see credentials.NewServerCredentials). The
+// with a DownstreamTlsContext (see xdscreds.NewServerCredentials). The
 // default is a store of the client's bootstrap (its
 // certificate_providers) with the built-in file_watcher plugin, made by
 // NewGRPCServer. Give the store of the application's resolver.Builder
-// (resolver.WithCertificateProviders) to share running providers with
+// (xdsresolver.WithCertificateProviders) to share running providers with
 // its channels, or one with plugins of your own. It must have been made
 // from the client's bootstrap.
-func WithCertificateProviders(s *credentials.ProviderStore) Option {
+func WithCertificateProviders(s *xdscreds.ProviderStore) Option {
 	return func(o *options) { o.providers = s }
 }
 

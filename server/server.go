@@ -14,7 +14,7 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/credentials"
+	"github.com/proxyless/xds/xdscreds"
 )
 
 // GRPCServer is an xDS-enabled gRPC server (gRFC A36): it serves the
@@ -32,7 +32,7 @@ type GRPCServer struct {
 	template  string // the bootstrap's server_listener_resource_name_template
 	nodeID    string
 	logger    *slog.Logger
-	providers *credentials.ProviderStore
+	providers *xdscreds.ProviderStore
 	auditors  map[string]audit.LoggerBuilder
 	proto     *grpc.Server  // holds the registrations: GetServiceInfo, and their checks
 	hardStop  chan struct{} // closed by Stop: drains end at once
@@ -89,7 +89,7 @@ func NewGRPCServer(c *client.Client, opts ...Option) (*GRPCServer, error) {
 		listeners: make(map[*servingListener]struct{}),
 	}
 	if s.providers == nil {
-		s.providers = credentials.NewProviderStore(cfg.CertificateProviders, credentials.WithStoreLogger(o.logger))
+		s.providers = xdscreds.NewProviderStore(cfg.CertificateProviders, xdscreds.WithStoreLogger(o.logger))
 	}
 	return s, nil
 }

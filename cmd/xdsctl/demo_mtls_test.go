@@ -18,8 +18,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/credentials"
-	"github.com/proxyless/xds/resolver"
+	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver"
 )
 
 // TestDemo_MTLS checks demo --mtls end to end: its bootstrap names the
@@ -58,14 +58,14 @@ func TestDemo_MTLS(t *testing.T) {
 	}
 	defer c.Close()
 	dial := func(creds grpccreds.TransportCredentials) testgrpc.TestServiceClient {
-		cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(resolver.NewBuilder(c)), grpc.WithTransportCredentials(creds))
+		cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(xdsresolver.NewBuilder(c)), grpc.WithTransportCredentials(creds))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cc.Close() })
 		return testgrpc.NewTestServiceClient(cc)
 	}
-	creds, err := credentials.NewClientCredentials(credentials.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	creds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestDemo_Backends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(resolver.NewBuilder(c)), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(xdsresolver.NewBuilder(c)), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command canary shows a canary rollout driven by xDS through the
-// resolver of package resolver, all in one process:
+// resolver of package xdsresolver, all in one process:
 //
 //   - three gRPC servers, A (stable), B (canary) and C (a service of its
 //     own), on 127.0.0.1, serving the interop TestService;
@@ -10,7 +10,7 @@
 //     to B; EmptyCall goes to C; the other RPCs are split between A and
 //     B by weight;
 //   - an xDS client, and a grpc.ClientConn for xds:///shop with
-//     resolver.DialOptions.
+//     xdsresolver.DialOptions.
 //
 // It makes batches of RPCs and prints, live, where they went, while the
 // management server moves the split from A 80 / B 20 to A 50 / B 50 and
@@ -36,8 +36,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/xdsresolver"
 )
 
 func main() {
@@ -79,7 +79,7 @@ func run(out io.Writer) error {
 		return err
 	}
 	defer c.Close() // after cc.Close
-	cc, err := grpc.NewClient("xds:///shop", append(resolver.DialOptions(c), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	cc, err := grpc.NewClient("xds:///shop", append(xdsresolver.DialOptions(c), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		return err
 	}

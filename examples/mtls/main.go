@@ -38,8 +38,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/credentials"
-	"github.com/proxyless/xds/resolver"
+	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver"
 )
 
 func main() {
@@ -68,11 +68,11 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// The TLS configuration comes from each Cluster; the fallback serves
 	// clusters without a transport socket.
-	creds, err := credentials.NewClientCredentials(credentials.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	creds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		return err
 	}
-	cc, err := grpc.NewClient("xds:///svc", append(resolver.DialOptions(c), grpc.WithTransportCredentials(creds))...)
+	cc, err := grpc.NewClient("xds:///svc", append(xdsresolver.DialOptions(c), grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command resolver shows gRPC RPCs routed by xDS through the xds:///
-// resolver of package resolver, all in one process:
+// resolver of package xdsresolver, all in one process:
 //
 //   - two gRPC servers, A and B, on 127.0.0.1, serving the interop
 //     TestService;
@@ -32,8 +32,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/resolver"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/xdsresolver"
 )
 
 func main() {
@@ -84,7 +84,7 @@ func run(out io.Writer) error {
 	}
 	defer c.Close() // after cc.Close
 	cc, err := grpc.NewClient("xds:///greeter",
-		grpc.WithResolvers(resolver.NewBuilder(c)),
+		grpc.WithResolvers(xdsresolver.NewBuilder(c)),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err

@@ -51,10 +51,10 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/credentials"
 	"github.com/proxyless/xds/server"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/certs"
+	"github.com/proxyless/xds/xdscreds"
 
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3rbacconfigpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
@@ -96,7 +96,7 @@ func (service) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testg
 // xDS server credentials (plaintext for filter chains without TLS), that
 // tells mode changes to modes.
 func newServer(c *client.Client, modes func(server.ServingMode, error)) (*server.GRPCServer, error) {
-	creds, err := credentials.NewServerCredentials(credentials.ServerOptions{FallbackCreds: insecure.NewCredentials()})
+	creds, err := xdscreds.NewServerCredentials(xdscreds.ServerOptions{FallbackCreds: insecure.NewCredentials()})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@
 
 // Package routing is the matching gRPC does per RPC on xDS routes (gRFC
 // A28): virtual hosts by authority, routes by path and headers. The
-// client's data path (package resolver), the dependency manager and the
+// client's data path (package xdsresolver), the dependency manager and the
 // xDS-enabled server share it, so that a route matches the same RPCs on
 // either end.
 package routing

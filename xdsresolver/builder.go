@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package xdsresolver
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"google.golang.org/grpc/resolver"
+
+	// The balancers the service configs of this package name. Importing
+	// them registers them with grpc (their own init); this package has no
+	// init of its own.
+	_ "google.golang.org/grpc/balancer/leastrequest"
+	_ "google.golang.org/grpc/balancer/pickfirst"
+	_ "google.golang.org/grpc/balancer/ringhash"
+	_ "google.golang.org/grpc/balancer/roundrobin"
+	_ "google.golang.org/grpc/balancer/weightedroundrobin"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/lrs"
+	"github.com/proxyless/xds/xdscreds"
+)
+
+// NewBuilder returns a grpc resolver.Builder for the targets
+// "xds:///name" and "xds://authority/name" (the scheme can be changed with
+// WithScheme), whose resolvers watch the xDS configuration of the target
+// through c. Give it to a ClientConn with grpc.WithResolvers; nothing is
+// registered globally:
+//
+//	cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(xdsresolver.NewBuilder(c)), ...)
+//
+// The Builder does not own c: the caller closes c after closing every
+// ClientConn that uses the Builder. A Builder may serve any number of
+// ClientConns; each Build starts its own dependency manager, and the
+// client shares the watches of the resources they have in common. See the
+// package doc. NewBuilder panics if c is nil (programmer error).
+func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
+	if c == nil {
+		panic("resolver: NewBuilder with a nil client")
+	}
+	registerRouter()
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.lrsBuilder == nil {
+		// The client's: load reports go on its ADS connection.
+		o.lrsBuilder = c.TransportBuilder()
+	}
+	if o.providers == nil {
+		o.providers = xdscreds.NewProviderStore(c.BootstrapConfig().CertificateProviders, xdscreds.WithStoreLogger(o.logger))
+	}
+	return &builder{
+		client:   c,
+		opts:     o,
+		load:     &loadReporter{store: lrs.NewStore(), builder: o.lrsBuilder, cfg: c.BootstrapConfig(), logger: o.logger},
+		breakers: &breakers{counters: make(map[string]*atomic.Int64)},
+	}
+}
+
+// builder implements resolver.Builder. Its fields are set once; load,
+// breakers and opts.providers are shared by its resolvers (and safe for
+// concurrent use).
+type builder struct {
+	client   *client.Client
+	opts     options
+	load     *loadReporter // the load of its channels, reported per management server
+	breakers *breakers     // the circuit breakers of its channels (gRFC A32)
+}
+
+// Scheme returns the scheme of the targets b resolves.
+func (b *builder) Scheme() string { return b.opts.scheme }
+
+// Build starts resolving target: it maps the target to a Listener name
+// (R-5.5, gRFC A47) and starts a dependency manager on it. It returns
+// without waiting for any resource. It fails if the target names no
+// service, if its authority is not in the bootstrap's authorities (the
+// error wraps bootstrap.ErrUnknownAuthority), or if the ring hash header
+// option is invalid. It fails with ErrServiceConfigDisabled when the
+// channel ignores service configs (grpc.WithDisableServiceConfig): the
+// router, which does the per-RPC routing, is named by the service config
+// the resolver produces, as with gRPC Go's own xDS resolver.
+func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts resolver.BuildOptions) (resolver.Resolver, error) {
+	t := target.String()
+	if bopts.DisableServiceConfig {
+		return nil, fmt.Errorf("resolver: target %q: %w", t, ErrServiceConfigDisabled)
+	}
+	endpoint := target.Endpoint()
+	if endpoint == "" {
+		return nil, fmt.Errorf("resolver: target %q names no service: want %s:///name or %s://authority/name", t, b.opts.scheme, b.opts.scheme)
+	}
+	listener, err := b.client.BootstrapConfig().ListenerResourceName(target.URL.Host, endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("resolver: target %q: %w", t, err)
+	}
+	hashHeader := b.opts.ringHashHeader
+	if hashHeader != "" {
+		if err := validateHashHeader(hashHeader); err != nil {
+			return nil, fmt.Errorf("resolver: WithRingHashRequestHashHeader: %w", err)
+		}
+	}
+	failSC := cc.ParseServiceConfig(failServiceConfig)
+	if failSC.Err != nil {
+		// Cannot happen: pick_first is always registered.
+		return nil, fmt.Errorf("resolver: grpc rejects the pick_first service config: %w", failSC.Err)
+	}
+	routerSC := cc.ParseServiceConfig(routerServiceConfig)
+	if routerSC.Err != nil {
+		// Cannot happen: NewBuilder registered the router.
+		return nil, fmt.Errorf("resolver: grpc rejects the router's service config: %w", routerSC.Err)
+	}
+	r := &xdsResolver{
+		cc:             cc,
+		target:         t,
+		ringHashHeader: hashHeader,
+		failSC:         failSC,
+		routerSC:       routerSC,
+		timer:          b.opts.timer,
+		holder:         b.opts.holder,
+		providers:      b.opts.providers,
+		logger:         b.opts.logger.With("target", t, "listener", listener),
+	}
+	r.load, r.breakers = b.load, b.breakers
+	r.load.acquire()
+	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
+	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With("target", t)))
+	dopts = append(dopts, b.opts.depmgrOpts...)
+	r.logger.Debug("starting", "data_plane_authority", endpoint)
+	r.manager = depmgr.New(b.client, listener, r, dopts...)
+	return r, nil
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package xdsresolver
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/routing"
+)
+
+// DialOptions returns what a ClientConn needs for xDS targets served by c,
+// beyond its transport credentials: the resolver (NewBuilder(c, opts...))
+// and unary and stream interceptors that apply, per RPC, what a resolver
+// and a balancer cannot:
+//
+//   - the route's max_stream_duration (grpc_timeout_header_max when set,
+//     else max_stream_duration; else the Listener's), which caps the
+//     RPC's deadline (gRFC A31);
+//   - the fault injection filters of the Listener's HTTP filter chain,
+//     with the virtual host's and route's overrides (gRFC A33): delays
+//     and aborts, with their percentages, header matchers, header-driven
+//     faults (x-envoy-fault-*) and max_active_faults (the faults in
+//     progress in the whole process, gRFC A33).
+//   - the stateful session filter (gRFC A55, A60): the session cookie of
+//     an RPC pins it to its cluster and endpoint, and its response gets
+//     the set-cookie of the endpoint that served it (see the package doc,
+//     "Stateful session affinity").
+//
+// Use the options for one ClientConn:
+//
+//	cc, err := grpc.NewClient("xds:///svc", append(xdsresolver.DialOptions(c),
+//		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+//
+// The interceptors match the RPC against the routes of the channel's
+// current configuration, and the router uses the route they matched, so
+// that a route with a runtime_fraction is chosen once per RPC. Before the
+// first configuration, RPCs pass unchanged. The interceptors also choose
+// the cluster of a weighted_clusters route, so that the filter overrides
+// of the weighted cluster (typed_per_filter_config) apply, taking
+// precedence over the route's (gRFC A39). Retries come from the service
+// config; the interceptors keep the RPCs of a route without retry policy
+// from being retried when their method has one (see the package doc,
+// "Retries"). cluster_specifier_plugin (RLS) is not supported.
+func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
+	holder := new(atomic.Pointer[routerConfig])
+	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })
+	ic := &interceptor{holder: holder}
+	return []grpc.DialOption{
+		grpc.WithResolvers(NewBuilder(c, opts...)),
+		grpc.WithChainUnaryInterceptor(ic.unary),
+		grpc.WithChainStreamInterceptor(ic.stream),
+	}
+}
+
+// routeChoiceKey is the context key of the route the interceptor matched.
+type routeChoiceKey struct{}
+
+// routeChoice is the route an interceptor matched for an RPC, in the
+// configuration cfg; the picker uses it when its configuration is cfg.
+type routeChoice struct {
+	cfg     *routerConfig
+	route   *route
+	target  *weightedTarget // the route's cluster for the RPC
+	session *rpcSession     // the RPC's session (session.go); nil for none
+}
+
+type interceptor struct {
+	holder *atomic.Pointer[routerConfig]
+}
+
+// prepared is what before prepared for an RPC.
+type prepared struct {
+	ctx context.Context // the RPC's context: its route, a capped deadline
+	// done releases what the RPC holds (a deadline's timer, an active
+	// fault); called once when the RPC ends.
+	done func()
+	// noRetry: the RPC's route has no retry policy, and its method may
+	// have one in the service config (retry.go): the caller turns grpc's
+	// retries off for it.
+	noRetry bool
+	// session is the RPC's session (gRFC A55, session.go): the caller
+	// adds its cookie to the response. nil for none.
+	session *rpcSession
+}
+
+func noop() {}
+
+// before prepares an RPC: the route, the deadline cap and the faults. It
+// returns what it prepared, and the error that ends the RPC at once (an
+// injected abort), after which nothing is to be released.
+func (ic *interceptor) before(ctx context.Context, method string) (prepared, error) {
+	p := prepared{ctx: ctx, done: noop}
+	cfg := ic.holder.Load()
+	if cfg == nil {
+		return p, nil
+	}
+	h := routing.Headers{Ctx: ctx}
+	var rt *route
+	for i := range cfg.routes {
+		if cfg.routes[i].match.Matches(method, &h) {
+			rt = &cfg.routes[i]
+			break
+		}
+	}
+	if rt == nil {
+		return p, nil // the picker fails it
+	}
+	p.noRetry = cfg.retrying && rt.retry == ""
+	// The cluster is chosen here, not at pick time, so that the fault
+	// filter overrides of a weighted cluster apply (gRFC A39).
+	var target *weightedTarget // nil for a route that forwards to no cluster
+	if len(rt.targets) > 0 {
+		target = rt.pickTarget()
+	}
+	if rt.sessionErr != nil {
+		return p, unavailable(rt.desc + ": " + rt.sessionErr.Error())
+	}
+	if rt.session != nil && target != nil && cookiePathMatches(rt.session.Path, method) {
+		// The session's cookie may name the cluster (gRFC A60).
+		p.session, target = sessionFromHeaders(rt.session, &h, rt, target)
+	}
+	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt, target: target, session: p.session})
+	faults, faultErr := rt.faults, rt.faultErr
+	if target != nil && target.ownFaults {
+		faults, faultErr = target.faults, target.faultErr
+	}
+	done := noop
+	if d := cfg.maxStreamDuration(rt); d > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			done = cancel
+		}
+	}
+	if faultErr != nil {
+		done()
+		return p, unavailable(rt.desc + ": " + faultErr.Error())
+	}
+	for _, f := range faults {
+		release, err := f.apply(ctx, &h)
+		prev := done
+		done = func() { release(); prev() }
+		if err != nil {
+			done()
+			return p, err
+		}
+	}
+	p.ctx, p.done = ctx, done
+	return p, nil
+}
+
+// callOptions returns opts with those p needs, without writing into
+// opts' array.
+func (p *prepared) callOptions(opts []grpc.CallOption) []grpc.CallOption {
+	opts = opts[:len(opts):len(opts)]
+	if p.noRetry {
+		// grpc commits an RPC whose sent messages exceed its retry
+		// buffer: every message (5 bytes of header at least) exceeds 0.
+		opts = append(opts, grpc.MaxRetryRPCBufferSize(0))
+	}
+	return opts
+}
+
+func (ic *interceptor) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	p, err := ic.before(ctx, method)
+	if err != nil {
+		return err
+	}
+	defer p.done()
+	if p.session != nil {
+		return p.session.unary(func(opts []grpc.CallOption) error {
+			return invoker(p.ctx, method, req, reply, cc, opts...)
+		}, p.callOptions(opts))
+	}
+	return invoker(p.ctx, method, req, reply, cc, p.callOptions(opts)...)
+}
+
+// stream prepares a streaming RPC as unary does, and releases what it
+// prepared when the RPC ends, through grpc.OnFinish: gRPC calls it once
+// for every kind of stream (also client-streaming RPCs, which end with
+// their one RecvMsg, and streams whose context ends while no RecvMsg is
+// pending), and when the stream cannot be created.
+func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	p, err := ic.before(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(p.callOptions(opts), grpc.OnFinish(func(error) { p.done() }))
+	s, err := streamer(p.ctx, desc, cc, method, opts...)
+	if err != nil || p.session == nil {
+		return s, err
+	}
+	return &sessionStream{ClientStream: s, s: p.session}, nil
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package xdsresolver
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"google.golang.org/grpc/attributes"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/serviceconfig"
+
+	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/xdscreds"
+)
+
+// failServiceConfig is the service config pushed, with no endpoint, when
+// the configuration is unusable: pick_first, which then fails RPCs with
+// the error reported next (see xdsResolver.fail).
+const failServiceConfig = `{"loadBalancingConfig":[{"pick_first":{}}]}`
+
+// xdsResolver is the resolver of one ClientConn's target. It is the
+// depmgr.Watcher of its Manager: the Manager calls Update, Error and
+// AmbientError serially on its own goroutine, and every call to cc is
+// made from there, so cc's calls are ordered; after manager.Close returns
+// none is made.
+type xdsResolver struct {
+	// Initialized at creation time and read-only afterwards. manager is
+	// set by Build before it returns, and used only by ResolveNow and
+	// Close, which grpc calls after Build returned.
+	cc             resolver.ClientConn
+	target         string                     // the target, for messages
+	ringHashHeader string                     // the request hash header of ring_hash without route hash policies
+	failSC         *serviceconfig.ParseResult // failServiceConfig, parsed
+	routerSC       *serviceconfig.ParseResult // routerServiceConfig, parsed
+	logger         *slog.Logger
+	manager        *depmgr.Manager
+
+	timer    timerFunc                     // failover timers; nil for time.AfterFunc
+	load     *loadReporter                 // the Builder's; set by Build
+	breakers *breakers                     // the Builder's; set by Build
+	holder   *atomic.Pointer[routerConfig] // DialOptions' interceptors' configuration; nil without them
+	// providers are the certificate providers of clusters with a
+	// transport socket (the Builder's).
+	providers *xdscreds.ProviderStore
+	warned    map[string]bool // what warnUnsupported logged; manager goroutine only
+	version   uint64          // configurations pushed; used on the manager's goroutine only
+	// scJSON and sc are the last service config with method configs
+	// (retry policies) and its parse; manager goroutine only.
+	scJSON string
+	sc     *serviceconfig.ParseResult
+}
+
+// ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
+// again; EDS endpoints come when the management server sends them.
+func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) {
+	r.manager.ResolveNow()
+}
+
+// Close cancels every watch of the resolver and waits until it makes no
+// more calls to the ClientConn.
+func (r *xdsResolver) Close() {
+	r.manager.Close()
+	r.load.release()
+	r.logger.Debug("closed")
+}
+
+// Update turns a complete configuration into a State for the channel: the
+// router's service config, and the configuration (routerConfig) in its
+// attributes; or fails the channel when the configuration cannot be used
+// (see the package doc, "Errors").
+func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
+	rc, err := buildConfig(snapshotOf(cfg), r.ringHashHeader, r.providers)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.version++
+	rc.version, rc.source, rc.timer, rc.load, rc.breakers = r.version, cfg, r.timer, r.load.store, r.breakers
+	rc.intercepted = r.holder != nil
+	r.load.ensure(rc)
+	r.warnUnsupported(rc)
+	sc := r.serviceConfig(rc) // sets rc.retrying
+	if r.holder != nil {
+		r.holder.Store(rc)
+	}
+	r.logger.Debug("updating the channel", "version", rc.version, "routes", len(rc.routes), "clusters", len(rc.clusters))
+	for name, c := range rc.clusters {
+		if c.err != nil {
+			r.logger.Warn("RPCs routed to a cluster will fail", "cluster", name, "error", c.err)
+		}
+	}
+	if err := r.cc.UpdateState(resolver.State{ServiceConfig: sc, Attributes: attributes.New(routerConfigKey{}, rc)}); err != nil {
+		r.logger.Debug("the channel rejected the state", "error", err)
+	}
+}
+
+// serviceConfig returns the service config for rc: the router, with
+// method configs for the retry policies of its routes (gRFC A44, see
+// retry.go). It logs, once per set, routes whose policies cannot be
+// told apart by method.
+func (r *xdsResolver) serviceConfig(rc *routerConfig) *serviceconfig.ParseResult {
+	classes, conflicts := retryClasses(rc.routes, rc.intercepted)
+	rc.retrying = len(classes) > 0
+	if len(conflicts) > 0 {
+		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; with xdsresolver.DialOptions, routes without a policy do not conflict)", "routes", conflicts)
+	}
+	js := serviceConfigJSON(classes)
+	if js == routerServiceConfig {
+		return r.routerSC
+	}
+	if js != r.scJSON {
+		r.scJSON, r.sc = js, r.cc.ParseServiceConfig(js)
+		if r.sc.Err != nil {
+			r.logger.Warn("grpc rejects the service config of the retry policies; RPCs are not retried", "service_config", js, "error", r.sc.Err)
+		} else {
+			r.logger.Debug("retry policies", "service_config", js)
+		}
+	}
+	if r.sc.Err != nil {
+		return r.routerSC
+	}
+	return r.sc
+}
+
+// Error fails the channel: the Listener or its RouteConfiguration is
+// unusable (gRFC A74, A88).
+func (r *xdsResolver) Error(err error) {
+	r.fail(err)
+}
+
+// AmbientError logs err; the last State stays in use.
+func (r *xdsResolver) AmbientError(err error) {
+	r.logger.Warn("ambient error, keeping the last configuration", "error", err)
+}
+
+// fail makes new RPCs fail with UNAVAILABLE and an error naming the
+// target and err. A resolver error alone is not enough once the channel
+// has endpoints: its balancer would keep using them. So, as gRPC Go's own
+// xDS resolver does, it first pushes a State with no endpoint and
+// pick_first, which drops every connection and fails RPCs, then reports
+// the error, which pick_first, now failing, puts in the RPCs' status.
+func (r *xdsResolver) fail(err error) {
+	err = fmt.Errorf("resolver: %s: %w", r.target, err)
+	r.logger.Warn("the configuration is unusable; failing RPCs", "error", err)
+	// UpdateState returns balancer.ErrBadResolverState: pick_first has
+	// no address. That is the point.
+	_ = r.cc.UpdateState(resolver.State{ServiceConfig: r.failSC})
+	r.cc.ReportError(err)
+}
+
+// warnOnce logs msg at Warn once per channel for key.
+func (r *xdsResolver) warnOnce(key, msg string, args ...any) {
+	if r.warned[key] {
+		return
+	}
+	if r.warned == nil {
+		r.warned = make(map[string]bool)
+	}
+	r.warned[key] = true
+	r.logger.Warn(msg, args...)
+}
+
+// warnUnsupported logs, once per channel each, that a configuration uses
+// what the resolver does not support: cluster_specifier_plugin (RLS),
+// whose RPCs fail; and, without DialOptions' interceptors, fault
+// injection filters, max_stream_duration and stateful sessions, ignored.
+func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
+	for i := range rc.routes {
+		rt := &rc.routes[i]
+		if rt.action == resources.RouteActionClusterSpecifierPlugin {
+			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", "route", rt.desc, "plugin", rt.plugin)
+		}
+		if r.holder == nil && len(rt.faults) > 0 {
+			r.warnOnce("fault", "fault injection needs xdsresolver.DialOptions; ignored", "route", rt.desc)
+		}
+		if r.holder == nil && rc.maxStreamDuration(rt) > 0 {
+			r.warnOnce("msd", "max_stream_duration needs xdsresolver.DialOptions; ignored", "route", rt.desc)
+		}
+		if r.holder == nil && rt.session != nil {
+			r.warnOnce("session", "stateful session affinity needs xdsresolver.DialOptions; ignored", "route", rt.desc)
+		}
+	}
+}
