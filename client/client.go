@@ -145,6 +145,12 @@ func (c *Client) NodeID() string { return c.node.GetId() }
 // not be modified.
 func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
 
+// Logger returns the logger given with WithLogger, or the default one,
+// which discards everything. The packages built on a client (depmgr,
+// xdsresolver, server) log through it unless given a logger of their own,
+// so that one WithLogger shows everything done for the client's users.
+func (c *Client) Logger() *slog.Logger { return c.opts.logger }
+
 // sortedEntriesLocked returns the cache entries of type typeURL, of every
 // authority, sorted by name.
 func (c *Client) sortedEntriesLocked(typeURL string) []*entry {

@@ -138,6 +138,9 @@ func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Mana
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.logger == nil {
+		o.logger = c.Logger()
+	}
 	if o.authority == "" {
 		o.authority = listenerName
 	}

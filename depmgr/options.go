@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"time"
-
-	"github.com/proxyless/xds/internal/xdslog"
 )
 
 // DefaultDNSRefreshInterval is how often the host of a LOGICAL_DNS cluster
@@ -38,7 +36,6 @@ func defaultOptions() options {
 	return options{
 		dnsResolver: net.DefaultResolver,
 		dnsRefresh:  DefaultDNSRefreshInterval,
-		logger:      xdslog.Discard(),
 	}
 }
 
@@ -72,7 +69,9 @@ func WithDNSRefreshInterval(d time.Duration) Option {
 	}
 }
 
-// WithLogger sets the logger. The default discards everything. Whole-config
+// WithLogger sets the logger. The default is the client's
+// (client.Client.Logger), which discards everything unless the client was
+// given one. Whole-config
 // errors, and cluster, endpoint and DNS errors, are logged at Warn;
 // ambient errors at Info; watches started and cancelled at Debug.
 func WithLogger(l *slog.Logger) Option {

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/xdscreds"
 )
 
@@ -49,7 +48,6 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		logger:      xdslog.Discard(),
 		drainGrace:  DefaultDrainGraceTime,
 		auditByName: map[string]audit.LoggerBuilder{StdoutAuditLoggerName: NewStdoutAuditLogger(nil)},
 	}
@@ -97,7 +95,8 @@ func WithCertificateProviders(s *xdscreds.ProviderStore) Option {
 // a callback (Warn, Info), Listener and RouteConfiguration updates
 // (Debug), configuration errors that fail RPCs (Warn, gRFC A36
 // "configuration error logging"), connections no filter chain matches
-// (Debug). The default discards everything.
+// (Debug). The default is the client's (client.Client.Logger), which
+// discards everything unless the client was given one.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {

@@ -76,6 +76,9 @@ func NewGRPCServer(c *client.Client, opts ...Option) (*GRPCServer, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.logger == nil {
+		o.logger = c.Logger()
+	}
 	s := &GRPCServer{
 		c:         c,
 		opts:      o,

@@ -35,7 +35,7 @@ type ClientOptions struct {
 // package doc. It returns an error when opts.FallbackCreds is nil.
 func NewClientCredentials(opts ClientOptions) (credentials.TransportCredentials, error) {
 	if opts.FallbackCreds == nil {
-		return nil, errors.New("credentials: ClientOptions.FallbackCreds is nil; fallback credentials are required (gRFC A29)")
+		return nil, errors.New("xdscreds: ClientOptions.FallbackCreds is nil; fallback credentials are required (gRFC A29)")
 	}
 	return &clientCreds{fallback: opts.FallbackCreds}, nil
 }
@@ -106,7 +106,7 @@ func clientTLSConfig(ctx context.Context, hi *handshake.ClientHandshakeInfo) (*t
 
 // ServerHandshake fails: these are client credentials.
 func (c *clientCreds) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return nil, nil, errors.New("credentials: ServerHandshake called on xDS client credentials")
+	return nil, nil, errors.New("xdscreds: ServerHandshake called on xDS client credentials")
 }
 
 // Info reports TLS, as grpc-go's xDS credentials do.
@@ -122,5 +122,5 @@ func (c *clientCreds) Clone() credentials.TransportCredentials {
 // OverrideServerName fails: with xDS, match_subject_alt_names says which
 // servers are accepted.
 func (c *clientCreds) OverrideServerName(string) error {
-	return errors.New("credentials: the server name of xDS credentials cannot be overridden; match_subject_alt_names says which servers are accepted")
+	return errors.New("xdscreds: the server name of xDS credentials cannot be overridden; match_subject_alt_names says which servers are accepted")
 }

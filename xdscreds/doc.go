@@ -7,13 +7,17 @@
 // the client's own certificate, and which server identities are accepted
 // (match_subject_alt_names); the channel's connections to that cluster's
 // endpoints then use them. It is the counterpart of grpc-go's
-// credentials/xds, with the same shape, built on gRPC's public API only:
+// credentials/xds, with the same shape, built on gRPC's public API only.
+// xdsresolver.DialOptions gives a channel these credentials (with
+// plaintext fallback unless xdsresolver.WithFallbackCredentials); a
+// channel made with xdsresolver.NewBuilder alone takes them as a grpc-go
+// channel takes grpc-go's:
 //
 //	creds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{
 //		FallbackCreds: insecure.NewCredentials(), // clusters without TLS, channels not on xDS
 //	})
 //	cc, err := grpc.NewClient("xds:///svc",
-//		grpc.WithResolvers(xdsresolver.NewBuilder(c)), // package xdsresolver of this module
+//		grpc.WithResolvers(xdsresolver.NewBuilder(c)),
 //		grpc.WithTransportCredentials(creds))
 //
 // # How the configuration reaches the handshake

@@ -45,7 +45,7 @@ type ServerOptions struct {
 // when opts.FallbackCreds is nil. See docs/security.md and.
 func NewServerCredentials(opts ServerOptions) (credentials.TransportCredentials, error) {
 	if opts.FallbackCreds == nil {
-		return nil, errors.New("credentials: ServerOptions.FallbackCreds is nil; fallback credentials are required (gRFC A29)")
+		return nil, errors.New("xdscreds: ServerOptions.FallbackCreds is nil; fallback credentials are required (gRFC A29)")
 	}
 	return &serverCreds{fallback: opts.FallbackCreds}, nil
 }
@@ -149,7 +149,7 @@ func (v *clientVerifier) verify(cs tls.ConnectionState) error {
 
 // ClientHandshake fails: these are server credentials.
 func (c *serverCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return nil, nil, errors.New("credentials: ClientHandshake called on xDS server credentials")
+	return nil, nil, errors.New("xdscreds: ClientHandshake called on xDS server credentials")
 }
 
 // Info reports TLS, as grpc-go's xDS credentials do.
@@ -164,5 +164,5 @@ func (c *serverCreds) Clone() credentials.TransportCredentials {
 
 // OverrideServerName fails: it has no meaning for server credentials.
 func (c *serverCreds) OverrideServerName(string) error {
-	return errors.New("credentials: OverrideServerName is not supported by xDS server credentials")
+	return errors.New("xdscreds: OverrideServerName is not supported by xDS server credentials")
 }

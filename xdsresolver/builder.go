@@ -26,8 +26,15 @@ import (
 // NewBuilder returns a grpc resolver.Builder for the targets
 // "xds:///name" and "xds://authority/name" (the scheme can be changed with
 // WithScheme), whose resolvers watch the xDS configuration of the target
-// through c. Give it to a ClientConn with grpc.WithResolvers; nothing is
-// registered globally:
+// through c. It is the resolver of DialOptions, which is the way to make
+// a channel; use it alone only where dial options cannot be given, for
+// example with resolver.Register for channels made by code you do not
+// own. Its channels route, balance, retry and eject as DialOptions' do,
+// but lack what needs DialOptions' interceptors (route timeouts, fault
+// injection, stateful sessions; each logged once per channel, at Warn,
+// when the configuration asks for it), and take the application's
+// transport credentials (xdscreds.NewClientCredentials for the TLS of
+// clusters). Nothing is registered globally:
 //
 //	cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(xdsresolver.NewBuilder(c)), ...)
 //
@@ -38,12 +45,15 @@ import (
 // package doc. NewBuilder panics if c is nil (programmer error).
 func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 	if c == nil {
-		panic("resolver: NewBuilder with a nil client")
+		panic("xdsresolver: NewBuilder with a nil client")
 	}
 	registerRouter()
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = c.Logger()
 	}
 	if o.lrsBuilder == nil {
 		// The client's: load reports go on its ADS connection.
@@ -85,31 +95,31 @@ func (b *builder) Scheme() string { return b.opts.scheme }
 func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts resolver.BuildOptions) (resolver.Resolver, error) {
 	t := target.String()
 	if bopts.DisableServiceConfig {
-		return nil, fmt.Errorf("resolver: target %q: %w", t, ErrServiceConfigDisabled)
+		return nil, fmt.Errorf("xdsresolver: target %q: %w", t, ErrServiceConfigDisabled)
 	}
 	endpoint := target.Endpoint()
 	if endpoint == "" {
-		return nil, fmt.Errorf("resolver: target %q names no service: want %s:///name or %s://authority/name", t, b.opts.scheme, b.opts.scheme)
+		return nil, fmt.Errorf("xdsresolver: target %q names no service: want %s:///name or %s://authority/name", t, b.opts.scheme, b.opts.scheme)
 	}
 	listener, err := b.client.BootstrapConfig().ListenerResourceName(target.URL.Host, endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("resolver: target %q: %w", t, err)
+		return nil, fmt.Errorf("xdsresolver: target %q: %w", t, err)
 	}
 	hashHeader := b.opts.ringHashHeader
 	if hashHeader != "" {
 		if err := validateHashHeader(hashHeader); err != nil {
-			return nil, fmt.Errorf("resolver: WithRingHashRequestHashHeader: %w", err)
+			return nil, fmt.Errorf("xdsresolver: WithRingHashRequestHashHeader: %w", err)
 		}
 	}
 	failSC := cc.ParseServiceConfig(failServiceConfig)
 	if failSC.Err != nil {
 		// Cannot happen: pick_first is always registered.
-		return nil, fmt.Errorf("resolver: grpc rejects the pick_first service config: %w", failSC.Err)
+		return nil, fmt.Errorf("xdsresolver: grpc rejects the pick_first service config: %w", failSC.Err)
 	}
 	routerSC := cc.ParseServiceConfig(routerServiceConfig)
 	if routerSC.Err != nil {
 		// Cannot happen: NewBuilder registered the router.
-		return nil, fmt.Errorf("resolver: grpc rejects the router's service config: %w", routerSC.Err)
+		return nil, fmt.Errorf("xdsresolver: grpc rejects the router's service config: %w", routerSC.Err)
 	}
 	r := &xdsResolver{
 		cc:             cc,

@@ -4,12 +4,12 @@
 // google.golang.org/grpc/resolver.Builder that turns the xDS configuration
 // of a target, watched through a client of package client, into the
 // endpoints and load balancing policy of a grpc.ClientConn. It is
-// registered explicitly, never by an init function:
+// registered explicitly, never by an init function. The one way to make a
+// channel is DialOptions, which gives it everything:
 //
-//	c, err := client.New(cfg)                           // cfg from bootstrap.FromEnv
-//	defer c.Close()                                     // after every ClientConn
-//	cc, err := grpc.NewClient("xds:///svc", grpc.WithResolvers(xdsresolver.NewBuilder(c)),
-//		grpc.WithTransportCredentials(insecure.NewCredentials()))
+//	c, err := client.New(cfg)                 // cfg from bootstrap.FromEnv
+//	defer c.Close()                           // after every ClientConn
+//	cc, err := grpc.NewClient("xds:///svc", xdsresolver.DialOptions(c)...)
 //
 // Each resolver starts a dependency manager (package depmgr, gRFC A74) on
 // its target's Listener, and hands each complete configuration it
@@ -21,9 +21,14 @@
 // process, under the name "proxyless_xds_router_experimental"); nothing
 // is registered by an init function.
 //
-// DialOptions(c) returns the resolver together with interceptors for what
-// a balancer cannot do: route timeouts (max_stream_duration) and fault
-// injection. Use it unless those are known to be absent.
+// DialOptions(c) returns the resolver (NewBuilder(c)), interceptors for
+// what a resolver and a balancer cannot do (route timeouts, fault
+// injection, stateful sessions, routes kept from retries) and transport
+// credentials that do the TLS a cluster's xDS configuration asks for
+// (package xdscreds, gRFC A29). NewBuilder alone is for where dial options
+// cannot be given, for example resolver.Register for channels made by code
+// you do not own; its channels lack what needs the interceptors and log
+// once per channel, at Warn, when their configuration asks for it.
 //
 // # Targets
 //

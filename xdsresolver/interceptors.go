@@ -8,33 +8,44 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/internal/routing"
+	"github.com/proxyless/xds/xdscreds"
 )
 
-// DialOptions returns what a ClientConn needs for xDS targets served by c,
-// beyond its transport credentials: the resolver (NewBuilder(c, opts...))
-// and unary and stream interceptors that apply, per RPC, what a resolver
-// and a balancer cannot:
+// DialOptions returns everything a ClientConn needs for xDS targets
+// served by c, and is the one way to make such a channel:
 //
-//   - the route's max_stream_duration (grpc_timeout_header_max when set,
-//     else max_stream_duration; else the Listener's), which caps the
-//     RPC's deadline (gRFC A31);
-//   - the fault injection filters of the Listener's HTTP filter chain,
-//     with the virtual host's and route's overrides (gRFC A33): delays
-//     and aborts, with their percentages, header matchers, header-driven
+//	cc, err := grpc.NewClient("xds:///svc", xdsresolver.DialOptions(c)...)
+//
+// The options are, in order:
+//
+//   - the resolver, NewBuilder(c, opts...);
+//   - unary and stream interceptors that apply, per RPC, what a resolver
+//     and a balancer cannot: the route's max_stream_duration
+//     (grpc_timeout_header_max when set, else max_stream_duration; else
+//     the Listener's), which caps the RPC's deadline (gRFC A31); the
+//     fault injection filters of the Listener's HTTP filter chain, with
+//     the virtual host's and route's overrides (gRFC A33): delays and
+//     aborts, with their percentages, header matchers, header-driven
 //     faults (x-envoy-fault-*) and max_active_faults (the faults in
-//     progress in the whole process, gRFC A33).
-//   - the stateful session filter (gRFC A55, A60): the session cookie of
-//     an RPC pins it to its cluster and endpoint, and its response gets
-//     the set-cookie of the endpoint that served it (see the package doc,
-//     "Stateful session affinity").
+//     progress in the whole process); the stateful session filter (gRFC
+//     A55, A60): the session cookie of an RPC pins it to its cluster and
+//     endpoint, and its response gets the set-cookie of the endpoint that
+//     served it (see the package doc, "Stateful session affinity");
+//   - transport credentials from xdscreds.NewClientCredentials: the TLS or
+//     mTLS a cluster's transport_socket asks for (gRFC A29, R-25), and
+//     for the endpoints of clusters without one the fallback credentials,
+//     plaintext unless WithFallbackCredentials says otherwise, as Envoy
+//     connects to an upstream without transport_socket. A
+//     grpc.WithTransportCredentials given after these options replaces
+//     them, and the TLS of clusters is then not done.
 //
-// Use the options for one ClientConn:
-//
-//	cc, err := grpc.NewClient("xds:///svc", append(xdsresolver.DialOptions(c),
-//		grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+// Options added after these are the application's (its own interceptors
+// run after the ones above). Call DialOptions once per ClientConn: the
+// interceptors hold the configuration of one channel.
 //
 // The interceptors match the RPC against the routes of the channel's
 // current configuration, and the router uses the route they matched, so
@@ -49,11 +60,22 @@ import (
 func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	holder := new(atomic.Pointer[routerConfig])
 	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	fallback := o.fallback
+	if fallback == nil {
+		fallback = insecure.NewCredentials()
+	}
+	// Not an error: NewClientCredentials fails only without fallback.
+	creds, _ := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: fallback})
 	ic := &interceptor{holder: holder}
 	return []grpc.DialOption{
 		grpc.WithResolvers(NewBuilder(c, opts...)),
 		grpc.WithChainUnaryInterceptor(ic.unary),
 		grpc.WithChainStreamInterceptor(ic.stream),
+		grpc.WithTransportCredentials(creds),
 	}
 }
 

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"google.golang.org/grpc/credentials"
+
 	"github.com/proxyless/xds/depmgr"
-	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/xdscreds"
 )
@@ -27,12 +28,13 @@ type options struct {
 	ringHashHeader string    // "" for none: a random hash
 	timer          timerFunc // failover timers; nil for time.AfterFunc
 	lrsBuilder     transport.Builder
-	holder         *atomic.Pointer[routerConfig] // set by DialOptions: the interceptors' configuration
-	providers      *xdscreds.ProviderStore       // nil: NewBuilder makes one from the client's bootstrap
+	holder         *atomic.Pointer[routerConfig]    // set by DialOptions: the interceptors' configuration
+	providers      *xdscreds.ProviderStore          // nil: NewBuilder makes one from the client's bootstrap
+	fallback       credentials.TransportCredentials // DialOptions' fallback; nil: plaintext
 }
 
 func defaultOptions() options {
-	return options{scheme: DefaultScheme, logger: xdslog.Discard()}
+	return options{scheme: DefaultScheme}
 }
 
 // WithScheme sets the URI scheme of the targets the Builder resolves, so
@@ -49,8 +51,12 @@ func WithScheme(scheme string) Option {
 	}
 }
 
-// WithLogger sets the logger of the resolvers the Builder builds and of
-// their dependency managers. The default discards everything. Ambient
+// WithLogger sets the logger of the resolvers the Builder builds, of their
+// dependency managers and of the Builder's certificate providers. The
+// default is the client's (client.Client.Logger), which discards
+// everything unless the client was given one. Warnings about
+// configuration a channel does not apply (logged once per channel) go
+// there too. Ambient
 // errors and errors reported to the channel are logged at Warn, every
 // State pushed to the channel at Debug. A depmgr.WithLogger given to
 // WithDepMgrOptions takes precedence for the dependency manager.
@@ -117,4 +123,15 @@ func WithLoadReportTransport(b transport.Builder) Option {
 // bootstrap, the store runs them.
 func WithCertificateProviders(s *xdscreds.ProviderStore) Option {
 	return func(o *options) { o.providers = s }
+}
+
+// WithFallbackCredentials sets the credentials DialOptions uses for the
+// endpoints of clusters without xDS security (no transport_socket), and
+// for addresses that carry no xDS security configuration (gRFC A29,
+// xdscreds.ClientOptions.FallbackCreds). The default is plaintext
+// (insecure.NewCredentials()), as Envoy connects to an upstream without
+// transport_socket; give TLS credentials of your own to refuse plaintext.
+// NewBuilder ignores it: its channels' credentials are the application's.
+func WithFallbackCredentials(creds credentials.TransportCredentials) Option {
+	return func(o *options) { o.fallback = creds }
 }

@@ -144,7 +144,7 @@ func (r *xdsResolver) AmbientError(err error) {
 // pick_first, which drops every connection and fails RPCs, then reports
 // the error, which pick_first, now failing, puts in the RPCs' status.
 func (r *xdsResolver) fail(err error) {
-	err = fmt.Errorf("resolver: %s: %w", r.target, err)
+	err = fmt.Errorf("xdsresolver: %s: %w", r.target, err)
 	r.logger.Warn("the configuration is unusable; failing RPCs", "error", err)
 	// UpdateState returns balancer.ErrBadResolverState: pick_first has
 	// no address. That is the point.

@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 
@@ -79,7 +78,7 @@ func run(out io.Writer) error {
 		return err
 	}
 	defer c.Close() // after cc.Close
-	cc, err := grpc.NewClient("xds:///shop", append(xdsresolver.DialOptions(c), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	cc, err := grpc.NewClient("xds:///shop", xdsresolver.DialOptions(c)...)
 	if err != nil {
 		return err
 	}

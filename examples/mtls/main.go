@@ -32,13 +32,11 @@ import (
 
 	"google.golang.org/grpc"
 	grpccreds "google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/peer"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver"
 )
 
@@ -66,13 +64,9 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer c.Close() // after cc.Close
 
-	// The TLS configuration comes from each Cluster; the fallback serves
-	// clusters without a transport socket.
-	creds, err := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
-	if err != nil {
-		return err
-	}
-	cc, err := grpc.NewClient("xds:///svc", append(xdsresolver.DialOptions(c), grpc.WithTransportCredentials(creds))...)
+	// DialOptions' credentials do the TLS each Cluster asks for (and
+	// plaintext for clusters without a transport socket).
+	cc, err := grpc.NewClient("xds:///svc", xdsresolver.DialOptions(c)...)
 	if err != nil {
 		return err
 	}
