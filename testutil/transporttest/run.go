@@ -57,9 +57,9 @@ const (
 const HostileNameLength = 1 << 20
 
 // Option configures Run.
-type Option func(*runConfig)
+type Option func(*options)
 
-type runConfig struct {
+type options struct {
 	skip map[string]string
 }
 
@@ -70,7 +70,7 @@ type runConfig struct {
 // Features.Unsupported instead. The map is copied; several Skip options
 // add up.
 func Skip(cells map[string]string) Option {
-	return func(c *runConfig) {
+	return func(c *options) {
 		if c.skip == nil {
 			c.skip = make(map[string]string)
 		}
@@ -115,7 +115,7 @@ var cells = []cell{
 // is skipped with its reason. See the package doc for the cells.
 func Run(t *testing.T, h Harness, opts ...Option) {
 	t.Helper()
-	var cfg runConfig
+	var cfg options
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -61,7 +61,7 @@ type CallCredsBuilder interface {
 // builders with one name, the last wins. Without a builder for
 // "google_default", Build fails for a server that selected it.
 func WithChannelCreds(builders ...ChannelCredsBuilder) Option {
-	return func(b *Builder) {
+	return func(b *options) {
 		for _, cb := range builders {
 			b.channelCreds[cb.Name()] = cb
 		}
@@ -72,7 +72,7 @@ func WithChannelCreds(builders ...ChannelCredsBuilder) Option {
 // "jwt_token_file" replaces the built-in one; of several builders with
 // one name, the last wins.
 func WithCallCreds(builders ...CallCredsBuilder) Option {
-	return func(b *Builder) {
+	return func(b *options) {
 		for _, cb := range builders {
 			b.callCreds[cb.Name()] = cb
 		}

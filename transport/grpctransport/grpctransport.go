@@ -58,7 +58,7 @@ const DefaultReconnectTimeout = time.Second
 // expires goes on, and a later NewStream uses the connection if it
 // succeeds. Zero or negative means the default.
 func WithReconnectTimeout(d time.Duration) Option {
-	return func(b *Builder) {
+	return func(b *options) {
 		if d > 0 {
 			b.reconnectTimeout = d
 		}
@@ -69,7 +69,7 @@ func WithReconnectTimeout(d time.Duration) Option {
 var streamDesc = &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}
 
 // Option configures a Builder.
-type Option func(*Builder)
+type Option func(*options)
 
 // WithDialOptions adds dial options to every grpc.ClientConn the Builder
 // creates. They are applied after the defaults (transport credentials from
@@ -79,7 +79,7 @@ type Option func(*Builder)
 // interceptors, a stats handler or grpc.WithConnectParams. Options given in
 // several calls accumulate, in order.
 func WithDialOptions(opts ...grpc.DialOption) Option {
-	return func(b *Builder) {
+	return func(b *options) {
 		b.dialOpts = append(b.dialOpts, opts...)
 	}
 }
@@ -93,7 +93,7 @@ const DefaultMaxRecvMsgSize = 4 << 20
 // A larger message fails the stream with an error wrapping
 // transport.ErrMessageTooLarge. Zero or negative means the default.
 func WithMaxRecvMsgSize(bytes int) Option {
-	return func(b *Builder) {
+	return func(b *options) {
 		if bytes > 0 {
 			b.maxRecvMsgSize = bytes
 		}
@@ -106,12 +106,7 @@ func WithMaxRecvMsgSize(bytes int) Option {
 // A Builder is safe for concurrent use and needs no closing: its conns are
 // closed with their last Transport.
 type Builder struct {
-	// Initialized at creation time and read-only afterwards.
-	dialOpts         []grpc.DialOption              // appended after the defaults; from WithDialOptions
-	channelCreds     map[string]ChannelCredsBuilder // by type name; from WithChannelCreds
-	callCreds        map[string]CallCredsBuilder    // by type name; built-ins and WithCallCreds
-	maxRecvMsgSize   int                            // bytes; from WithMaxRecvMsgSize
-	reconnectTimeout time.Duration                  // from WithReconnectTimeout
+	options // initialized at creation time and read-only afterwards
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -120,17 +115,28 @@ type Builder struct {
 
 var _ transport.Builder = (*Builder)(nil)
 
+// options are a Builder's settings, from its Options.
+type options struct {
+	dialOpts         []grpc.DialOption              // appended after the defaults; from WithDialOptions
+	channelCreds     map[string]ChannelCredsBuilder // by type name; from WithChannelCreds
+	callCreds        map[string]CallCredsBuilder    // by type name; built-ins and WithCallCreds
+	maxRecvMsgSize   int                            // bytes; from WithMaxRecvMsgSize
+	reconnectTimeout time.Duration                  // from WithReconnectTimeout
+}
+
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
 	b := &Builder{
-		conns:            make(map[string]*sharedConn),
-		channelCreds:     make(map[string]ChannelCredsBuilder),
-		callCreds:        map[string]CallCredsBuilder{bootstrap.CallCredsJWTTokenFile: jwtTokenFileBuilder{}},
-		maxRecvMsgSize:   DefaultMaxRecvMsgSize,
-		reconnectTimeout: DefaultReconnectTimeout,
+		conns: make(map[string]*sharedConn),
+		options: options{
+			channelCreds:     make(map[string]ChannelCredsBuilder),
+			callCreds:        map[string]CallCredsBuilder{bootstrap.CallCredsJWTTokenFile: jwtTokenFileBuilder{}},
+			maxRecvMsgSize:   DefaultMaxRecvMsgSize,
+			reconnectTimeout: DefaultReconnectTimeout,
+		},
 	}
 	for _, o := range opts {
-		o(b)
+		o(&b.options)
 	}
 	return b
 }
