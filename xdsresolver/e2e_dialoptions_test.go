@@ -40,19 +40,7 @@ func dialOnly(t *testing.T, c *client.Client, target string, opts ...xdsresolver
 func TestDialOptions_AloneMakesAChannel(t *testing.T) {
 	ctx := testContext(t)
 	e := newSecureEnv(t, 0)
-	secure := e.startMeshBackend(t, "secure")
-	plain, err := testutil.StartBackend(testutil.BackendOptions{ID: "plain"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(plain.Stop)
-	r := tlsChain([]*testutil.Backend{secure})
-	p := testutil.Chain(testutil.ChainOptions{Listener: "plain", Ports: []uint32{plain.Port}})
-	r.Listeners, r.Routes = append(r.Listeners, p.Listeners...), append(r.Routes, p.Routes...)
-	r.Clusters, r.Endpoints = append(r.Clusters, p.Clusters...), append(r.Endpoints, p.Endpoints...)
-	if err := e.ms.Update("", r); err != nil {
-		t.Fatal(err)
-	}
+	e.serveSecureAndPlain(t)
 	for _, tc := range []struct{ target, server, user string }{
 		{"xds:///svc", "secure", e.mesh.ID("client")},
 		{"xds:///plain", "plain", ""},

@@ -265,12 +265,11 @@ func TestSecurity_Rotation(t *testing.T) {
 	}
 }
 
-// TestSecurity_Fallback checks that a cluster without transport socket
-// uses the channel's fallback credentials (plaintext here), on the same
-// Builder and client as a cluster with mTLS.
-func TestSecurity_Fallback(t *testing.T) {
-	ctx := testContext(t)
-	e := newSecureEnv(t, 0)
+// serveSecureAndPlain starts a mesh backend "secure" and a plaintext
+// backend "plain", and serves the Listener "svc" to the first with mTLS
+// and "plain" to the second without transport socket.
+func (e *secureEnv) serveSecureAndPlain(t *testing.T) {
+	t.Helper()
 	secure := e.startMeshBackend(t, "secure")
 	plain, err := testutil.StartBackend(testutil.BackendOptions{ID: "plain"})
 	if err != nil {
@@ -284,6 +283,15 @@ func TestSecurity_Fallback(t *testing.T) {
 	if err := e.ms.Update("", r); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSecurity_Fallback checks that a cluster without transport socket
+// uses the channel's fallback credentials (plaintext here), on the same
+// Builder and client as a cluster with mTLS.
+func TestSecurity_Fallback(t *testing.T) {
+	ctx := testContext(t)
+	e := newSecureEnv(t, 0)
+	e.serveSecureAndPlain(t)
 	b := xdsresolver.NewBuilder(e.client)
 	for _, tc := range []struct{ target, server, user string }{
 		{"xds:///svc", "secure", e.mesh.ID("client")},
