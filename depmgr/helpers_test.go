@@ -105,8 +105,9 @@ func (r *recorder) waitForChanged(ctx context.Context, t *testing.T, what string
 	}
 }
 
-// waitForResourceError returns the next ResourceError call, skipping ResourceChanged calls and ambient
-// errors; it fails the test when ctx ends first.
+// waitForResourceError returns the next ResourceError call, skipping
+// ResourceChanged calls and ambient errors; it fails the test when ctx
+// ends first.
 func (r *recorder) waitForResourceError(ctx context.Context, t *testing.T) error {
 	t.Helper()
 	var seen []string

@@ -141,8 +141,8 @@ func TestDepMgr_CloseRecreateCycles(t *testing.T) {
 }
 
 // TestDepMgr_NewAfterClientClose checks that a Manager made on a closed
-// client is not silent: its watcher gets ResourceError wrapping client.ErrClosed
-// within a second.
+// client is not silent: its watcher gets ResourceError wrapping
+// client.ErrClosed within a second.
 func TestDepMgr_NewAfterClientClose(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	c := newClient(t, ms)

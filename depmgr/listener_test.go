@@ -23,9 +23,9 @@ import (
 //
 //  1. The server has svc → route-svc (routes to c1, and weighted to c1
 //     and c2) → EDS clusters c1, c2 → their ClusterLoadAssignments.
-//  2. One ResourceChanged arrives, holding the Listener, the RouteConfiguration,
-//     the virtual host and both clusters with their endpoints; nothing is
-//     published before the tree is complete.
+//  2. One ResourceChanged arrives, holding the Listener, the
+//     RouteConfiguration, the virtual host and both clusters with their
+//     endpoints; nothing is published before the tree is complete.
 func TestDepMgr_RDS_CompleteTree(t *testing.T) {
 	ctx := testContext(t)
 	cs, es := edsChain("c1", "c2")
@@ -177,11 +177,11 @@ func TestDepMgr_RDS_NameChange(t *testing.T) {
 
 // TestDepMgr_WholeConfig_Errors checks the errors that make the whole
 // configuration unusable, and the recovery:
-//  1. The RouteConfiguration has no virtual host for "svc": ResourceError wraps
-//     ErrNoVirtualHost.
+//  1. The RouteConfiguration has no virtual host for "svc": ResourceError
+//     wraps ErrNoVirtualHost.
 //  2. It gets one: ResourceChanged.
-//  3. The Listener is removed: ResourceError wraps client.ErrResourceNotFound, and
-//     nothing it led to stays watched.
+//  3. The Listener is removed: ResourceError wraps
+//     client.ErrResourceNotFound, and nothing it led to stays watched.
 //  4. It comes back: ResourceChanged with the same tree.
 func TestDepMgr_WholeConfig_Errors(t *testing.T) {
 	ctx := testContext(t)
@@ -242,8 +242,8 @@ func TestDepMgr_ServerListener(t *testing.T) {
 }
 
 // TestDepMgr_AmbientError_KeepsConfig checks that a rejected update of the
-// Listener is an ambient error: the watcher gets AmbientError and no ResourceError
-// or ResourceChanged, and the configuration stays.
+// Listener is an ambient error: the watcher gets AmbientError and no
+// ResourceError or ResourceChanged, and the configuration stays.
 func TestDepMgr_AmbientError_KeepsConfig(t *testing.T) {
 	ctx := testContext(t)
 	cs, es := edsChain("c1")

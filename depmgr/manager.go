@@ -165,8 +165,7 @@ func (m *Manager) Close() {
 // hold publication back: it is among the snapshot's clusters
 // (XDSConfig.Cluster) once its subtree is complete. cancel is idempotent.
 // SubscribeToCluster and cancel may be called from a method of the
-// watcher. After
-// Close they do nothing.
+// watcher. After Close they do nothing.
 func (m *Manager) SubscribeToCluster(name string) (cancel func()) {
 	name = resources.CanonicalName(name)
 	m.mu.Lock()
