@@ -58,8 +58,8 @@ var (
 
 	// ErrClosed is wrapped by the ResourceError delivered to a watch
 	// registered after the client was closed (Watch, WatchAll,
-	// WatchVersioned; so depmgr.New's Error too), on a goroutine of its
-	// own, soon after the call.
+	// WatchVersioned; so the ResourceError of depmgr.New's watcher too),
+	// on a goroutine of its own, soon after the call.
 	ErrClosed = errors.New("client closed")
 )
 

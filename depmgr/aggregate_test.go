@@ -50,7 +50,7 @@ func TestDepMgr_Aggregate_OfAggregates(t *testing.T) {
 			testutil.LogicalDNSCluster("dns", "dns.example.com", 443)),
 		Endpoints: es,
 	}, depmgr.WithDNSResolver(r))
-	cfg := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	if got := clusterNames(cfg); !slices.Equal(got, []string{"c1", "top"}) {
 		t.Fatalf("top-level clusters = %q, want [c1 top]", got)
 	}
@@ -98,7 +98,7 @@ func TestDepMgr_Aggregate_MaxDepth(t *testing.T) {
 		Endpoints: endpoints(testutil.Endpoints("okleaf", "127.0.0.1", 80), testutil.Endpoints("badleaf", "127.0.0.1", 81)),
 	}
 	e := newEnv(t, res)
-	cfg := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	if ok := cfg.Cluster("ok0"); ok.Err != nil || !slices.Equal(leafNames(ok.Config), []string{"okleaf"}) {
 		t.Errorf("ok0 = %+v (%v), want the leaf okleaf", ok.Config, ok.Err)
 	}
@@ -133,7 +133,7 @@ func TestDepMgr_Aggregate_Cycle(t *testing.T) {
 			testutil.AggregateCluster("self", "self")),
 		Endpoints: es,
 	})
-	cfg := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	for name, want := range map[string]string{
 		"a":    "aggregate cluster cycle: a -> b -> c -> a",
 		"self": "aggregate cluster cycle: self -> self",
@@ -166,7 +166,7 @@ func TestDepMgr_Aggregate_Diamond(t *testing.T) {
 			testutil.AggregateCluster("d", "c2")),
 		Endpoints: es,
 	})
-	cfg := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	a := cfg.Cluster("a")
 	if a.Err != nil || !slices.Equal(leafNames(a.Config), []string{"c2", "c1"}) {
 		t.Fatalf("a = %v %v, want leaves [c2 c1]", describeResult(a), a.Err)
@@ -192,7 +192,7 @@ func TestDepMgr_Aggregate_ChildMovesToRouteTable(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	e.rec.waitForUpdate(ctx, t, "agg", func(*depmgr.XDSConfig) bool { return true })
+	e.rec.waitForChanged(ctx, t, "agg", func(*depmgr.XDSConfig) bool { return true })
 	if _, err := e.ms.SendResponse(ctx, &v3discoverypb.DiscoveryResponse{
 		VersionInfo: "scripted",
 		TypeUrl:     resources.RouteConfigTypeURL,
@@ -200,7 +200,7 @@ func TestDepMgr_Aggregate_ChildMovesToRouteTable(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.rec.waitForUpdate(ctx, t, "c1", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c1") != nil })
+	e.rec.waitForChanged(ctx, t, "c1", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c1") != nil })
 	waitForSubscription(ctx, t, e.ms, resources.ClusterTypeURL, "c1")
 	// Once subscribed, every later request of the type names it.
 	subscribed := map[string]bool{}
@@ -237,7 +237,7 @@ func TestDepMgr_Aggregate_RootBecomesChildOnly(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	first := e.rec.waitForUpdate(ctx, t, "agg and c1", func(*depmgr.XDSConfig) bool { return true })
+	first := e.rec.waitForChanged(ctx, t, "agg and c1", func(*depmgr.XDSConfig) bool { return true })
 	c1 := first.Cluster("c1").Config
 	if got := leafNames(first.Cluster("agg").Config); !slices.Equal(got, []string{"c1", "c2"}) || first.Cluster("agg").Config.Leaves[0] != c1 {
 		t.Fatalf("agg's leaves = %q, want [c1 c2], c1's config shared", got)
@@ -245,7 +245,7 @@ func TestDepMgr_Aggregate_RootBecomesChildOnly(t *testing.T) {
 
 	res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", "agg"))
 	e.ms.Update("", res)
-	cfg := e.rec.waitForUpdate(ctx, t, "agg only", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c1") == nil })
+	cfg := e.rec.waitForChanged(ctx, t, "agg only", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c1") == nil })
 	if got := cfg.ClusterNames(); !slices.Equal(got, []string{"agg"}) || cfg.Cluster("agg") != first.Cluster("agg") {
 		t.Fatalf("clusters = %q, agg's result new: %t; want [agg], the same result", got, cfg.Cluster("agg") != first.Cluster("agg"))
 	}
@@ -253,7 +253,7 @@ func TestDepMgr_Aggregate_RootBecomesChildOnly(t *testing.T) {
 
 	res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1"))
 	e.ms.Update("", res)
-	cfg = e.rec.waitForUpdate(ctx, t, "c1 only", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("agg") == nil })
+	cfg = e.rec.waitForChanged(ctx, t, "c1 only", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("agg") == nil })
 	if got := cfg.ClusterNames(); !slices.Equal(got, []string{"c1"}) || cfg.Cluster("c1").Config != c1 {
 		t.Fatalf("clusters = %q, c1's config new: %t; want [c1], the same config", got, cfg.Cluster("c1").Config != c1)
 	}

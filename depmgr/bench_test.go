@@ -59,22 +59,27 @@ func liveHeap() uint64 {
 	return ms.HeapAlloc
 }
 
-// latest is a Watcher that keeps only a signal per Update.
+// latest is a watcher of a Manager that keeps only the newest snapshot.
 type latest struct {
 	updates chan *depmgr.XDSConfig // cap 1
 }
 
-func (l *latest) Update(cfg *depmgr.XDSConfig) {
+func (l *latest) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
+	defer done()
 	select {
 	case <-l.updates: // drop the older one
 	default:
 	}
 	l.updates <- cfg
 }
-func (l *latest) Error(err error)        { panic(fmt.Sprintf("whole-config error: %v", err)) }
-func (l *latest) AmbientError(err error) {}
 
-// wait returns the next Update for which ok holds.
+func (l *latest) ResourceError(err error, done func()) {
+	panic(fmt.Sprintf("whole-config error: %v", err))
+}
+
+func (l *latest) AmbientError(err error, done func()) { done() }
+
+// wait returns the next ResourceChanged for which ok holds.
 func (l *latest) wait(ctx context.Context, ok func(*depmgr.XDSConfig) bool) (*depmgr.XDSConfig, error) {
 	for {
 		select {
@@ -427,8 +432,8 @@ func BenchmarkDepMgr_10k_CLAChange(b *testing.B) {
 
 // BenchmarkDepMgr_10k_EndpointsCallback measures the Manager's share of
 // one update on the scale load: from the client's ResourceChanged call
-// with new endpoints of one cluster to the Watcher's Update with them
-// (the rebuild, the copy of the cluster map, the hop to the Watcher's
+// with new endpoints of one cluster to the watcher's ResourceChanged with them
+// (the rebuild, the copy of the cluster map, the hop to the watcher's
 // goroutine), without the network and the client.
 func BenchmarkDepMgr_10k_EndpointsCallback(b *testing.B) {
 	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)

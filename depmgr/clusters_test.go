@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -56,7 +55,7 @@ func TestDepMgr_Clusters_AddedAndRemoved(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	cfg := e.rec.waitForUpdate(ctx, t, "c1 and c2", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "c1 and c2", func(*depmgr.XDSConfig) bool { return true })
 	if got := clusterNames(cfg); !slices.Equal(got, []string{"c1", "c2"}) {
 		t.Fatalf("clusters = %q, want [c1 c2]", got)
 	}
@@ -64,7 +63,7 @@ func TestDepMgr_Clusters_AddedAndRemoved(t *testing.T) {
 
 	res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1", "c3"))
 	e.ms.Update("", res)
-	cfg = e.rec.waitForUpdate(ctx, t, "c1 and c3", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c3") != nil })
+	cfg = e.rec.waitForChanged(ctx, t, "c1 and c3", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c3") != nil })
 	if got, want := describe(cfg), "L=svc RC=route-svc VH=route-svc-vh c1=[127.0.0.1:8000] c3=[127.0.0.1:8002]"; got != want {
 		t.Fatalf("config = %s, want %s", got, want)
 	}
@@ -86,11 +85,11 @@ func TestDepMgr_EDS_ChangeTouchesOneCluster(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	first := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	first := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 
 	res.Endpoints = endpoints(es[0], testutil.Endpoints("eds-c2", "127.0.0.1", 9001, 9002), es[2])
 	e.ms.Update("", res)
-	next := e.rec.waitForUpdate(ctx, t, "c2's new endpoints", func(*depmgr.XDSConfig) bool { return true })
+	next := e.rec.waitForChanged(ctx, t, "c2's new endpoints", func(*depmgr.XDSConfig) bool { return true })
 	if got := addresses(next.Cluster("c2").Config.Endpoints); !slices.Equal(got, []string{"127.0.0.1:9001", "127.0.0.1:9002"}) {
 		t.Fatalf("c2 endpoints = %q, want the new ones", got)
 	}
@@ -115,7 +114,7 @@ func TestDepMgr_EDS_ChangeTouchesOneCluster(t *testing.T) {
 //  2. The endpoints of c3, which only the aggregate "loop" reaches before
 //     its cycle, change: loop's result is computed again, and is the same
 //     error.
-//  3. c2's endpoints change: the next Update is this one.
+//  3. c2's endpoints change: the next ResourceChanged is this one.
 func TestDepMgr_Snapshot_IdenticalNotRepublished(t *testing.T) {
 	ctx := testContext(t)
 	cs, es := edsChain("c1", "c2", "c3")
@@ -127,7 +126,7 @@ func TestDepMgr_Snapshot_IdenticalNotRepublished(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	first := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	first := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	if err := first.Cluster("loop").Err; !errors.Is(err, depmgr.ErrAggregateCycle) {
 		t.Fatalf("loop: %v, want a cycle", err)
 	}
@@ -163,7 +162,7 @@ func TestDepMgr_Snapshot_IdenticalNotRepublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ev.cfg == nil || !slices.Equal(addresses(ev.cfg.Cluster("c2").Config.Endpoints), []string{"127.0.0.1:9002"}) {
-		t.Fatalf("next call = %v, want the Update of c2's new endpoints", ev)
+		t.Fatalf("next call = %v, want the ResourceChanged of c2's new endpoints", ev)
 	}
 	if got := ev.cfg.Cluster("c1"); got != first.Cluster("c1") || got.Config.ClusterVersion != "1" {
 		t.Errorf("c1 = %+v, want its first result, of version 1", got.Config)
@@ -190,7 +189,7 @@ func TestDepMgr_MissingCluster_ReportedPerCluster(t *testing.T) {
 			Endpoints: es,
 		})
 		start := time.Now()
-		cfg := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+		cfg := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 		if waited := time.Since(start); waited < client.DefaultWatchExpiryTimeout {
 			t.Errorf("published after %v, want after the watch expiry (%v)", waited, client.DefaultWatchExpiryTimeout)
 		}
@@ -229,13 +228,13 @@ func TestDepMgr_Dynamic_Subscription(t *testing.T) {
 	})
 	cancelMissing := e.m.SubscribeToCluster("missing") // never resolves within the test
 	defer cancelMissing()
-	e.rec.waitForUpdate(ctx, t, "the route table's config", func(cfg *depmgr.XDSConfig) bool {
+	e.rec.waitForChanged(ctx, t, "the route table's config", func(cfg *depmgr.XDSConfig) bool {
 		return slices.Equal(clusterNames(cfg), []string{"c1"})
 	})
 
 	cancel1 := e.m.SubscribeToCluster("dyn")
 	cancel2 := e.m.SubscribeToCluster("dyn")
-	cfg := e.rec.waitForUpdate(ctx, t, "dyn", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("dyn") != nil })
+	cfg := e.rec.waitForChanged(ctx, t, "dyn", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("dyn") != nil })
 	if got, want := describe(cfg), "L=svc RC=route-svc VH=route-svc-vh c1=[127.0.0.1:8000] dyn=[127.0.0.1:8001]"; got != want {
 		t.Fatalf("config = %s, want %s", got, want)
 	}
@@ -243,75 +242,12 @@ func TestDepMgr_Dynamic_Subscription(t *testing.T) {
 	cancel1() // idempotent: must not drop cancel2's reference
 	e.rec.expectNoCall(t)
 	cancel2()
-	cfg = e.rec.waitForUpdate(ctx, t, "dyn gone", func(*depmgr.XDSConfig) bool { return true })
+	cfg = e.rec.waitForChanged(ctx, t, "dyn gone", func(*depmgr.XDSConfig) bool { return true })
 	if got := clusterNames(cfg); !slices.Equal(got, []string{"c1"}) {
 		t.Fatalf("clusters = %q, want [c1]", got)
 	}
 	waitForSubscription(ctx, t, e.ms, resources.ClusterTypeURL, "c1", "missing")
 	waitForSubscription(ctx, t, e.ms, resources.EndpointsTypeURL, "eds-c1")
-}
-
-// TestDepMgr_SlowWatcher_GetsLatest checks that snapshots published while
-// the Watcher is busy replace each other: once it returns, it gets the
-// latest one, not each one in turn; and that the Manager keeps taking in
-// the client's updates meanwhile (its flow control is released whatever
-// the Watcher does).
-func TestDepMgr_SlowWatcher_GetsLatest(t *testing.T) {
-	ctx := testContext(t)
-	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
-	cs, es := edsChain("c1")
-	res := testutil.Resources{
-		Version:   "1",
-		Listeners: listeners(testutil.Listener("svc", "route-svc")),
-		Routes:    routes(testutil.RouteConfig("route-svc", "svc", "c1")),
-		Clusters:  cs,
-		Endpoints: es,
-	}
-	ms.Update("", res)
-	c := newClient(t, ms)
-	release := make(chan struct{})
-	updates := make(chan *depmgr.XDSConfig, 10)
-	m := depmgr.New(c, "svc", depmgr.Funcs{OnUpdate: func(cfg *depmgr.XDSConfig) {
-		updates <- cfg
-		<-release
-	}})
-	defer m.Close()
-	defer close(release) // before Close, which waits for the Watcher
-	if _, err := receive(ctx, updates); err != nil {
-		t.Fatal(err)
-	}
-
-	// The Watcher is blocked. Each version's ACK comes after the client
-	// read that response, so after the previous one's callbacks returned:
-	// the Manager takes in versions 2..4 while its Watcher is blocked.
-	for i, port := range []uint32{9002, 9003, 9004, 9005} {
-		res.Version = strconv.Itoa(i + 2)
-		res.Endpoints = endpoints(testutil.Endpoints("eds-c1", "127.0.0.1", port))
-		ms.Update("", res)
-		if _, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool {
-			return r.Req.GetTypeUrl() == resources.EndpointsTypeURL && r.Req.GetVersionInfo() == res.Version
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	release <- struct{}{} // the first Update returns
-	var got []string
-	for {
-		cfg, err := receive(ctx, updates)
-		if err != nil {
-			t.Fatalf("waiting for the latest endpoints: %v; got %q", err, got)
-		}
-		got = append(got, addresses(cfg.Cluster("c1").Config.Endpoints)...)
-		if slices.Contains(got, "127.0.0.1:9005") {
-			break
-		}
-		release <- struct{}{}
-	}
-	// Versions 2 and 3 at least were replaced before the Watcher could
-	// take them; version 5 may have come after the release.
-	if len(got) > 2 {
-		t.Fatalf("the Watcher got %q after it returned, want at most the state of version 4 and then 5", got)
-	}
 }
 
 // receive returns the next value of ch, or an error when ctx ends first.
@@ -351,12 +287,12 @@ func TestDepMgr_EDS_SharedByClusters(t *testing.T) {
 		}
 		return slices.Equal(addresses(eps), []string{"127.0.0.1:" + port})
 	}
-	e.rec.waitForUpdate(ctx, t, "c1, c2 and c3", func(cfg *depmgr.XDSConfig) bool { return shared(cfg, "8000", "c1", "c2", "c3") })
+	e.rec.waitForChanged(ctx, t, "c1, c2 and c3", func(cfg *depmgr.XDSConfig) bool { return shared(cfg, "8000", "c1", "c2", "c3") })
 	waitForSubscription(ctx, t, e.ms, resources.EndpointsTypeURL, "eds-shared")
 
 	res.Endpoints[0] = testutil.Endpoints("eds-shared", "127.0.0.1", 9000)
 	e.ms.Update("", res)
-	cfg := e.rec.waitForUpdate(ctx, t, "the new endpoints", func(cfg *depmgr.XDSConfig) bool {
+	cfg := e.rec.waitForChanged(ctx, t, "the new endpoints", func(cfg *depmgr.XDSConfig) bool {
 		return !shared(cfg, "8000", "c1")
 	})
 	if !shared(cfg, "9000", "c1", "c2", "c3") {
@@ -366,7 +302,7 @@ func TestDepMgr_EDS_SharedByClusters(t *testing.T) {
 	for _, keep := range [][]string{{"c2", "c3"}, {"c3"}, {"c4"}} {
 		res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", keep...))
 		e.ms.Update("", res)
-		e.rec.waitForUpdate(ctx, t, fmt.Sprint("clusters ", keep), func(cfg *depmgr.XDSConfig) bool {
+		e.rec.waitForChanged(ctx, t, fmt.Sprint("clusters ", keep), func(cfg *depmgr.XDSConfig) bool {
 			return slices.Equal(cfg.ClusterNames(), keep)
 		})
 		waitForSubscription(ctx, t, e.ms, resources.ClusterTypeURL, keep...)

@@ -134,7 +134,7 @@ func (c *ClusterConfig) IsAggregate() bool {
 }
 
 // Errors of the configuration built by a Manager. Errors given to a
-// Watcher or put in a snapshot wrap them; test with errors.Is.
+// Manager's watcher or put in a snapshot wrap them; test with errors.Is.
 var (
 	// ErrNoVirtualHost is wrapped by the whole-config error reported when
 	// the RouteConfiguration has no virtual host whose domains match the

@@ -41,7 +41,7 @@ func TestDepMgr_Delta_TreeUpdatesAndRemovals(t *testing.T) {
 	m := depmgr.New(c, "svc", rec)
 	t.Cleanup(m.Close)
 
-	first := rec.waitForUpdate(ctx, t, "the complete tree", func(cfg *depmgr.XDSConfig) bool { return cfg.NumClusters() == 3 })
+	first := rec.waitForChanged(ctx, t, "the complete tree", func(cfg *depmgr.XDSConfig) bool { return cfg.NumClusters() == 3 })
 	if first.ListenerVersion == "" || first.RouteConfigVersion == "" ||
 		first.Cluster("c1").Config.ClusterVersion == "" || first.Cluster("c1").Config.EndpointsVersion == "" {
 		t.Fatalf("snapshot over delta lacks versions: %s", describe(first))
@@ -49,7 +49,7 @@ func TestDepMgr_Delta_TreeUpdatesAndRemovals(t *testing.T) {
 
 	res.Endpoints = endpoints(es[0], testutil.Endpoints("eds-c2", "127.0.0.1", 9001), es[2])
 	ms.Update("", res)
-	next := rec.waitForUpdate(ctx, t, "c2's new endpoints", func(cfg *depmgr.XDSConfig) bool {
+	next := rec.waitForChanged(ctx, t, "c2's new endpoints", func(cfg *depmgr.XDSConfig) bool {
 		return slices.Equal(addresses(cfg.Cluster("c2").Config.Endpoints), []string{"127.0.0.1:9001"})
 	})
 	if next.Cluster("c1") != first.Cluster("c1") || next.Cluster("c3") != first.Cluster("c3") {
@@ -58,7 +58,7 @@ func TestDepMgr_Delta_TreeUpdatesAndRemovals(t *testing.T) {
 
 	res.Routes = routes(testutil.RouteConfigToClusters("route-svc", "svc", "c1", "c2"))
 	ms.Update("", res)
-	rec.waitForUpdate(ctx, t, "c3 gone", func(cfg *depmgr.XDSConfig) bool { return cfg.NumClusters() == 2 && cfg.Cluster("c3") == nil })
+	rec.waitForChanged(ctx, t, "c3 gone", func(cfg *depmgr.XDSConfig) bool { return cfg.NumClusters() == 2 && cfg.Cluster("c3") == nil })
 	for _, typeURL := range []string{resources.ClusterTypeURL, resources.EndpointsTypeURL} {
 		want := "c3"
 		if typeURL == resources.EndpointsTypeURL {
@@ -73,7 +73,7 @@ func TestDepMgr_Delta_TreeUpdatesAndRemovals(t *testing.T) {
 
 	res.Listeners = nil
 	ms.Update("", res)
-	if err := rec.waitForError(ctx, t); !errors.Is(err, client.ErrResourceNotFound) {
-		t.Fatalf("Error(%v) after the Listener was removed, want one wrapping ErrResourceNotFound", err)
+	if err := rec.waitForResourceError(ctx, t); !errors.Is(err, client.ErrResourceNotFound) {
+		t.Fatalf("ResourceError(%v) after the Listener was removed, want one wrapping ErrResourceNotFound", err)
 	}
 }

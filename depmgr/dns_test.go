@@ -26,7 +26,7 @@ func TestDepMgr_LogicalDNS_Resolved(t *testing.T) {
 		Routes:    routes(testutil.RouteConfig("route-svc", "svc", "dns")),
 		Clusters:  clusters(testutil.LogicalDNSCluster("dns", "dns.example.com", 443)),
 	}, depmgr.WithDNSResolver(r))
-	cfg := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	c := cfg.Cluster("dns").Config
 	if c == nil || c.ResolutionNote != nil || c.EndpointsVersion != "" || c.Endpoints.Raw() != nil {
 		t.Fatalf("dns = %+v, want endpoints without note, version or raw resource", cfg.Cluster("dns"))
@@ -61,7 +61,7 @@ func TestDepMgr_LogicalDNS_FailuresAndRefresh(t *testing.T) {
 		}
 		e, ctx := newBubbleEnv(t, res, depmgr.WithDNSResolver(r), depmgr.WithDNSRefreshInterval(refresh))
 
-		cfg := e.rec.waitForUpdate(ctx, t, "the failed lookup", func(*depmgr.XDSConfig) bool { return true })
+		cfg := e.rec.waitForChanged(ctx, t, "the failed lookup", func(*depmgr.XDSConfig) bool { return true })
 		c := cfg.Cluster("dns").Config
 		if c.ResolutionNote == nil || len(c.Endpoints.Localities) != 0 {
 			t.Fatalf("dns = %s (note %v), want no endpoints and a note", describeLeaf(c), c.ResolutionNote)
@@ -69,7 +69,7 @@ func TestDepMgr_LogicalDNS_FailuresAndRefresh(t *testing.T) {
 		failed := time.Now()
 
 		r.set("dns.example.com", nil, "10.0.0.1")
-		cfg = e.rec.waitForUpdate(ctx, t, "the address", func(*depmgr.XDSConfig) bool { return true })
+		cfg = e.rec.waitForChanged(ctx, t, "the address", func(*depmgr.XDSConfig) bool { return true })
 		if got := describeLeaf(cfg.Cluster("dns").Config); got != "[10.0.0.1:443]" {
 			t.Fatalf("dns = %s, want [10.0.0.1:443]", got)
 		}
@@ -94,7 +94,7 @@ func TestDepMgr_LogicalDNS_FailuresAndRefresh(t *testing.T) {
 		r.set("dns.example.com", nil, "10.0.0.2")
 		e.m.ResolveNow()
 		before := time.Now()
-		cfg = e.rec.waitForUpdate(ctx, t, "the new address", func(*depmgr.XDSConfig) bool { return true })
+		cfg = e.rec.waitForChanged(ctx, t, "the new address", func(*depmgr.XDSConfig) bool { return true })
 		if got := describeLeaf(cfg.Cluster("dns").Config); got != "[10.0.0.2:443]" || time.Since(before) != 0 {
 			t.Fatalf("dns = %s after %v, want [10.0.0.2:443] at once", got, time.Since(before))
 		}
@@ -103,7 +103,7 @@ func TestDepMgr_LogicalDNS_FailuresAndRefresh(t *testing.T) {
 		res.Routes = routes(testutil.RouteConfig("route-svc", "svc", "c1"))
 		res.Clusters, res.Endpoints = cs, es
 		e.ms.Update("", res)
-		e.rec.waitForUpdate(ctx, t, "c1", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c1") != nil })
+		e.rec.waitForChanged(ctx, t, "c1", func(cfg *depmgr.XDSConfig) bool { return cfg.Cluster("c1") != nil })
 		synctest.Wait()
 		drain(r.lookups)
 		time.Sleep(10 * refresh) // fake time: ten refresh intervals pass

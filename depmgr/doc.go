@@ -5,11 +5,17 @@
 // complete, consistent configurations (snapshots), so that application
 // code never sees a half-resolved tree.
 //
-//	m := depmgr.New(c, "svc", depmgr.Funcs{
-//		OnUpdate: func(cfg *depmgr.XDSConfig) { ... },  // a complete config
-//		OnError:  func(err error) { ... },              // stop using the last one
+//	m := depmgr.New(c, "svc", watcher.Funcs[*depmgr.XDSConfig]{
+//		OnChanged:       func(cfg *depmgr.XDSConfig) { ... }, // a complete config
+//		OnResourceError: func(err error) { ... },             // stop using the last one
+//		OnAmbientError:  func(err error) { ... },             // keep using it
 //	})
 //	defer m.Close()
+//
+// The Manager's watcher is a watcher.Watcher[*XDSConfig], the interface
+// the client's watches use (package watcher): ResourceChanged delivers a
+// snapshot, ResourceError makes the whole configuration unusable,
+// AmbientError reports a problem that leaves the last snapshot valid.
 //
 // From the Listener it follows, as a gRPC channel does (rule IDs refer to
 // the repository's docs/protocol.md):
@@ -101,37 +107,55 @@
 // used, with the Listener that named it, until the new one arrives
 //
 //
-// # Concurrency
+// # Delivery
 //
-// The Watcher's methods are called serially, on a goroutine the Manager
+// The watcher's methods are called serially, on a goroutine the Manager
 // owns (never on the client's callback goroutine), in the order the
-// events happened. A Watcher method may call SubscribeToCluster, the
-// cancel funcs it returns and ResolveNow, but not Close. When snapshots
-// or errors come faster than the Watcher takes them, the ones waiting are
-// replaced by the newest: a Watcher always gets the latest state, and
-// never a stale one after a newer one.
+// events happened. Each call gets a done func, which paces the Manager's
+// deliveries: the Manager makes its next call only after done of the
+// previous one was called. done may be called from any goroutine, at any
+// later time, including before the method returns (watcher.Funcs calls
+// it when its function returns); calling it more than once has no effect.
+// A method may call SubscribeToCluster, the cancel funcs it returns and
+// ResolveNow, but not Close.
 //
-// The Manager handles the client's callbacks on the client's goroutine
-// and computes the next snapshot there, before it releases the client's
-// flow control (done): the client reads the next response once the
-// Manager has taken in the current one, whatever the Watcher is
-// doing. A change of one ClusterLoadAssignment, or of one cluster,
-// recomputes only the top-level clusters that lead to it, and the next
-// snapshot shares all but a small part of its cluster index with the
-// previous one, so the cost of an update does not grow with the number of
-// clusters.
+// Snapshots coalesce while the watcher has not called done: a newer
+// state (a snapshot or a whole-configuration error) replaces the state
+// queued and not yet delivered, and a newer ambient error the queued
+// ambient error; each goes after what happened before it. So a slow
+// watcher gets the latest state, never a stale one after a newer one,
+// and at most two calls wait for it, however long it takes.
+//
+// done paces only the deliveries to the watcher, not the client's
+// streams. The Manager handles the client's callbacks on the client's
+// goroutine and computes the next snapshot there, then releases the
+// client's flow control (the done of the client's call) at once: the
+// client reads the next response from the management server, and ACKs
+// it, whether or not the Manager's watcher has called done. A
+// watcher that holds done delays its own snapshots, never the stream
+// that other watches of the client share. A change of one
+// ClusterLoadAssignment, or of one cluster, recomputes only the
+// top-level clusters that lead to it, and the next snapshot shares all
+// but a small part of its cluster index with the previous one, so the
+// cost of an update does not grow with the number of clusters.
+//
+// Close waits for a method in progress to return, but not for its done;
+// no call is made after Close, and a done called after it does nothing.
 //
 // Every method of a Manager is safe for concurrent use.
 //
 // # Errors
 //
-// Watcher.Error gets the errors that make the whole configuration
+// ResourceError gets the errors that make the whole configuration
 // unusable: a resource error of the Listener or of its RouteConfiguration
 // (the client's *client.ResourceError, wrapping client.ErrResourceNotFound,
-// client.ErrResourceInvalid or client.ErrConnection), and a
-// RouteConfiguration without a virtual host for the data-plane authority
-// (ErrNoVirtualHost). Watcher.AmbientError gets the client's
-// ambient errors of the Listener and the RouteConfiguration in use: the
+// client.ErrResourceInvalid or client.ErrConnection), a server-side
+// Listener (ErrServerListener), and a RouteConfiguration without a virtual
+// host for the data-plane authority (ErrNoVirtualHost): the last
+// snapshot must no longer be used, and RPCs should fail until the next
+// ResourceChanged (gRFC A88, "Propagating Status to Data Plane RPCs").
+// AmbientError gets the client's ambient errors of the Listener and the
+// RouteConfiguration in use, for example a rejected (NACKed) update: the
 // last snapshot stays valid. Errors of clusters, endpoints and DNS lookups
 // never fail the whole configuration: they are in the cluster's
 // ClusterResult.Err or ClusterConfig.ResolutionNote.

@@ -11,6 +11,7 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 )
 
 // Example resolves a Listener into its complete configuration, against the
@@ -35,9 +36,10 @@ func Example() {
 	defer c.Close()
 
 	configs := make(chan *depmgr.XDSConfig, 1)
-	m := depmgr.New(c, "svc", depmgr.Funcs{
-		OnUpdate: func(cfg *depmgr.XDSConfig) { configs <- cfg }, // a complete configuration
-		OnError:  func(err error) { log.Print(err) },             // stop using the last one
+	m := depmgr.New(c, "svc", watcher.Funcs[*depmgr.XDSConfig]{
+		OnChanged:       func(cfg *depmgr.XDSConfig) { configs <- cfg }, // a complete configuration
+		OnResourceError: func(err error) { log.Print(err) },             // stop using the last one
+		OnAmbientError:  func(err error) { log.Print(err) },             // keep using it
 	})
 	defer m.Close() // before c.Close
 

@@ -33,34 +33,46 @@ const (
 	defaultTestShortTimeout = 10 * time.Millisecond
 )
 
-// event is one call of the recorder's Watcher methods.
+// event is one call of the recorder's watcher methods.
 type event struct {
-	cfg     *depmgr.XDSConfig // Update
-	err     error             // Error
+	cfg     *depmgr.XDSConfig // ResourceChanged
+	err     error             // ResourceError
 	ambient error             // AmbientError
 }
 
 func (e event) String() string {
 	switch {
 	case e.cfg != nil:
-		return "Update(" + describe(e.cfg) + ")"
+		return "ResourceChanged(" + describe(e.cfg) + ")"
 	case e.err != nil:
-		return fmt.Sprintf("Error(%v)", e.err)
+		return fmt.Sprintf("ResourceError(%v)", e.err)
 	default:
 		return fmt.Sprintf("AmbientError(%v)", e.ambient)
 	}
 }
 
-// recorder is a depmgr.Watcher that queues every call for the test.
+// recorder is a watcher of a Manager that queues every call for the test
+// and calls done at once.
 type recorder struct {
 	events chan event
 }
 
 func newRecorder() *recorder { return &recorder{events: make(chan event, 1000)} }
 
-func (r *recorder) Update(cfg *depmgr.XDSConfig) { r.events <- event{cfg: cfg} }
-func (r *recorder) Error(err error)              { r.events <- event{err: err} }
-func (r *recorder) AmbientError(err error)       { r.events <- event{ambient: err} }
+func (r *recorder) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
+	defer done()
+	r.events <- event{cfg: cfg}
+}
+
+func (r *recorder) ResourceError(err error, done func()) {
+	defer done()
+	r.events <- event{err: err}
+}
+
+func (r *recorder) AmbientError(err error, done func()) {
+	defer done()
+	r.events <- event{ambient: err}
+}
 
 // next returns the next call, or an error when ctx ends first.
 func (r *recorder) next(ctx context.Context) (event, error) {
@@ -68,14 +80,14 @@ func (r *recorder) next(ctx context.Context) (event, error) {
 	case ev := <-r.events:
 		return ev, nil
 	case <-ctx.Done():
-		return event{}, fmt.Errorf("waiting for a Watcher call: %w", ctx.Err())
+		return event{}, fmt.Errorf("waiting for a watcher call: %w", ctx.Err())
 	}
 }
 
-// waitForUpdate returns the first Update whose config satisfies ok,
-// skipping the calls before it. It fails the test on an Error call, or
+// waitForChanged returns the first ResourceChanged whose config satisfies ok,
+// skipping the calls before it. It fails the test on an ResourceError call, or
 // when ctx ends first.
-func (r *recorder) waitForUpdate(ctx context.Context, t *testing.T, what string, ok func(*depmgr.XDSConfig) bool) *depmgr.XDSConfig {
+func (r *recorder) waitForChanged(ctx context.Context, t *testing.T, what string, ok func(*depmgr.XDSConfig) bool) *depmgr.XDSConfig {
 	t.Helper()
 	var seen []string
 	for {
@@ -93,15 +105,16 @@ func (r *recorder) waitForUpdate(ctx context.Context, t *testing.T, what string,
 	}
 }
 
-// waitForError returns the next Error call, skipping Updates and ambient
-// errors; it fails the test when ctx ends first.
-func (r *recorder) waitForError(ctx context.Context, t *testing.T) error {
+// waitForResourceError returns the next ResourceError call, skipping
+// ResourceChanged calls and ambient errors; it fails the test when ctx
+// ends first.
+func (r *recorder) waitForResourceError(ctx context.Context, t *testing.T) error {
 	t.Helper()
 	var seen []string
 	for {
 		ev, err := r.next(ctx)
 		if err != nil {
-			t.Fatalf("waiting for Error: %v; calls so far: %q", err, seen)
+			t.Fatalf("waiting for ResourceError: %v; calls so far: %q", err, seen)
 		}
 		if ev.err != nil {
 			return ev.err
@@ -110,14 +123,14 @@ func (r *recorder) waitForError(ctx context.Context, t *testing.T) error {
 	}
 }
 
-// expectNoCall fails the test if the Watcher is called within
+// expectNoCall fails the test if the watcher is called within
 // defaultTestShortTimeout.
 func (r *recorder) expectNoCall(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestShortTimeout)
 	defer cancel()
 	if ev, err := r.next(ctx); err == nil {
-		t.Fatalf("unexpected Watcher call %v", ev)
+		t.Fatalf("unexpected watcher call %v", ev)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 
 // TestDepMgr_Close_CancelsEverything checks Close: every watch of the
 // Manager is cancelled (the client watches nothing any more), every DNS
-// goroutine has returned (the leak check of TestMain), the Watcher is not
+// goroutine has returned (the leak check of TestMain), the watcher is not
 // called afterwards, and Close, SubscribeToCluster and ResolveNow are
 // harmless after Close.
 func TestDepMgr_Close_CancelsEverything(t *testing.T) {
@@ -34,7 +34,7 @@ func TestDepMgr_Close_CancelsEverything(t *testing.T) {
 		Clusters:  append(cs, testutil.AggregateCluster("agg", "dns", "c1"), testutil.LogicalDNSCluster("dns", "dns.example.com", 53)),
 		Endpoints: es,
 	}, depmgr.WithDNSResolver(r))
-	e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	cancel := e.m.SubscribeToCluster("dyn")
 
 	e.m.Close()
@@ -73,13 +73,13 @@ func TestDepMgr_Versions_InSnapshot(t *testing.T) {
 			t.Errorf("versions of svc, route-svc, agg, c1, eds-c1 = %q, want %q", got, want)
 		}
 	}
-	check(e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true }),
+	check(e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true }),
 		"v1", "v1", "v1", "v1", "v1")
 
 	res.Version = "v2"
 	res.Endpoints = endpoints(testutil.Endpoints("eds-c1", "127.0.0.1", 9000))
 	e.ms.Update("", res)
-	check(e.rec.waitForUpdate(ctx, t, "the new endpoints", func(*depmgr.XDSConfig) bool { return true }),
+	check(e.rec.waitForChanged(ctx, t, "the new endpoints", func(*depmgr.XDSConfig) bool { return true }),
 		"v1", "v1", "v1", "v1", "v2")
 }
 
@@ -113,7 +113,7 @@ func TestDepMgr_CloseRecreateCycles(t *testing.T) {
 			rec := newRecorder()
 			m := depmgr.New(c, "svc", rec)
 			ctx, cancel := context.WithTimeout(t.Context(), deadline)
-			cfg := rec.waitForUpdate(ctx, t, fmt.Sprintf("cycle %d", i), func(*depmgr.XDSConfig) bool { return true })
+			cfg := rec.waitForChanged(ctx, t, fmt.Sprintf("cycle %d", i), func(*depmgr.XDSConfig) bool { return true })
 			cancel()
 			if got := addresses(cfg.Cluster("c1").Config.Endpoints); len(got) != 1 {
 				t.Fatalf("cycle %d: endpoints of c1 = %v", i, got)
@@ -141,8 +141,8 @@ func TestDepMgr_CloseRecreateCycles(t *testing.T) {
 }
 
 // TestDepMgr_NewAfterClientClose checks that a Manager made on a closed
-// client is not silent: its Watcher gets Error wrapping client.ErrClosed
-// within a second.
+// client is not silent: its watcher gets ResourceError wrapping
+// client.ErrClosed within a second.
 func TestDepMgr_NewAfterClientClose(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	c := newClient(t, ms)
@@ -152,8 +152,8 @@ func TestDepMgr_NewAfterClientClose(t *testing.T) {
 	defer m.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	if err := rec.waitForError(ctx, t); !errors.Is(err, client.ErrClosed) {
-		t.Fatalf("Error(%v), want an error wrapping client.ErrClosed", err)
+	if err := rec.waitForResourceError(ctx, t); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("ResourceError(%v), want an error wrapping client.ErrClosed", err)
 	}
 }
 
@@ -177,12 +177,12 @@ func TestDepMgr_EndpointsResourceErrorDropsStaleEndpoints(t *testing.T) {
 	rec := newRecorder()
 	m := depmgr.New(c, "svc", rec)
 	defer m.Close()
-	rec.waitForUpdate(ctx, t, "the endpoints", func(cfg *depmgr.XDSConfig) bool {
+	rec.waitForChanged(ctx, t, "the endpoints", func(cfg *depmgr.XDSConfig) bool {
 		return len(addresses(cfg.Cluster("c1").Config.Endpoints)) == 1
 	})
 	res.Endpoints = nil
 	ms.Update("", res)
-	cfg := rec.waitForUpdate(ctx, t, "the endpoints gone", func(cfg *depmgr.XDSConfig) bool {
+	cfg := rec.waitForChanged(ctx, t, "the endpoints gone", func(cfg *depmgr.XDSConfig) bool {
 		return cfg.Cluster("c1").Config.ResolutionNote != nil
 	})
 	leaf := cfg.Cluster("c1").Config

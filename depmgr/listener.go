@@ -144,12 +144,12 @@ func (m *Manager) listenerError(err error) {
 }
 
 // ambientErrorLocked passes an ambient error of the Listener or the
-// current RouteConfiguration to the Watcher: the configuration in use
-// stays.
+// current RouteConfiguration to the watcher's AmbientError: the
+// configuration in use stays.
 func (m *Manager) ambientErrorLocked(typ resources.ResourceType, name string, err error) {
 	m.logger.Info("ambient error; the configuration in use stays", xdslog.KeyTypeURL, typ.TypeURL(),
 		xdslog.KeyResource, name, xdslog.KeyError, err)
-	m.deliverAmbientLocked(err)
+	m.deliverLocked(delivery{kind: deliverAmbientError, err: err})
 }
 
 // stopRDSLocked cancels the RDS watch, if any. Its value, if in use, stays

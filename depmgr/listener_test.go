@@ -23,9 +23,9 @@ import (
 // R-16.6):
 //  1. The server has svc → route-svc (routes to c1, and weighted to c1
 //     and c2) → EDS clusters c1, c2 → their ClusterLoadAssignments.
-//  2. One Update arrives, holding the Listener, the RouteConfiguration,
-//     the virtual host and both clusters with their endpoints; nothing is
-//     published before the tree is complete.
+//  2. One ResourceChanged arrives, holding the Listener, the
+//     RouteConfiguration, the virtual host and both clusters with their
+//     endpoints; nothing is published before the tree is complete.
 func TestDepMgr_RDS_CompleteTree(t *testing.T) {
 	ctx := testContext(t)
 	cs, es := edsChain("c1", "c2")
@@ -48,7 +48,7 @@ func TestDepMgr_RDS_CompleteTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ev.cfg == nil {
-		t.Fatalf("first call = %v, want Update", ev)
+		t.Fatalf("first call = %v, want ResourceChanged", ev)
 	}
 	cfg := ev.cfg
 	if cfg.Listener.Name != "svc" || cfg.RouteConfig.Name != "route-svc" || cfg.VirtualHost.Name != "svc-vh" {
@@ -80,7 +80,7 @@ func TestDepMgr_Inline_NoRDSWatch(t *testing.T) {
 		Clusters:  cs,
 		Endpoints: es,
 	})
-	cfg := e.rec.waitForUpdate(ctx, t, "the inline config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the inline config", func(*depmgr.XDSConfig) bool { return true })
 	if cfg.RouteConfig != cfg.Listener.InlineRouteConfig || cfg.RouteConfigVersion != "" {
 		t.Errorf("RouteConfig = %p, version %q; want the Listener's inline config %p, no version", cfg.RouteConfig, cfg.RouteConfigVersion, cfg.Listener.InlineRouteConfig)
 	}
@@ -111,11 +111,11 @@ func TestDepMgr_Inline_SwitchFromRDS(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	e.rec.waitForUpdate(ctx, t, "route-svc", func(*depmgr.XDSConfig) bool { return true })
+	e.rec.waitForChanged(ctx, t, "route-svc", func(*depmgr.XDSConfig) bool { return true })
 
 	res.Listeners = listeners(testutil.ListenerInline("svc", testutil.RouteConfig("inline", "svc", "c2")))
 	e.ms.Update("", res)
-	cfg := e.rec.waitForUpdate(ctx, t, "the inline config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the inline config", func(*depmgr.XDSConfig) bool { return true })
 	if got, want := describe(cfg), "L=svc RC=inline VH=inline-vh c2=[127.0.0.1:8001]"; got != want {
 		t.Fatalf("config = %s, want %s", got, want)
 	}
@@ -152,13 +152,13 @@ func TestDepMgr_RDS_NameChange(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	e.rec.waitForUpdate(ctx, t, "route-1", func(cfg *depmgr.XDSConfig) bool { return cfg.RouteConfig.Name == "route-1" })
+	e.rec.waitForChanged(ctx, t, "route-1", func(cfg *depmgr.XDSConfig) bool { return cfg.RouteConfig.Name == "route-1" })
 
 	res.Listeners = listeners(testutil.Listener("svc", "route-2"))
 	res.Endpoints = endpoints(testutil.Endpoints("eds-c1", "127.0.0.1", 9000), es[1])
 	e.ms.Update("", res)
 	waitForSubscription(ctx, t, e.ms, resources.RouteConfigTypeURL, "route-2")
-	cfg := e.rec.waitForUpdate(ctx, t, "new endpoints", func(cfg *depmgr.XDSConfig) bool {
+	cfg := e.rec.waitForChanged(ctx, t, "new endpoints", func(cfg *depmgr.XDSConfig) bool {
 		return slices.Equal(addresses(cfg.Cluster("c1").Config.Endpoints), []string{"127.0.0.1:9000"})
 	})
 	if cfg.Listener.RouteConfigName != "route-1" || cfg.RouteConfig.Name != "route-1" {
@@ -168,7 +168,7 @@ func TestDepMgr_RDS_NameChange(t *testing.T) {
 
 	res.Routes = routes(testutil.RouteConfig("route-2", "svc", "c2"))
 	e.ms.Update("", res)
-	cfg = e.rec.waitForUpdate(ctx, t, "route-2", func(cfg *depmgr.XDSConfig) bool { return cfg.RouteConfig.Name == "route-2" })
+	cfg = e.rec.waitForChanged(ctx, t, "route-2", func(cfg *depmgr.XDSConfig) bool { return cfg.RouteConfig.Name == "route-2" })
 	if got, want := describe(cfg), "L=svc RC=route-2 VH=route-2-vh c2=[127.0.0.1:8001]"; got != want || cfg.Listener.RouteConfigName != "route-2" {
 		t.Fatalf("config = %s (Listener routes via %q), want %s via route-2", got, cfg.Listener.RouteConfigName, want)
 	}
@@ -177,12 +177,12 @@ func TestDepMgr_RDS_NameChange(t *testing.T) {
 
 // TestDepMgr_WholeConfig_Errors checks the errors that make the whole
 // configuration unusable, and the recovery (R-16.2, R-16.7, R-16.8):
-//  1. The RouteConfiguration has no virtual host for "svc": Error wraps
-//     ErrNoVirtualHost.
-//  2. It gets one: Update.
-//  3. The Listener is removed: Error wraps client.ErrResourceNotFound, and
-//     nothing it led to stays watched.
-//  4. It comes back: Update with the same tree.
+//  1. The RouteConfiguration has no virtual host for "svc": ResourceError
+//     wraps ErrNoVirtualHost.
+//  2. It gets one: ResourceChanged.
+//  3. The Listener is removed: ResourceError wraps
+//     client.ErrResourceNotFound, and nothing it led to stays watched.
+//  4. It comes back: ResourceChanged with the same tree.
 func TestDepMgr_WholeConfig_Errors(t *testing.T) {
 	ctx := testContext(t)
 	cs, es := edsChain("c1")
@@ -193,28 +193,28 @@ func TestDepMgr_WholeConfig_Errors(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	err := e.rec.waitForError(ctx, t)
+	err := e.rec.waitForResourceError(ctx, t)
 	if !errors.Is(err, depmgr.ErrNoVirtualHost) || !strings.Contains(err.Error(), `"svc"`) || !strings.Contains(err.Error(), "depmgr-test") {
-		t.Fatalf("Error(%v), want one wrapping ErrNoVirtualHost naming the authority and the node", err)
+		t.Fatalf("ResourceError(%v), want one wrapping ErrNoVirtualHost naming the authority and the node", err)
 	}
 
 	res.Routes = routes(testutil.RouteConfig("route-svc", "*", "c1"))
 	e.ms.Update("", res)
-	e.rec.waitForUpdate(ctx, t, "a matching virtual host", func(*depmgr.XDSConfig) bool { return true })
+	e.rec.waitForChanged(ctx, t, "a matching virtual host", func(*depmgr.XDSConfig) bool { return true })
 
 	res.Listeners = nil
 	e.ms.Update("", res)
-	err = e.rec.waitForError(ctx, t)
+	err = e.rec.waitForResourceError(ctx, t)
 	var re *client.ResourceError
 	if !errors.Is(err, client.ErrResourceNotFound) || !errors.As(err, &re) || re.Name != "svc" {
-		t.Fatalf("Error(%v), want the Listener's resource error", err)
+		t.Fatalf("ResourceError(%v), want the Listener's resource error", err)
 	}
 	waitForSubscription(ctx, t, e.ms, resources.ClusterTypeURL)
 	waitForSubscription(ctx, t, e.ms, resources.RouteConfigTypeURL)
 
 	res.Listeners = listeners(testutil.Listener("svc", "route-svc"))
 	e.ms.Update("", res)
-	cfg := e.rec.waitForUpdate(ctx, t, "the Listener back", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the Listener back", func(*depmgr.XDSConfig) bool { return true })
 	if got, want := describe(cfg), "L=svc RC=route-svc VH=route-svc-vh c1=[127.0.0.1:8000]"; got != want {
 		t.Fatalf("config = %s, want %s", got, want)
 	}
@@ -230,9 +230,9 @@ func TestDepMgr_ServerListener(t *testing.T) {
 	e := newEnv(t, testutil.Resources{
 		Listeners: listeners(testutil.ServerListener("svc", "127.0.0.1:8080", testutil.ServerFilterChain(testutil.FilterChainOptions{}))),
 	})
-	err := e.rec.waitForError(ctx, t)
+	err := e.rec.waitForResourceError(ctx, t)
 	if !errors.Is(err, depmgr.ErrServerListener) || !strings.Contains(err.Error(), `"svc"`) {
-		t.Fatalf("Error(%v), want one wrapping ErrServerListener naming the Listener", err)
+		t.Fatalf("ResourceError(%v), want one wrapping ErrServerListener naming the Listener", err)
 	}
 	for _, r := range e.ms.Requests() {
 		if r.Req.GetTypeUrl() == resources.RouteConfigTypeURL && len(r.Req.GetResourceNames()) > 0 {
@@ -242,8 +242,8 @@ func TestDepMgr_ServerListener(t *testing.T) {
 }
 
 // TestDepMgr_AmbientError_KeepsConfig checks that a rejected update of the
-// Listener is an ambient error: the Watcher gets AmbientError and no Error
-// or Update, and the configuration stays (R-16.7).
+// Listener is an ambient error: the watcher gets AmbientError and no
+// ResourceError or ResourceChanged, and the configuration stays (R-16.7).
 func TestDepMgr_AmbientError_KeepsConfig(t *testing.T) {
 	ctx := testContext(t)
 	cs, es := edsChain("c1")
@@ -254,7 +254,7 @@ func TestDepMgr_AmbientError_KeepsConfig(t *testing.T) {
 		Endpoints: es,
 	}
 	e := newEnv(t, res)
-	e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 
 	res.Listeners = listeners(testutil.Listener("svc", "")) // invalid: empty route_config_name
 	e.ms.Update("", res)
@@ -283,7 +283,7 @@ func TestDepMgr_DataPlaneAuthority(t *testing.T) {
 		Clusters:  cs,
 		Endpoints: es,
 	}, depmgr.WithDataPlaneAuthority("api.EXAMPLE.com"))
-	cfg := e.rec.waitForUpdate(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
+	cfg := e.rec.waitForChanged(ctx, t, "the config", func(*depmgr.XDSConfig) bool { return true })
 	if cfg.VirtualHost.Name != "by-authority" || !slices.Equal(clusterNames(cfg), []string{"c2"}) {
 		t.Fatalf("config = %s, want virtual host by-authority with c2", describe(cfg))
 	}

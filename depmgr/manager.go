@@ -12,80 +12,33 @@ import (
 	"github.com/proxyless/xds/internal/serializer"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/watcher"
 )
 
-// Watcher receives the configurations of a Manager. Its methods are
-// called serially, on a goroutine the Manager owns; see the package doc,
-// "Concurrency" and "Errors".
-type Watcher interface {
-	// Update delivers a new complete configuration. cfg is immutable and
-	// may be shared with later snapshots; it must not be modified. It
-	// clears an error reported by Error.
-	Update(cfg *XDSConfig)
-
-	// Error reports that the whole configuration is unusable (a resource
-	// error of the Listener or its RouteConfiguration, or no matching
-	// virtual host): the last configuration must no longer be used. RPCs
-	// should fail until the next Update (gRFC A88, "Propagating Status").
-	Error(err error)
-
-	// AmbientError reports a problem that leaves the last configuration
-	// valid, for example a rejected (NACKed) update of the Listener; it is
-	// for logging.
-	AmbientError(err error)
-}
-
-// Funcs adapts functions to a Watcher. A nil function ignores its event.
-type Funcs struct {
-	OnUpdate       func(cfg *XDSConfig)
-	OnError        func(err error)
-	OnAmbientError func(err error)
-}
-
-// Update calls f.OnUpdate, if set.
-func (f Funcs) Update(cfg *XDSConfig) {
-	if f.OnUpdate != nil {
-		f.OnUpdate(cfg)
-	}
-}
-
-// Error calls f.OnError, if set.
-func (f Funcs) Error(err error) {
-	if f.OnError != nil {
-		f.OnError(err)
-	}
-}
-
-// AmbientError calls f.OnAmbientError, if set.
-func (f Funcs) AmbientError(err error) {
-	if f.OnAmbientError != nil {
-		f.OnAmbientError(err)
-	}
-}
-
 // Manager watches a Listener and everything it leads to through a
-// client, and publishes complete configurations to a Watcher. Create it
-// with New and release it with Close. See the package doc.
+// client, and publishes complete configurations to a
+// watcher.Watcher[*XDSConfig]. Create it with New and release it with
+// Close. See the package doc.
 type Manager struct {
 	// Initialized at creation time and read-only afterwards.
 	client       *client.Client
 	listenerName string // canonical
 	authority    string // the data-plane authority the virtual host is selected for
 	nodeID       string
-	watcher      Watcher
+	watcher      watcher.Watcher[*XDSConfig]
 	opts         options
 	logger       *slog.Logger
 	ctx          context.Context        // cancelled by Close; DNS lookups run under it
 	cancel       context.CancelFunc     // cancels ctx
-	serializer   *serializer.Serializer // runs the Watcher's methods
+	serializer   *serializer.Serializer // runs the watcher's methods, one call at a time (delivery.go)
 	closeOnce    sync.Once
 	dnsWG        sync.WaitGroup // the DNS goroutines
 
 	// mu guards everything below, and the fields of the nodes
 	// marked "guarded by m.mu". Client watches are started and cancelled
 	// with mu held: neither waits for a watcher callback, so a callback
-	// blocked on mu cannot deadlock them. mu is never held while a Watcher
-	// method runs.
+	// blocked on mu cannot deadlock them. mu is never held while a method
+	// of the Manager's watcher runs.
 	mu     sync.Mutex
 	closed bool // set by Close
 
@@ -108,9 +61,10 @@ type Manager struct {
 	// complete; a snapshot is published only when it is zero.
 	incompleteStatic int
 
-	// Publication.
-	changed bool      // the next snapshot differs from the last one delivered
-	pending *delivery // the state delivery queued and not started, if any
+	// Publication (delivery.go).
+	changed bool          // the next snapshot differs from the last one delivered
+	queue   deliveryQueue // the watcher calls not started yet
+	busy    bool          // a watcher call is scheduled, running, or waiting for its done
 }
 
 // current is the configuration in use: the Listener and the
@@ -125,12 +79,15 @@ type current struct {
 }
 
 // New returns a Manager that watches the Listener listenerName through c
-// and delivers its configurations to w. It starts the Listener watch at
+// and delivers its configurations to w: complete snapshots through
+// ResourceChanged, whole-configuration errors through ResourceError,
+// errors that leave the last snapshot valid through AmbientError (see the
+// package doc, "Delivery" and "Errors"). It starts the Listener watch at
 // once, and returns without waiting for anything. c must outlive the
 // Manager: close the Manager first. On a client already closed, w gets
-// Error with an error wrapping client.ErrClosed. New panics if c or w is
-// nil (programmer error).
-func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Manager {
+// ResourceError with an error wrapping client.ErrClosed. New panics if c
+// or w is nil (programmer error).
+func New(c *client.Client, listenerName string, w watcher.Watcher[*XDSConfig], opts ...Option) *Manager {
 	if c == nil || w == nil {
 		panic("depmgr: New with a nil client or watcher")
 	}
@@ -169,14 +126,16 @@ func New(c *client.Client, listenerName string, w Watcher, opts ...Option) *Mana
 }
 
 // Close cancels every watch and DNS lookup of the Manager and waits for
-// every goroutine it started, including a Watcher method in progress.
-// Watcher methods not started yet are not called. Close is idempotent. It
-// must not be called from a Watcher method, since it waits for it to
-// return.
+// every goroutine it started, including a method of the watcher in
+// progress; it does not wait for the done of a call that has returned:
+// once Close was called, done does nothing. Calls not started yet are not
+// made. Close is idempotent. It must not be called from a method of the
+// watcher, since it waits for it to return.
 func (m *Manager) Close() {
 	m.closeOnce.Do(func() {
 		m.mu.Lock()
 		m.closed = true
+		m.queue = deliveryQueue{}
 		m.lisCancel()
 		m.stopRDSLocked()
 		for n := range m.clusters.all() {
@@ -208,8 +167,8 @@ func (m *Manager) Close() {
 // returned for it was called. A dynamically subscribed cluster does not
 // hold publication back: it is among the snapshot's clusters
 // (XDSConfig.Cluster) once its subtree is complete. cancel is idempotent.
-// SubscribeToCluster and cancel may be called from a Watcher method. After
-// Close they do nothing.
+// SubscribeToCluster and cancel may be called from a method of the
+// watcher. After Close they do nothing.
 func (m *Manager) SubscribeToCluster(name string) (cancel func()) {
 	name = resources.CanonicalName(name)
 	m.mu.Lock()
@@ -237,7 +196,7 @@ func (m *Manager) SubscribeToCluster(name string) (cancel func()) {
 // ResolveNow asks for every LOGICAL_DNS host to be resolved again now,
 // rather than at the end of its refresh interval; a gRPC channel does so
 // when it cannot connect to the addresses it has. It does not wait for
-// the lookups. It may be called from a Watcher method.
+// the lookups. It may be called from a method of the watcher.
 func (m *Manager) ResolveNow() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -289,67 +248,19 @@ func (m *Manager) maybePublishLocked() {
 		clusters:           m.results.snapshot(),
 	}
 	m.logger.Debug("publishing a configuration", "clusters", cfg.NumClusters())
-	m.deliverStateLocked(cfg, nil)
+	m.deliverLocked(delivery{kind: deliverChanged, cfg: cfg})
 }
 
 // failLocked makes the whole configuration unusable with err: the
-// route table's clusters are no longer watched, and the Watcher
-// gets err. The next usable configuration is published even if it equals
-// the last one.
+// route table's clusters are no longer watched, and the
+// watcher gets ResourceError(err). The next usable configuration is
+// published even if it equals the last one.
 func (m *Manager) failLocked(err error) {
 	m.cur = current{}
 	m.setStaticRootsLocked(nil)
 	m.changed = true
 	m.logger.Warn("the configuration is unusable", xdslog.KeyError, err)
-	m.deliverStateLocked(nil, err)
-}
-
-// delivery is one Update or Error call for the Watcher, queued on the
-// serializer. Until it starts, a newer state replaces its content.
-type delivery struct {
-	cfg *XDSConfig // guarded by m.mu
-	err error      // guarded by m.mu; set for Error
-}
-
-// deliverStateLocked queues Update(cfg), or Error(err) when err is not
-// nil. If a state delivery is queued and has not started, it is replaced,
-// so that a slow Watcher gets the latest state and never a stale one.
-func (m *Manager) deliverStateLocked(cfg *XDSConfig, err error) {
-	if d := m.pending; d != nil {
-		d.cfg, d.err = cfg, err
-		return
-	}
-	d := &delivery{cfg: cfg, err: err}
-	m.pending = d
-	m.serializer.Schedule(func() {
-		m.mu.Lock()
-		if m.pending == d {
-			m.pending = nil
-		}
-		cfg, err, closed := d.cfg, d.err, m.closed
-		m.mu.Unlock()
-		switch {
-		case closed:
-		case err != nil:
-			m.watcher.Error(err)
-		default:
-			m.watcher.Update(cfg)
-		}
-	})
-}
-
-// deliverAmbientLocked queues AmbientError(err). A state that comes later
-// is delivered after it.
-func (m *Manager) deliverAmbientLocked(err error) {
-	m.pending = nil // a later state must not jump ahead of err
-	m.serializer.Schedule(func() {
-		m.mu.Lock()
-		closed := m.closed
-		m.mu.Unlock()
-		if !closed {
-			m.watcher.AmbientError(err)
-		}
-	})
+	m.deliverLocked(delivery{kind: deliverResourceError, err: err})
 }
 
 // errorf returns an error of the Manager's own, naming the node once as

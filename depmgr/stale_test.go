@@ -11,6 +11,7 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -27,7 +28,7 @@ import (
 //  1. svc → route-1 → c1 is published.
 //  2. The Listener switches to route-2 → c1; route-2 is published.
 //  3. The route-1 watch and a cancelled c2 watch deliver values: no
-//     Update, and the state does not change.
+//     ResourceChanged, and the state does not change.
 func TestDepMgr_StaleCallback_CapturedName(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -49,7 +50,7 @@ func TestDepMgr_StaleCallback_CapturedName(t *testing.T) {
 	}
 	defer c.Close()
 	updates := make(chan *XDSConfig, 10)
-	m := New(c, "svc", Funcs{OnUpdate: func(cfg *XDSConfig) { updates <- cfg }})
+	m := New(c, "svc", watcher.Funcs[*XDSConfig]{OnChanged: func(cfg *XDSConfig) { updates <- cfg }})
 	defer m.Close()
 	next := func() *XDSConfig {
 		t.Helper()
@@ -57,7 +58,7 @@ func TestDepMgr_StaleCallback_CapturedName(t *testing.T) {
 		case cfg := <-updates:
 			return cfg
 		case <-ctx.Done():
-			t.Fatal("no Update")
+			t.Fatal("no ResourceChanged")
 			return nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/watcher"
 )
 
 // Lifecycle against go-control-plane v0.14 (snapshot cache, SotW and
@@ -132,9 +133,9 @@ func TestGoControlPlane_Lifecycle_DepMgrCloseRecreate(t *testing.T) {
 		for i := range 20 {
 			updates := make(chan *depmgr.XDSConfig, 10)
 			errs := make(chan error, 10)
-			m := depmgr.New(c, listenerName, depmgr.Funcs{
-				OnUpdate: func(cfg *depmgr.XDSConfig) { updates <- cfg },
-				OnError:  func(err error) { errs <- err },
+			m := depmgr.New(c, listenerName, watcher.Funcs[*depmgr.XDSConfig]{
+				OnChanged:       func(cfg *depmgr.XDSConfig) { updates <- cfg },
+				OnResourceError: func(err error) { errs <- err },
 			})
 			timer := time.NewTimer(lifecycleDeadline)
 			select {
@@ -143,7 +144,7 @@ func TestGoControlPlane_Lifecycle_DepMgrCloseRecreate(t *testing.T) {
 					t.Fatalf("cycle %d: config without %s", i, clusterName)
 				}
 			case err := <-errs:
-				t.Fatalf("cycle %d: Error(%v)", i, err)
+				t.Fatalf("cycle %d: ResourceError(%v)", i, err)
 			case <-timer.C:
 				t.Fatalf("cycle %d: no configuration within %v", i, lifecycleDeadline)
 			}

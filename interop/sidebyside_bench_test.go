@@ -168,14 +168,15 @@ func benchmarkGRPCGoFirstState(b *testing.B, bootstrapJSON string) {
 	})
 }
 
-// snapshotWaiter is a depmgr.Watcher that keeps the newest snapshot and
-// the first whole-configuration error.
+// snapshotWaiter is the watcher of a depmgr.Manager: it keeps the newest
+// snapshot and the first whole-configuration error.
 type snapshotWaiter struct {
 	updates chan *depmgr.XDSConfig // cap 1
 	errs    chan error             // cap 1
 }
 
-func (w *snapshotWaiter) Update(cfg *depmgr.XDSConfig) {
+func (w *snapshotWaiter) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
+	defer done()
 	select {
 	case <-w.updates: // drop the older one
 	default:
@@ -183,11 +184,12 @@ func (w *snapshotWaiter) Update(cfg *depmgr.XDSConfig) {
 	w.updates <- cfg
 }
 
-func (w *snapshotWaiter) Error(err error) {
+func (w *snapshotWaiter) ResourceError(err error, done func()) {
+	defer done()
 	select {
 	case w.errs <- err:
 	default:
 	}
 }
 
-func (w *snapshotWaiter) AmbientError(error) {}
+func (w *snapshotWaiter) AmbientError(_ error, done func()) { done() }

@@ -3,8 +3,8 @@
 package watcher
 
 // Watcher receives the events of one watch. T is the decoded resource type,
-// for example *resources.Listener. See the package doc for the delivery
-// contract.
+// for example *resources.Listener for a client watch, or *depmgr.XDSConfig
+// for a dependency manager. See the package doc for the delivery contract.
 type Watcher[T any] interface {
 	// ResourceChanged delivers a new value of the resource: the first one,
 	// or one that differs from the previous value, or the same value again

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/watcher"
 	"github.com/proxyless/xds/xdscreds"
 )
 
@@ -22,11 +23,16 @@ import (
 // the error reported next (see xdsResolver.fail).
 const failServiceConfig = `{"loadBalancingConfig":[{"pick_first":{}}]}`
 
+var _ watcher.Watcher[*depmgr.XDSConfig] = (*xdsResolver)(nil)
+
 // xdsResolver is the resolver of one ClientConn's target. It is the
-// depmgr.Watcher of its Manager: the Manager calls Update, Error and
-// AmbientError serially on its own goroutine, and every call to cc is
-// made from there, so cc's calls are ordered; after manager.Close returns
-// none is made.
+// watcher (watcher.Watcher[*depmgr.XDSConfig]) of its Manager: the
+// Manager calls ResourceChanged, ResourceError and AmbientError serially
+// on its own goroutine, and every call to cc is made from there, so cc's
+// calls are ordered; after manager.Close returns none is made. Each
+// method calls done when it returns: the channel has taken the state in,
+// and the Manager may deliver the next one (depmgr's package doc,
+// "Delivery").
 type xdsResolver struct {
 	// Initialized at creation time and read-only afterwards. manager is
 	// set by Build before it returns, and used only by ResolveNow and
@@ -68,11 +74,12 @@ func (r *xdsResolver) Close() {
 	r.logger.Debug("closed")
 }
 
-// Update turns a complete configuration into a State for the channel: the
-// router's service config, and the configuration (routerConfig) in its
-// attributes; or fails the channel when the configuration cannot be used
-// (see the package doc, "Errors").
-func (r *xdsResolver) Update(cfg *depmgr.XDSConfig) {
+// ResourceChanged turns a complete configuration into a State for the
+// channel: the router's service config, and the configuration
+// (routerConfig) in its attributes; or fails the channel when the
+// configuration cannot be used (see the package doc, "Errors").
+func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
+	defer done()
 	rc, err := buildConfig(snapshotOf(cfg), r.ringHashHeader, r.providers)
 	if err != nil {
 		r.fail(err)
@@ -126,14 +133,16 @@ func (r *xdsResolver) serviceConfig(rc *routerConfig) *serviceconfig.ParseResult
 	return r.sc
 }
 
-// Error fails the channel: the Listener or its RouteConfiguration is
-// unusable (gRFC A74, A88).
-func (r *xdsResolver) Error(err error) {
+// ResourceError fails the channel: the Listener or its RouteConfiguration
+// is unusable (gRFC A74, A88).
+func (r *xdsResolver) ResourceError(err error, done func()) {
+	defer done()
 	r.fail(err)
 }
 
 // AmbientError logs err; the last State stays in use.
-func (r *xdsResolver) AmbientError(err error) {
+func (r *xdsResolver) AmbientError(err error, done func()) {
+	defer done()
 	r.logger.Warn("ambient error, keeping the last configuration", "error", err)
 }
 

@@ -24,6 +24,7 @@ import (
 	// is its purpose, so this is the one non-test file that imports
 	// testutil.
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/watcher"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -218,8 +219,8 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 			}
 		}
 	}
-	m := depmgr.New(c, demoListener, depmgr.Funcs{
-		OnUpdate: func(cfg *depmgr.XDSConfig) {
+	m := depmgr.New(c, demoListener, watcher.Funcs[*depmgr.XDSConfig]{
+		OnChanged: func(cfg *depmgr.XDSConfig) {
 			b, err := formatConfig(o.out, cfg, e.now())
 			if err != nil {
 				b = formatConfigError(o.out, "error", err, e.now())
@@ -228,8 +229,8 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 			}
 			write(b)
 		},
-		OnError:        func(err error) { write(formatConfigError(o.out, "error", err, e.now())) },
-		OnAmbientError: func(err error) { write(formatConfigError(o.out, "ambient_error", err, e.now())) },
+		OnResourceError: func(err error) { write(formatConfigError(o.out, "error", err, e.now())) },
+		OnAmbientError:  func(err error) { write(formatConfigError(o.out, "ambient_error", err, e.now())) },
 	})
 	defer m.Close()
 

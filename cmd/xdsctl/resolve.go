@@ -12,6 +12,7 @@ import (
 
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/watcher"
 )
 
 var resolveCommand = &command{
@@ -115,8 +116,8 @@ func runResolve(ctx context.Context, e *env, cf *clientFlags, o resolveOptions, 
 	if o.authority != "" {
 		opts = append(opts, depmgr.WithDataPlaneAuthority(o.authority))
 	}
-	m := depmgr.New(c, listener, depmgr.Funcs{
-		OnUpdate: func(cfg *depmgr.XDSConfig) {
+	m := depmgr.New(c, listener, watcher.Funcs[*depmgr.XDSConfig]{
+		OnChanged: func(cfg *depmgr.XDSConfig) {
 			b, err := formatConfig(o.out, cfg, e.now())
 			if err != nil {
 				finish(err)
@@ -127,7 +128,7 @@ func runResolve(ctx context.Context, e *env, cf *clientFlags, o resolveOptions, 
 				finish(nil)
 			}
 		},
-		OnError: func(err error) {
+		OnResourceError: func(err error) {
 			if o.once {
 				finish(fmt.Errorf("the configuration of Listener %q is unusable: %w", listener, err))
 				return

@@ -16,6 +16,7 @@ import (
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/transport/mixed"
+	"github.com/proxyless/xds/watcher"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -74,9 +75,9 @@ func Example() {
 	defer c.Close()
 
 	configs := make(chan *depmgr.XDSConfig, 1)
-	m := depmgr.New(c, "svc", depmgr.Funcs{
-		OnUpdate: func(cfg *depmgr.XDSConfig) { configs <- cfg },
-		OnError:  func(err error) { log.Print(err) },
+	m := depmgr.New(c, "svc", watcher.Funcs[*depmgr.XDSConfig]{
+		OnChanged:       func(cfg *depmgr.XDSConfig) { configs <- cfg },
+		OnResourceError: func(err error) { log.Print(err) },
 	})
 	defer m.Close()
 	x := <-configs

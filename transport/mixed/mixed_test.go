@@ -23,6 +23,7 @@ import (
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/grpctransport"
 	"github.com/proxyless/xds/transport/mixed"
+	"github.com/proxyless/xds/watcher"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -88,9 +89,9 @@ func TestDepMgr(t *testing.T) {
 	defer c.Close()
 
 	configs := make(chan *depmgr.XDSConfig, 10)
-	m := depmgr.New(c, "svc", depmgr.Funcs{
-		OnUpdate: func(cfg *depmgr.XDSConfig) { configs <- cfg },
-		OnError:  func(err error) { t.Errorf("depmgr error: %v", err) },
+	m := depmgr.New(c, "svc", watcher.Funcs[*depmgr.XDSConfig]{
+		OnChanged:       func(cfg *depmgr.XDSConfig) { configs <- cfg },
+		OnResourceError: func(err error) { t.Errorf("depmgr error: %v", err) },
 	})
 	defer m.Close()
 	next := func() *depmgr.XDSConfig {
