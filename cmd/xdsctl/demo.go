@@ -49,19 +49,21 @@ var demoCommand = &command{
 
 xDS-enabled gRPC servers (gRFC A36) serve the endpoints, on 127.0.0.1:50051
 to 50054 and 50061 (--base-port PORT moves them to PORT.., 0 to free
-ports): each serves grpc.health.v1.Health, grpc.testing.TestService,
+ports). Each serves grpc.health.v1.Health; grpc.testing.TestService,
 whose UnaryCall answers with the backend's name (backend-1 to backend-4,
-canary), and helloworld.Greeter, whose SayHello answers "Hello NAME, from
-BACKEND". Each backend has an xDS client of its own of the same
-management server, as node xdsctl-demo-backend-1 to -4 or
-xdsctl-demo-canary, to which the server gives only that backend's
-server-side Listener,
+canary); and helloworld.Greeter, whose SayHello answers "Hello NAME,
+from BACKEND". Each has its own xDS client of the demo's management
+server, as node xdsctl-demo-backend-1 to -4 or xdsctl-demo-canary, which
+the server sends only that backend's server-side Listener,
 "grpc/server?xds.resource.listening_address=127.0.0.1:PORT" (the
-bootstraps' server_listener_resource_name_template); every other node,
+bootstraps' server_listener_resource_name_template). Every other node,
 the demo's own client and yours (node xdsctl-demo) included, gets the
-mesh above, so "xdsctl status" shows it alone. A backend's view:
+mesh above, so that "xdsctl status" shows it alone. To see what a
+backend gets, name its node (ADDR is the management server's, printed
+first; with --mtls this bootstrap lacks the certificate provider
+instance the Listener names, so status shows it NACKED):
 
-  xdsctl status --server 127.0.0.1:PORT --node xdsctl-demo-backend-1 'listener/*'
+  xdsctl status --server ADDR --node xdsctl-demo-backend-1 'listener/*'
 
 A backend accepts and closes connections (NOT_SERVING) until its
 Listener arrives, which takes one round trip on loopback: the demo
