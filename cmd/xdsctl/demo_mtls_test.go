@@ -85,7 +85,7 @@ func TestDemo_MTLS(t *testing.T) {
 	if _, err := dial(insecure.NewCredentials()).UnaryCall(ctx, &testgrpc.SimpleRequest{}); status.Code(err) != codes.Unavailable {
 		t.Errorf("UnaryCall in plaintext = %v, want UNAVAILABLE: the backends require TLS", err)
 	}
-	port := regexp.MustCompile(`on 127\.0\.0\.1 ports \d+, \d+, \d+, \d+ and (\d+):`).FindStringSubmatch(out)
+	port := regexp.MustCompile(`on 127\.0\.0\.1 ports \d+, \d+, \d+, \d+ and (\d+)[.:]`).FindStringSubmatch(out)
 	if port == nil {
 		t.Fatalf("the demo does not list its ports:\n%s", out)
 	}

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 var rpcLine = regexp.MustCompile(`(?m)^RPC +\d+  (\w+) +route .* -> (\S+) of (\S+) at 127\.0\.0\.1:(\d+), (plaintext|TLS as \S+?)(?:: "|$)`)
 
 // demoPorts matches the demo's line that lists its backends' ports.
-var demoPorts = regexp.MustCompile(`on 127\.0\.0\.1 ports (\d+), (\d+), (\d+), (\d+) and (\d+):`)
+var demoPorts = regexp.MustCompile(`on 127\.0\.0\.1 ports (\d+), (\d+), (\d+), (\d+) and (\d+)[.:]`)
 
 // TestGRPC_TwoTerminals runs the README's two-terminal flow, with and
 // without --mtls:
