@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -49,25 +48,54 @@ var demoCommand = &command{
     -> ClusterLoadAssignments "eds-svc" (3 endpoints, 2 priorities)
        and "eds-svc-canary" (1 endpoint)
 
-Real gRPC backends serve the endpoints, on 127.0.0.1:50051 to 50054 and
-50061 (--base-port PORT moves them to PORT.., 0 to free ports): each
-serves grpc.health.v1.Health and grpc.testing.TestService, whose
-UnaryCall answers with the backend's name. It prints a bootstrap that
-points at the server, so that a second terminal can look at it, or send
-RPCs through it, while the demo runs:
+xDS-enabled gRPC servers (gRFC A36) serve the endpoints, on 127.0.0.1:50051
+to 50054 and 50061 (--base-port PORT moves them to PORT.., 0 to free
+ports). Each serves grpc.health.v1.Health; grpc.testing.TestService,
+whose UnaryCall answers with the backend's name (backend-1 to backend-4,
+canary); and helloworld.Greeter, whose SayHello answers "Hello NAME,
+from BACKEND". Each has its own xDS client of the demo's management
+server, as node xdsctl-demo-backend-1 to -4 or xdsctl-demo-canary, which
+the server sends only that backend's server-side Listener,
+"grpc/server?xds.resource.listening_address=127.0.0.1:PORT" (the
+bootstraps' server_listener_resource_name_template). Every other node,
+the demo's own client and yours (node xdsctl-demo) included, gets the
+mesh above, so that "xdsctl status" shows it alone. To see what a
+backend gets, name its node (ADDR is the management server's, printed
+first; with --mtls this bootstrap lacks the certificate provider
+instance the Listener names, so status shows it NACKED):
+
+  xdsctl status --server ADDR --node xdsctl-demo-backend-1 'listener/*'
+
+A backend accepts and closes connections (NOT_SERVING) until its
+Listener arrives, which takes one round trip on loopback: the demo
+prints its bootstrap once all five serve. A client that connects to one
+before then sees its connection fail and gRPC's reconnect backoff (1s,
+then longer); its RPCs go to the other backends, fail with UNAVAILABLE
+if none is ready, or wait with grpc.WaitForReady. The bootstrap the
+demo prints points at the server, so that a second terminal can look
+at the mesh, or send RPCs through it, while the demo runs:
 
   xdsctl demo --bootstrap-out /tmp/b.json
+  GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/grpc
   GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/watch
   xdsctl status --bootstrap /tmp/b.json 'listener/*'
+
+examples/grpc makes RPCs through xds:///svc and prints which backend,
+of which cluster, answered each: SayHello takes the 90/10 split,
+UnaryCall the other route.
 
 With --mtls the mesh uses mutual TLS configured by xDS (gRFC A29): the
 demo makes a CA and SPIFFE certificates (spiffe://demo.example/backend
 for the backends, spiffe://demo.example/client for clients) in a
-temporary directory, removed when it stops; the backends require and
-verify client certificates; the bootstrap names the client's files in
-its certificate_providers (a file_watcher instance "demo"); and the
-Clusters carry an UpstreamTlsContext that uses it and accepts only the
-backends' SPIFFE ID:
+temporary directory, removed when it stops; the bootstraps name a
+file_watcher certificate provider instance "demo" in their
+certificate_providers (the client's certificate in the one it prints,
+the backend's in the backends'); the Clusters carry an
+UpstreamTlsContext that uses it and accepts only the backends' SPIFFE
+ID; and the backends' Listeners a DownstreamTlsContext that uses it and
+requires client certificates. examples/grpc works unchanged (the
+credentials of xdsresolver.DialOptions do the TLS), and examples/mtls
+shows the identities:
 
   xdsctl demo --mtls --bootstrap-out /tmp/b.json
   GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/mtls
@@ -145,28 +173,34 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		defer cancel()
 	}
 	var sec *demoMTLS
-	var backendTLS *tls.Config
 	if o.mtls {
 		var err error
 		if sec, err = newDemoMTLS(); err != nil {
 			return err
 		}
 		defer sec.close()
-		backendTLS = sec.mesh.ServerTLS()
 	}
-	backends, err := startDemoBackends(o.basePort, backendTLS)
-	if err != nil {
-		return err
-	}
-	defer backends.stop()
 	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
 	if err != nil {
 		return fmt.Errorf("starting the demo management server: %w", err)
 	}
 	defer ms.Stop()
+	backends, err := startDemoBackends(ms, o.basePort, sec)
+	if err != nil {
+		return err
+	}
+	defer backends.stop()
 	mesh := newDemoMesh(backends.ports, sec)
 	if err := ms.Update("", mesh.resources()); err != nil {
 		return fmt.Errorf("serving the demo mesh: %w", err)
+	}
+	// The bootstrap is printed once the backends serve, so that a second
+	// terminal never finds them NOT_SERVING.
+	if err := backends.waitServing(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
+		return err
 	}
 
 	bootstrapJSON := ms.Bootstrap(testutil.BootstrapOptions{NodeID: demoNodeID})
@@ -200,11 +234,13 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	}
 	defer stopAdmin()
 
-	fmt.Fprintf(notes, "xdsctl demo: management server on %s, serving Listener %q to every node.\n", ms.Address(), demoListener)
+	fmt.Fprintf(notes, "xdsctl demo: management server on %s, serving Listener %q to every node but the backends'.\n", ms.Address(), demoListener)
 	p := backends.ports
-	fmt.Fprintf(notes, "gRPC backends (grpc.health.v1.Health, grpc.testing.TestService) on 127.0.0.1 ports %d, %d, %d, %d and %d.\n", p.a, p.b, p.c, p.d, p.canary)
+	fmt.Fprintf(notes, "xDS-enabled gRPC backends (grpc.health.v1.Health, grpc.testing.TestService, helloworld.Greeter) on 127.0.0.1 ports %d, %d, %d, %d and %d:\n", p.a, p.b, p.c, p.d, p.canary)
+	fmt.Fprintf(notes, "  each serves the Listener %q that the management server gives its node (%s to -4, %s).\n",
+		bootstrap.ExpandTemplate(demoServerListenerTemplate, "127.0.0.1:PORT"), demoBackendNode("backend-1"), demoBackendNode("canary"))
 	if sec != nil {
-		fmt.Fprintf(notes, "mTLS: certificates in %s; backends are %s and require client certificates; clients are %s (certificate_providers instance %q).\n",
+		fmt.Fprintf(notes, "mTLS: certificates in %s; backends are %s and their Listeners require client certificates; clients are %s (certificate_providers instance %q).\n",
 			sec.mesh.Dir, sec.mesh.ID("backend"), sec.mesh.ID("client"), demoInstance)
 	}
 	if err := announceBootstrap(notes, bootstrapJSON, o.bootstrapOut, o.mtls); err != nil {
@@ -260,9 +296,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 // announceBootstrap writes the bootstrap to file, when given, and tells
 // how a second terminal uses it.
 func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string, mtls bool) error {
-	example := "./examples/watch"
+	examples := []string{"./examples/grpc", "./examples/watch"}
 	if mtls {
-		example = "./examples/mtls"
+		examples[1] = "./examples/mtls"
 	}
 	if file != "" {
 		if err := os.WriteFile(file, append(bootstrapJSON, '\n'), 0o644); err != nil {
@@ -270,7 +306,9 @@ func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string, mtls bool
 		}
 		q := shellQuote(file)
 		fmt.Fprintf(w, "Bootstrap written to %s. In another terminal:\n", file)
-		fmt.Fprintf(w, "  GRPC_XDS_BOOTSTRAP=%s go run %s\n", q, example)
+		for _, example := range examples {
+			fmt.Fprintf(w, "  GRPC_XDS_BOOTSTRAP=%s go run %s\n", q, example)
+		}
 		fmt.Fprintf(w, "  xdsctl status --bootstrap %s 'listener/*'\n", q)
 		fmt.Fprintf(w, "  xdsctl resolve --bootstrap %s %s\n", q, demoListener)
 		return nil
@@ -281,7 +319,9 @@ func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string, mtls bool
 	}
 	fmt.Fprintf(w, "Its bootstrap, for another terminal (or use --bootstrap-out FILE):\n")
 	fmt.Fprintf(w, "  export GRPC_XDS_BOOTSTRAP_CONFIG=%s\n", shellQuote(compact.String()))
-	fmt.Fprintf(w, "  go run %s\n", example)
+	for _, example := range examples {
+		fmt.Fprintf(w, "  go run %s\n", example)
+	}
 	fmt.Fprintf(w, "  xdsctl status 'listener/*'\n")
 	return nil
 }

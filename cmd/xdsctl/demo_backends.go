@@ -3,15 +3,26 @@
 package main
 
 import (
-	"crypto/tls"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/server"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/certs"
+	"github.com/proxyless/xds/testutil/xdsbackend"
+	"github.com/proxyless/xds/xdscreds"
 
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
 
@@ -22,8 +33,14 @@ const (
 	// demoTrustDomain is the SPIFFE trust domain of demo --mtls.
 	demoTrustDomain = "demo.example"
 	// demoInstance is the certificate provider instance of demo --mtls in
-	// the bootstrap, which the Clusters name.
+	// the bootstraps, which the Clusters and the backends' Listeners name.
 	demoInstance = "demo"
+	// demoServerListenerTemplate is the backends'
+	// server_listener_resource_name_template: grpc-go's default.
+	demoServerListenerTemplate = "grpc/server?xds.resource.listening_address=%s"
+	// demoServingTimeout bounds the wait for the backends' first
+	// Listener, which takes one ADS round trip on loopback.
+	demoServingTimeout = 20 * time.Second
 )
 
 // demoPorts are the ports of the demo's endpoints: the two first
@@ -31,21 +48,41 @@ const (
 // and the endpoint of eds-svc-canary.
 type demoPorts struct{ a, b, c, d, canary uint32 }
 
-// demoBackends are the gRPC servers on the demo's endpoints: each serves
-// grpc.health.v1.Health and grpc.testing.TestService, whose UnaryCall
-// answers with the backend's name (server_id: "backend-1" to "backend-4",
-// "canary"), its address (hostname) and the SPIFFE ID of the client's
-// certificate (username), as testutil.Backend does.
+// demoBackends are the xDS-enabled gRPC servers (package server, gRFC
+// A36) on the demo's endpoints. Each has an xDS client of its own of the
+// demo's management server, as node demoBackendNode(id), whose snapshot
+// is only its server-side Listener (demoServerListener); each serves
+// grpc.health.v1.Health, grpc.testing.TestService, whose UnaryCall
+// answers with the backend's name (server_id: "backend-1" to
+// "backend-4", "canary"), its address (hostname) and the SPIFFE ID of
+// the client's certificate (username), as xdsbackend.Backend does, and
+// helloworld.Greeter (demoGreeter).
 type demoBackends struct {
 	ports demoPorts
-	all   []*testutil.Backend
+	all   []*demoBackend
 }
 
-// startDemoBackends starts a backend on each demo port: base, base+1,
-// base+2, base+3 and base+10, or free ports when base is 0. With tlsCfg,
-// they serve TLS with it (demo --mtls: they require and verify client
-// certificates). It fails, naming the port, when one is taken.
-func startDemoBackends(base int, tlsCfg *tls.Config) (*demoBackends, error) {
+// demoBackend is one backend and its xDS client.
+type demoBackend struct {
+	node string // its node ID
+	c    *client.Client
+	b    *xdsbackend.Backend
+}
+
+// demoBackendNode is the node ID of the backend named id: the users'
+// node ID (demoNodeID) gets the client-side mesh, so that xdsctl status
+// shows it alone.
+func demoBackendNode(id string) string { return demoNodeID + "-" + id }
+
+// startDemoBackends starts a backend, fed by ms, on each demo port: base,
+// base+1, base+2, base+3 and base+10, or free ports when base is 0, and
+// gives each node its Listener: with sec (demo --mtls) a filter chain
+// whose DownstreamTlsContext takes the backend's certificate and the
+// roots of client certificates from the instance demoInstance and
+// requires client certificates; without, a plaintext one. The backends
+// are not serving until their Listeners arrive (see waitServing). It
+// fails, naming the port, when one is taken.
+func startDemoBackends(ms *testutil.ManagementServer, base int, sec *demoMTLS) (*demoBackends, error) {
 	type slot struct {
 		port *uint32
 		id   string
@@ -58,7 +95,7 @@ func startDemoBackends(base int, tlsCfg *tls.Config) (*demoBackends, error) {
 		if base != 0 {
 			addr = fmt.Sprintf("127.0.0.1:%d", base+s.off)
 		}
-		b, err := testutil.StartBackend(testutil.BackendOptions{Address: addr, ID: s.id, TLS: tlsCfg})
+		b, err := startDemoBackend(ms, addr, s.id, sec)
 		if err != nil {
 			db.stop()
 			if errors.Is(err, syscall.EADDRINUSE) {
@@ -66,16 +103,96 @@ func startDemoBackends(base int, tlsCfg *tls.Config) (*demoBackends, error) {
 			}
 			return nil, fmt.Errorf("serving the demo's endpoint %s: %w", addr, err)
 		}
-		*s.port = b.Port
+		*s.port = b.b.Port
 		db.all = append(db.all, b)
 	}
 	return db, nil
 }
 
+// startDemoBackend starts the backend id on addr and gives its node its
+// Listener.
+func startDemoBackend(ms *testutil.ManagementServer, addr, id string, sec *demoMTLS) (*demoBackend, error) {
+	node := demoBackendNode(id)
+	raw, err := testutil.WithServerListenerTemplate(ms.Bootstrap(testutil.BootstrapOptions{NodeID: node}), demoServerListenerTemplate)
+	if err == nil && sec != nil {
+		raw, err = sec.backendBootstrap(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the bootstrap of %s: %w", id, err)
+	}
+	cfg, err := bootstrap.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the bootstrap of %s: %w", id, err)
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the xDS client of %s: %w", id, err)
+	}
+	// The Listener's filter chain says whether a connection is TLS; the
+	// fallback credentials serve chains without a DownstreamTlsContext.
+	creds, err := xdscreds.NewServerCredentials(xdscreds.ServerOptions{FallbackCreds: insecure.NewCredentials()})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	b, err := xdsbackend.Start(c, xdsbackend.Options{
+		Address:       addr,
+		ID:            id,
+		ServerOptions: []server.Option{server.WithServerOptions(grpc.Creds(creds))},
+		Register:      func(s grpc.ServiceRegistrar) { registerDemoGreeter(s, id) },
+	})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	db := &demoBackend{node: node, c: c, b: b}
+	if err := ms.Update(node, testutil.Resources{Listeners: []*v3listenerpb.Listener{db.listener(sec != nil)}}); err != nil {
+		db.stop()
+		return nil, fmt.Errorf("serving the Listener of %s: %w", id, err)
+	}
+	return db, nil
+}
+
+// listener returns the backend's server-side Listener: one filter chain
+// that routes every RPC to the server (non_forwarding_action), with
+// mutual TLS from demoInstance when mtls.
+func (db *demoBackend) listener(mtls bool) *v3listenerpb.Listener {
+	var tlsSocket *v3corepb.TransportSocket
+	if mtls {
+		tlsSocket = testutil.DownstreamTLS(testutil.DownstreamTLSOptions{
+			IdentityInstance: demoInstance, RootInstance: demoInstance, RequireClientCertificate: true,
+		})
+	}
+	return testutil.ServerListener(db.b.Name(demoServerListenerTemplate), db.b.Address,
+		testutil.ServerFilterChain(testutil.FilterChainOptions{Name: "demo", TLS: tlsSocket}))
+}
+
+// stop stops the server, then its client.
+func (db *demoBackend) stop() {
+	db.b.Stop()
+	db.c.Close()
+}
+
+// waitServing waits until every backend serves its Listener, at most
+// demoServingTimeout. It returns ctx's error when ctx is done first.
+func (db *demoBackends) waitServing(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, demoServingTimeout)
+	defer cancel()
+	for _, b := range db.all {
+		if err := b.b.WaitForMode(wctx, server.ServingModeServing); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the demo's backend %s (node %s) is not serving: %w", b.b.ID, b.node, err)
+		}
+	}
+	return nil
+}
+
 // stop stops every backend.
 func (db *demoBackends) stop() {
 	for _, b := range db.all {
-		b.Stop()
+		b.stop()
 	}
 }
 
@@ -103,10 +220,20 @@ func newDemoMTLS() (*demoMTLS, error) {
 func (m *demoMTLS) close() { os.RemoveAll(m.mesh.Dir) }
 
 // bootstrap returns bootstrapJSON with the certificate provider instance
-// of the demo: a file_watcher of the client certificate and the CA.
+// of the demo's clients: a file_watcher of the client certificate and the
+// CA.
 func (m *demoMTLS) bootstrap(bootstrapJSON []byte) ([]byte, error) {
 	return testutil.WithCertificateProviders(bootstrapJSON, map[string]testutil.FileWatcher{
 		demoInstance: {CertificateFile: m.mesh.ClientCertFile, PrivateKeyFile: m.mesh.ClientKeyFile, CACertificateFile: m.mesh.CAFile},
+	})
+}
+
+// backendBootstrap returns bootstrapJSON with the certificate provider
+// instance of the demo's backends, of the same name: a file_watcher of
+// the backend certificate and the CA.
+func (m *demoMTLS) backendBootstrap(bootstrapJSON []byte) ([]byte, error) {
+	return testutil.WithCertificateProviders(bootstrapJSON, map[string]testutil.FileWatcher{
+		demoInstance: {CertificateFile: m.mesh.ServerCertFile, PrivateKeyFile: m.mesh.ServerKeyFile, CACertificateFile: m.mesh.CAFile},
 	})
 }
 

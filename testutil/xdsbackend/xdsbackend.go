@@ -15,6 +15,7 @@ import (
 	"net"
 	"sync"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
@@ -38,6 +39,10 @@ type Options struct {
 	ServerOptions []server.Option
 	// OnModeChange, when set, is told each serving mode change too.
 	OnModeChange func(mode server.ServingMode, err error)
+	// Register, when set, registers further services on the server,
+	// after Health and TestService and before it serves (xdsctl demo's
+	// helloworld.Greeter).
+	Register func(s grpc.ServiceRegistrar)
 }
 
 // Backend is an xDS-enabled gRPC server on loopback: it serves what
@@ -63,7 +68,7 @@ type Backend struct {
 	wake chan struct{}      // guarded by mu; closed and replaced at each change
 }
 
-// StartBackend starts an Backend that takes its Listener from c,
+// Start starts a Backend that takes its Listener from c,
 // whose bootstrap must have a server_listener_resource_name_template
 // (see WithServerListenerTemplate). It returns an error when it cannot
 // listen on o.Address or the server cannot be made.
@@ -103,6 +108,9 @@ func Start(c *client.Client, o Options) (*Backend, error) {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
 	testgrpc.RegisterTestServiceServer(srv, testutil.NewTestService(b.ID, b.Address))
+	if o.Register != nil {
+		o.Register(srv)
+	}
 	go func() {
 		defer close(b.done)
 		_ = srv.Serve(lis) // returns when Stop is called
