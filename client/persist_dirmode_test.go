@@ -12,6 +12,7 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/testutil"
 )
 
 // TestDirStore_WritableByOthers checks that DirStore's Load warns, naming
@@ -34,7 +35,7 @@ func TestDirStore_WritableByOthers(t *testing.T) {
 			if err := os.Chmod(dir, tc.mode); err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
+			var logs testutil.LogBuffer
 			s := client.DirStore(dir, client.WithDirStoreLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			if _, err := s.Load(); err != nil {
 				t.Fatal(err)
@@ -55,7 +56,7 @@ func TestPersistence_WarnsThroughClientLogger(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	cfg, err := bootstrap.Parse([]byte(`{"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}]}`))
 	if err != nil {
 		t.Fatal(err)

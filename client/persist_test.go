@@ -3,7 +3,6 @@
 package client_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"os"
@@ -120,7 +119,7 @@ func TestPersistence_MisnamedRecordNotServed(t *testing.T) {
 			Version: "1", Resource: testutil.MarshalAny(testutil.Cluster("b", "eds-b"))})
 		store.Save(client.PersistedResource{ServerURI: testutil.InMemoryAddress, TypeURL: resources.ClusterTypeURL, Name: "c",
 			Version: "1", Resource: testutil.MarshalAny(testutil.Cluster("c", "eds-c"))})
-		var logs syncBuffer
+		var logs testutil.LogBuffer
 		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
 		ms.RejectStreams(errors.New("down"))
 		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithStore(store), client.WithPersistenceTimeout(time.Second),
@@ -249,7 +248,7 @@ func TestPersistence_SavesAndDeletes(t *testing.T) {
 // panics.
 func TestDirStore_InterruptedWrites(t *testing.T) {
 	dir := t.TempDir()
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	s := client.DirStore(dir, client.WithDirStoreLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	rec := func(name, version string) client.PersistedResource {
 		return client.PersistedResource{ServerURI: "xds.example.com:443", TypeURL: resources.ClusterTypeURL, Name: name,
@@ -366,22 +365,4 @@ func (s *memStore) waitFor(t *testing.T, cond func(map[string]client.PersistedRe
 			t.Fatal("timed out waiting for the store")
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -3,10 +3,8 @@
 package server_test
 
 import (
-	"bytes"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -85,31 +83,13 @@ func TestGRPCServer_API(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestServer_AuditLogging checks audit logging end to end (gRFC A59,
 // an RBAC filter whose audit_logging_options name the standard
 // stdout logger logs each decision of ON_DENY_AND_ALLOW, with the
 // client's SPIFFE ID, the filter's name and the matched policy.
 func TestServer_AuditLogging(t *testing.T) {
 	e := newEnv(t)
-	var out syncBuffer
+	var out testutil.LogBuffer
 	ts := e.startServer(t, server.WithAuditLoggers(server.NewStdoutAuditLogger(&out)))
 	rules := testutil.RBACRules(v3rbacconfigpb.RBAC_ALLOW, map[string][]string{"allow-client": {e.mesh.ID("client")}})
 	rules.AuditLoggingOptions = &v3rbacconfigpb.RBAC_AuditLoggingOptions{

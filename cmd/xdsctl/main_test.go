@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,35 +31,16 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use: run writes to it
-// from the client's goroutine while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // guarded by mu
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runSync runs xdsctl with args until it returns, bounded by ctx.
 func runSync(ctx context.Context, args ...string) (code int, stdout, stderr string) {
-	var out, errOut syncBuffer
+	var out, errOut testutil.LogBuffer
 	code = run(ctx, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
 // running is an xdsctl run in progress in its own goroutine.
 type running struct {
-	stdout, stderr syncBuffer
+	stdout, stderr testutil.LogBuffer
 	cancel         context.CancelFunc // interrupts the run, as Ctrl-C does
 	code           chan int           // receives the exit code
 }
@@ -100,7 +79,7 @@ func (r *running) wait(t *testing.T) int {
 
 // waitForOutput polls buf until cond holds for its content, and returns
 // that content. It fails the test when ctx is done first.
-func waitForOutput(ctx context.Context, t *testing.T, buf *syncBuffer, what string, cond func(string) bool) string {
+func waitForOutput(ctx context.Context, t *testing.T, buf *testutil.LogBuffer, what string, cond func(string) bool) string {
 	t.Helper()
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()

@@ -89,7 +89,7 @@ func resolveOnce(t *testing.T, res testutil.Resources, o resolveOptions, listene
 	t.Helper()
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	ms.Update("", res)
-	var out, errOut syncBuffer
+	var out, errOut testutil.LogBuffer
 	e := &env{stdout: &out, stderr: &errOut, now: func() time.Time { return goldenTime }}
 	o.once = true
 	err := runResolve(testContext(t), e, &clientFlags{bootstrap: writeBootstrap(t, ms, testutil.BootstrapOptions{})}, o, listener)

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestWatch_Example_Runs runs the example against a management server
 // serving the demo's names, checks that it prints the Listener and the
@@ -48,7 +28,7 @@ func TestWatch_Example_Runs(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
-	var out syncBuffer
+	var out testutil.LogBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, &out, "svc", "eds-svc") }()
 

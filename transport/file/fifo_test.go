@@ -5,13 +5,11 @@
 package file_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -109,7 +107,7 @@ func TestFIFOInDirectory(t *testing.T) {
 	fifo := filepath.Join(dir, "pipe.json")
 	mkfifo(t, fifo)
 
-	logs := &syncBuffer{}
+	logs := &testutil.LogBuffer{}
 	c := newFIFOClient(t, dir, fifo, file.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	w := clienttest.NewRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
@@ -186,22 +184,4 @@ func TestTransportCloseWithFIFO(t *testing.T) {
 	}()
 	within("Recv after Transport.Close", ended)
 	t.Logf("stream ended: %v", recvErr)
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use, for logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
