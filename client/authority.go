@@ -324,7 +324,7 @@ func (ch *channel) fallbackLocked(s *slot) map[*authority]bool {
 		}
 		fell[a] = true
 		ch.logger.Warn("management server unreachable with resources never received: falling back to the next server",
-			"fallback_server_uri", next.sc.ServerURI)
+			xdslog.KeyFallbackServerURI, next.sc.ServerURI)
 		if !slices.Contains(a.chans, next) {
 			a.chans = append(a.chans, next)
 			next.attachLocked(a)

@@ -221,7 +221,7 @@ func (p *deltaProtocol) translate(resp *transport.Response) (*update, string) {
 	ch := p.ch
 	if ch.logger.Enabled(ch.c.ctx, slog.LevelDebug) { // the arguments allocate: many small responses are common in delta
 		ch.logger.Debug("received DeltaDiscoveryResponse", xdslog.KeyTypeURL, typ.TypeURL(), xdslog.KeyNonce, r.GetNonce(),
-			"system_version_info", r.GetSystemVersionInfo(), "resources", len(r.GetResources()), "removed", len(r.GetRemovedResources()))
+			xdslog.KeySystemVersionInfo, r.GetSystemVersionInfo(), xdslog.KeyResources, len(r.GetResources()), xdslog.KeyRemoved, len(r.GetRemovedResources()))
 	}
 	u := &update{
 		delta:   true,

@@ -363,12 +363,12 @@ func (c *Client) transitionLocked(e *entry, ev event, in *input, fc *flowControl
 		var err error
 		if in.transient {
 			e.phase = phaseTimedOut
-			c.logger.Warn("resource not received in time: a transient error (resource_timer_is_transient_error)", "type", e.typ.TypeName(), "resource", e.name)
+			c.logger.Warn("resource not received in time: a transient error (resource_timer_is_transient_error)", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
 			err = c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received within %v of being requested (resource_timer_is_transient_error)", ErrTimeout, in.timeout))
 		} else {
 			e.phase = phaseMissing
 			e.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", in.timeout)
-			c.logger.Warn("resource does not exist: watch expired", "type", e.typ.TypeName(), "resource", e.name)
+			c.logger.Warn("resource does not exist: watch expired", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
 			err = c.notFoundError(e)
 		}
 		for _, we := range e.watchers { // the watchers of the name
@@ -537,7 +537,7 @@ func (c *Client) serverErrorLocked(e *entry, in *input, fc *flowControl) {
 		e.phase = phaseErrored
 	}
 	in.ch.logger.Warn("management server reported a resource error", xdslog.KeyTypeURL, e.typ.TypeURL(),
-		xdslog.KeyResource, e.name, xdslog.KeyError, serr, "cached_value_kept", stillValue)
+		xdslog.KeyResource, e.name, xdslog.KeyError, serr, xdslog.KeyCachedValueKept, stillValue)
 	if repeat {
 		return
 	}

@@ -163,7 +163,7 @@ func (c *Client) startPersistence() {
 	for _, r := range recs {
 		v, err := c.decodeStored(r)
 		if err != nil {
-			c.logger.Warn("ignoring a persisted resource", xdslog.KeyTypeURL, r.TypeURL, xdslog.KeyResource, r.Name, "server_uri", r.ServerURI, xdslog.KeyError, err)
+			c.logger.Warn("ignoring a persisted resource", xdslog.KeyTypeURL, r.TypeURL, xdslog.KeyResource, r.Name, xdslog.KeyServerURI, r.ServerURI, xdslog.KeyError, err)
 			continue
 		}
 		p.loaded[persistKey{r.ServerURI, r.TypeURL, r.Name}] = loadedResource{rec: r, value: v}
@@ -228,7 +228,7 @@ func (c *Client) servePersistedCollectionLocked(a *authority, tc *typeCache) {
 		l := best[name]
 		e := a.newEntryLocked(tc, name, phaseRequested)
 		c.logger.Warn("no management server reachable: serving the persisted value to a collection", xdslog.KeyTypeURL, tc.typ.TypeURL(),
-			xdslog.KeyResource, name, xdslog.KeyVersionInfo, l.rec.Version, "from", l.rec.ServerURI)
+			xdslog.KeyResource, name, xdslog.KeyVersionInfo, l.rec.Version, xdslog.KeyServerURI, l.rec.ServerURI)
 		c.transitionLocked(e, evPersisted, &input{value: l.value, rec: &l.rec}, nil)
 	}
 }
@@ -262,7 +262,7 @@ func (c *Client) servePersistedLocked(e *entry) {
 	for _, sc := range e.auth.servers {
 		if l, ok := p.loaded[persistKey{sc.ServerURI, e.typ.TypeURL(), e.name}]; ok {
 			c.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, e.typ.TypeURL(),
-				xdslog.KeyResource, e.name, xdslog.KeyVersionInfo, l.rec.Version, "from", l.rec.ServerURI)
+				xdslog.KeyResource, e.name, xdslog.KeyVersionInfo, l.rec.Version, xdslog.KeyServerURI, l.rec.ServerURI)
 			c.transitionLocked(e, evPersisted, &input{value: l.value, rec: &l.rec}, nil)
 			return
 		}
@@ -491,7 +491,7 @@ func (s *dirStore) Load() ([]PersistedResource, error) {
 			continue
 		}
 		if strings.HasPrefix(name, ".tmp-") {
-			s.logger.Warn("ignoring a persisted file left by an interrupted write", "file", name)
+			s.logger.Warn("ignoring a persisted file left by an interrupted write", xdslog.KeyFile, name)
 			continue
 		}
 		if !strings.HasSuffix(name, persistSuffix) {
@@ -499,7 +499,7 @@ func (s *dirStore) Load() ([]PersistedResource, error) {
 		}
 		r, err := s.read(filepath.Join(s.dir, name))
 		if err != nil {
-			s.logger.Warn("ignoring an unreadable persisted resource", "file", name, xdslog.KeyError, err)
+			s.logger.Warn("ignoring an unreadable persisted resource", xdslog.KeyFile, name, xdslog.KeyError, err)
 			continue
 		}
 		out = append(out, r)
@@ -516,7 +516,7 @@ func (s *dirStore) checkMode() {
 		return
 	}
 	s.logger.Warn("the persistence directory is writable by its group or by everyone: anyone who can write there can make the client serve their resources; make it 0o700",
-		"dir", s.dir, "mode", fi.Mode().String())
+		xdslog.KeyDir, s.dir, xdslog.KeyMode, fi.Mode().String())
 }
 
 // read reads and checks one file.

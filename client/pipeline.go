@@ -107,7 +107,7 @@ func (ch *channel) handleResponse(ss *stream, resp *transport.Response) *flowCon
 	}
 	if ch.logger.Enabled(c.ctx, xdslog.LevelTrace) {
 		m := responseMessage(resp)
-		ch.logger.Log(c.ctx, xdslog.LevelTrace, "received "+string(m.ProtoReflect().Descriptor().Name()), "response", m)
+		ch.logger.Log(c.ctx, xdslog.LevelTrace, "received "+string(m.ProtoReflect().Descriptor().Name()), xdslog.KeyResponse, m)
 	}
 	c.mu.Lock()
 	ch.lookupLocked(u)

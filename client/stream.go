@@ -220,7 +220,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 	}
 	ss := ch.startStreamLocked(s, cancel)
 	ch.c.mu.Unlock()
-	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, s.typeURL, "delta", ch.proto.delta())
+	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, s.typeURL, xdslog.KeyDelta, ch.proto.delta())
 
 	recvDone := make(chan struct{})
 	var recvErr error
@@ -455,7 +455,7 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.XDSStream, ss *str
 				if out.req.Delta != nil {
 					m = out.req.Delta
 				}
-				ch.logger.Log(ctx, xdslog.LevelTrace, "sent request", "request", m)
+				ch.logger.Log(ctx, xdslog.LevelTrace, "sent request", xdslog.KeyRequest, m)
 			}
 			ch.c.mu.Lock()
 			ch.requestSentLocked(ss, out)

@@ -81,7 +81,7 @@ func (c *Client) ttlExpired(e *entry, t *ttlState) {
 		return // re-armed, stopped, or no longer cached
 	}
 	c.logger.Warn("resource expired: its TTL ran out without an update or heartbeat", xdslog.KeyTypeURL, e.typ.TypeURL(),
-		xdslog.KeyResource, e.name, "ttl", t.d)
+		xdslog.KeyResource, e.name, xdslog.KeyTTL, t.d)
 	in := input{reason: fmt.Sprintf("TTL of %v expired without an update or heartbeat", t.d)}
 	c.transitionLocked(e, evTTLExpired, &in, nil)
 	c.releaseLocked(e)

@@ -110,7 +110,7 @@ func New(c *client.Client, listenerName string, w watcher.Watcher[*XDSConfig], o
 		nodeID:       c.NodeID(),
 		watcher:      w,
 		opts:         o,
-		logger:       o.logger.With(xdslog.KeyNodeID, c.NodeID(), "listener", name),
+		logger:       o.logger.With(xdslog.KeyNodeID, c.NodeID(), xdslog.KeyListener, name),
 		ctx:          ctx,
 		cancel:       cancel,
 		serializer:   serializer.New(ctx),
@@ -247,7 +247,7 @@ func (m *Manager) maybePublishLocked() {
 		VirtualHost:        m.cur.vh,
 		clusters:           m.results.snapshot(),
 	}
-	m.logger.Debug("publishing a configuration", "clusters", cfg.NumClusters())
+	m.logger.Debug("publishing a configuration", xdslog.KeyClusters, cfg.NumClusters())
 	m.deliverLocked(delivery{kind: deliverChanged, cfg: cfg})
 }
 

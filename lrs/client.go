@@ -150,7 +150,7 @@ func (c *Client) run(ctx context.Context) {
 		}
 		wait := c.opts.backoff(retries)
 		retries++
-		c.opts.logger.Warn("LRS stream ended; retrying", "error", err, "backoff", wait)
+		c.opts.logger.Warn("LRS stream ended; retrying", xdslog.KeyError, err, xdslog.KeyBackoff, wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-c.stop:
@@ -238,7 +238,7 @@ func (c *Client) runStream(ctx context.Context) (got bool, err error) {
 		case resp := <-resps:
 			got = true
 			p := planOf(resp)
-			c.opts.logger.Debug("LRS response", "clusters", len(p.clusters), "send_all_clusters", p.all, "interval", p.interval)
+			c.opts.logger.Debug("LRS response", xdslog.KeyClusters, len(p.clusters), xdslog.KeySendAllClusters, p.all, xdslog.KeyInterval, p.interval)
 			if ticker == nil {
 				ticker = time.NewTicker(p.interval)
 				tick = ticker.C
@@ -264,7 +264,7 @@ func (c *Client) runStream(ctx context.Context) (got bool, err error) {
 
 func (c *Client) report(st transport.Stream, plan reportPlan) error {
 	stats := c.store.Stats(plan.wanted)
-	c.opts.logger.Debug("LRS report", "clusters", len(stats))
+	c.opts.logger.Debug("LRS report", xdslog.KeyClusters, len(stats))
 	return c.send(st, &v3lrspb.LoadStatsRequest{ClusterStats: stats})
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/proxyless/xds/internal/handshake"
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -61,7 +62,7 @@ func (s *GRPCServer) newChain(fc *resources.FilterChain, label string, addr net.
 	if fc.Security != nil {
 		ch.hi, ch.hiErr = handshake.NewServerHandshakeInfo(strconv.Quote(fc.Name), fc.Security, s.providers.Provider)
 		if ch.hiErr != nil {
-			s.logger.Warn("the TLS handshakes of a filter chain will fail", "chain", label, "error", ch.hiErr)
+			s.logger.Warn("the TLS handshakes of a filter chain will fail", xdslog.KeyFilterChain, label, xdslog.KeyError, ch.hiErr)
 		}
 	}
 	opts := append([]grpc.ServerOption{
@@ -125,7 +126,7 @@ func (ch *chain) drain(grace time.Duration) {
 	case <-done:
 		return
 	case <-timeout:
-		s.logger.Debug("drain grace time over: closing the remaining connections", "chain", ch.label, "grace", grace)
+		s.logger.Debug("drain grace time over: closing the remaining connections", xdslog.KeyFilterChain, ch.label, xdslog.KeyGrace, grace)
 	case <-s.hardStop:
 	}
 	ch.srv.Stop()

@@ -76,7 +76,7 @@ func newServingListener(s *GRPCServer, lis net.Listener, addr *net.TCPAddr, name
 func (sl *servingListener) serve() error {
 	defer close(sl.done)
 	sl.mu.Lock()
-	sl.s.logger.Debug("watching the server's Listener", xdslog.KeyResource, sl.name, "address", sl.addr.String())
+	sl.s.logger.Debug("watching the server's Listener", xdslog.KeyResource, sl.name, xdslog.KeyAddress, sl.addr.String())
 	sl.ldsCancel = client.Watch(sl.s.c, resources.ListenerType, sl.name, ldsWatcher{sl})
 	sl.mu.Unlock()
 
@@ -164,14 +164,14 @@ func (sl *servingListener) lookupLocked(c net.Conn) *chain {
 	local, ok1 := addrOf(c.LocalAddr())
 	remote, ok2 := addrOf(c.RemoteAddr())
 	if !ok1 || !ok2 {
-		sl.s.logger.Debug("closing a connection without IP addresses", "local", c.LocalAddr(), "remote", c.RemoteAddr())
+		sl.s.logger.Debug("closing a connection without IP addresses", xdslog.KeyLocalAddress, c.LocalAddr(), xdslog.KeyRemoteAddress, c.RemoteAddr())
 		return nil
 	}
 	if i := matchFilterChain(cfg.lis.Server.FilterChains, cfg.chains, local.Addr(), remote.Addr(), remote.Port()); i >= 0 {
 		return cfg.chains[i]
 	}
 	if cfg.def == nil {
-		sl.s.logger.Debug("closing a connection no filter chain matches", xdslog.KeyResource, cfg.lis.Name, "local", local, "remote", remote)
+		sl.s.logger.Debug("closing a connection no filter chain matches", xdslog.KeyResource, cfg.lis.Name, xdslog.KeyLocalAddress, local, xdslog.KeyRemoteAddress, remote)
 	}
 	return cfg.def
 }
@@ -374,9 +374,9 @@ func (sl *servingListener) setModeLocked(mode ServingMode, err error) {
 		case cb != nil:
 			cb(addr, mode, err)
 		case mode == ServingModeServing:
-			logger.Info("serving", "address", addr.String())
+			logger.Info("serving", xdslog.KeyAddress, addr.String())
 		default:
-			logger.Warn("not serving", "address", addr.String(), xdslog.KeyError, err)
+			logger.Warn("not serving", xdslog.KeyAddress, addr.String(), xdslog.KeyError, err)
 		}
 	})
 }
@@ -413,7 +413,7 @@ func (sl *servingListener) logProblemsLocked() {
 		}
 		if p := ch.routes.Load().problems(); p != "" {
 			found = true
-			sl.s.logger.Warn("configuration error: RPCs will fail with UNAVAILABLE", xdslog.KeyResource, cfg.lis.Name, "chain", ch.label, xdslog.KeyError, p)
+			sl.s.logger.Warn("configuration error: RPCs will fail with UNAVAILABLE", xdslog.KeyResource, cfg.lis.Name, xdslog.KeyFilterChain, ch.label, xdslog.KeyError, p)
 		}
 	}
 	if sl.problems && !found {

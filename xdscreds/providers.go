@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/tls/certprovider"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/internal/xdslog"
 )
 
 // ProviderPlugin is a certificate provider plugin (gRFC A29): it makes the
@@ -154,7 +155,7 @@ func NewProviderStore(providers map[string]bootstrap.CertificateProvider, opts .
 			inst.config = cfg
 		}
 		if inst.err != nil {
-			s.logger.Warn("certificate provider instance unusable", "instance", name, "error", inst.err)
+			s.logger.Warn("certificate provider instance unusable", xdslog.KeyInstance, name, xdslog.KeyError, inst.err)
 		}
 		s.instances[name] = inst
 	}
@@ -200,7 +201,7 @@ func (s *ProviderStore) Provider(instance string, opts certprovider.BuildOptions
 		}
 		sp = &sharedProvider{p: p}
 		s.running[key] = sp
-		s.logger.Debug("certificate provider started", "instance", instance, "certificate_name", opts.CertName, "root", opts.WantRoot, "identity", opts.WantIdentity)
+		s.logger.Debug("certificate provider started", xdslog.KeyInstance, instance, xdslog.KeyCertificateName, opts.CertName, xdslog.KeyRoot, opts.WantRoot, xdslog.KeyIdentity, opts.WantIdentity)
 	}
 	sp.refs++
 	return &providerRef{s: s, key: key, sp: sp}, nil
@@ -218,7 +219,7 @@ func (s *ProviderStore) release(key providerKey, sp *sharedProvider) {
 	if last {
 		// Outside mu: a provider's Close may wait for its goroutine.
 		sp.p.Close()
-		s.logger.Debug("certificate provider stopped", "instance", key.instance, "certificate_name", key.opts.CertName)
+		s.logger.Debug("certificate provider stopped", xdslog.KeyInstance, key.instance, xdslog.KeyCertificateName, key.opts.CertName)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/xdscreds"
 )
@@ -130,14 +131,14 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		timer:          b.opts.timer,
 		holder:         b.opts.holder,
 		providers:      b.opts.providers,
-		logger:         b.opts.logger.With("target", t, "listener", listener),
+		logger:         b.opts.logger.With(xdslog.KeyTarget, t, xdslog.KeyListener, listener),
 	}
 	r.load, r.breakers = b.load, b.breakers
 	r.load.acquire()
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
-	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With("target", t)))
+	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With(xdslog.KeyTarget, t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)
-	r.logger.Debug("starting", "data_plane_authority", endpoint)
+	r.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, endpoint)
 	r.manager = depmgr.New(b.client, listener, r, dopts...)
 	return r, nil
 }

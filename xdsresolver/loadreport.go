@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
@@ -49,7 +50,7 @@ func (l *loadReporter) ensure(cfg *routerConfig) {
 		for _, p := range cc.priorities {
 			if p.lrs {
 				if err := l.ensureFor(p.leaf); err != nil {
-					l.logger.Warn("cannot report load", "cluster", p.leaf, "error", err)
+					l.logger.Warn("cannot report load", xdslog.KeyCluster, p.leaf, xdslog.KeyError, err)
 				}
 			}
 		}
@@ -83,7 +84,7 @@ func (l *loadReporter) ensureFor(cluster string) error {
 	if l.clients == nil {
 		l.clients = make(map[string]*lrsConn)
 	}
-	l.clients[sc.ServerURI] = &lrsConn{t: t, c: lrs.NewClient(t, l.cfg.Node.Proto(), l.store, lrs.WithLogger(l.logger.With("lrs_server", sc.ServerURI)))}
+	l.clients[sc.ServerURI] = &lrsConn{t: t, c: lrs.NewClient(t, l.cfg.Node.Proto(), l.store, lrs.WithLogger(l.logger.With(xdslog.KeyLRSServer, sc.ServerURI)))}
 	return nil
 }
 

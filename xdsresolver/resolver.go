@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
 	"github.com/proxyless/xds/xdscreds"
@@ -94,14 +95,14 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 	if r.holder != nil {
 		r.holder.Store(rc)
 	}
-	r.logger.Debug("updating the channel", "version", rc.version, "routes", len(rc.routes), "clusters", len(rc.clusters))
+	r.logger.Debug("updating the channel", xdslog.KeyVersionInfo, rc.version, xdslog.KeyRoutes, len(rc.routes), xdslog.KeyClusters, len(rc.clusters))
 	for name, c := range rc.clusters {
 		if c.err != nil {
-			r.logger.Warn("RPCs routed to a cluster will fail", "cluster", name, "error", c.err)
+			r.logger.Warn("RPCs routed to a cluster will fail", xdslog.KeyCluster, name, xdslog.KeyError, c.err)
 		}
 	}
 	if err := r.cc.UpdateState(resolver.State{ServiceConfig: sc, Attributes: attributes.New(routerConfigKey{}, rc)}); err != nil {
-		r.logger.Debug("the channel rejected the state", "error", err)
+		r.logger.Debug("the channel rejected the state", xdslog.KeyError, err)
 	}
 }
 
@@ -113,7 +114,7 @@ func (r *xdsResolver) serviceConfig(rc *routerConfig) *serviceconfig.ParseResult
 	classes, conflicts := retryClasses(rc.routes, rc.intercepted)
 	rc.retrying = len(classes) > 0
 	if len(conflicts) > 0 {
-		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; with xdsresolver.DialOptions, routes without a policy do not conflict)", "routes", conflicts)
+		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; with xdsresolver.DialOptions, routes without a policy do not conflict)", xdslog.KeyRoutes, conflicts)
 	}
 	js := serviceConfigJSON(classes)
 	if js == routerServiceConfig {
@@ -122,9 +123,9 @@ func (r *xdsResolver) serviceConfig(rc *routerConfig) *serviceconfig.ParseResult
 	if js != r.scJSON {
 		r.scJSON, r.sc = js, r.cc.ParseServiceConfig(js)
 		if r.sc.Err != nil {
-			r.logger.Warn("grpc rejects the service config of the retry policies; RPCs are not retried", "service_config", js, "error", r.sc.Err)
+			r.logger.Warn("grpc rejects the service config of the retry policies; RPCs are not retried", xdslog.KeyServiceConfig, js, xdslog.KeyError, r.sc.Err)
 		} else {
-			r.logger.Debug("retry policies", "service_config", js)
+			r.logger.Debug("retry policies", xdslog.KeyServiceConfig, js)
 		}
 	}
 	if r.sc.Err != nil {
@@ -143,7 +144,7 @@ func (r *xdsResolver) ResourceError(err error, done func()) {
 // AmbientError logs err; the last State stays in use.
 func (r *xdsResolver) AmbientError(err error, done func()) {
 	defer done()
-	r.logger.Warn("ambient error, keeping the last configuration", "error", err)
+	r.logger.Warn("ambient error, keeping the last configuration", xdslog.KeyError, err)
 }
 
 // fail makes new RPCs fail with UNAVAILABLE and an error naming the
@@ -154,7 +155,7 @@ func (r *xdsResolver) AmbientError(err error, done func()) {
 // the error, which pick_first, now failing, puts in the RPCs' status.
 func (r *xdsResolver) fail(err error) {
 	err = fmt.Errorf("xdsresolver: %s: %w", r.target, err)
-	r.logger.Warn("the configuration is unusable; failing RPCs", "error", err)
+	r.logger.Warn("the configuration is unusable; failing RPCs", xdslog.KeyError, err)
 	// UpdateState returns balancer.ErrBadResolverState: pick_first has
 	// no address. That is the point.
 	_ = r.cc.UpdateState(resolver.State{ServiceConfig: r.failSC})
@@ -181,16 +182,16 @@ func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
 	for i := range rc.routes {
 		rt := &rc.routes[i]
 		if rt.action == resources.RouteActionClusterSpecifierPlugin {
-			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", "route", rt.desc, "plugin", rt.plugin)
+			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", xdslog.KeyRoute, rt.desc, xdslog.KeyPlugin, rt.plugin)
 		}
 		if r.holder == nil && len(rt.faults) > 0 {
-			r.warnOnce("fault", "fault injection needs xdsresolver.DialOptions; ignored", "route", rt.desc)
+			r.warnOnce("fault", "fault injection needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.desc)
 		}
 		if r.holder == nil && rc.maxStreamDuration(rt) > 0 {
-			r.warnOnce("msd", "max_stream_duration needs xdsresolver.DialOptions; ignored", "route", rt.desc)
+			r.warnOnce("msd", "max_stream_duration needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.desc)
 		}
 		if r.holder == nil && rt.session != nil {
-			r.warnOnce("session", "stateful session affinity needs xdsresolver.DialOptions; ignored", "route", rt.desc)
+			r.warnOnce("session", "stateful session affinity needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.desc)
 		}
 	}
 }

@@ -7,7 +7,7 @@ package xdslog
 
 import "log/slog"
 
-// Attribute keys.
+// Attribute keys, one spelling per concept across the module.
 const (
 	KeyNodeID      = "node_id"
 	KeyServerURI   = "server_uri"
@@ -18,6 +18,50 @@ const (
 	KeyNonce       = "nonce"
 	KeyStreamID    = "stream_id"
 	KeyError       = "error"
+
+	// Protocol messages and their parts.
+	KeyRequest           = "request"
+	KeyResponse          = "response"
+	KeyResources         = "resources"
+	KeyRemoved           = "removed"
+	KeySystemVersionInfo = "system_version_info"
+	KeyDelta             = "delta"
+	KeyTTL               = "ttl"
+	KeyCachedValueKept   = "cached_value_kept"
+
+	// Servers, streams and their timing.
+	KeyFallbackServerURI = "fallback_server_uri"
+	KeyLRSServer         = "lrs_server"
+	KeySendAllClusters   = "send_all_clusters"
+	KeyBackoff           = "backoff"
+	KeyInterval          = "interval"
+	KeyGrace             = "grace"
+
+	// The data path.
+	KeyTarget             = "target"
+	KeyListener           = "listener"
+	KeyDataPlaneAuthority = "data_plane_authority"
+	KeyRoute              = "route"
+	KeyRoutes             = "routes"
+	KeyPlugin             = "plugin"
+	KeyCluster            = "cluster"
+	KeyClusters           = "clusters"
+	KeyServiceConfig      = "service_config"
+
+	// Connections, servers and certificates.
+	KeyAddress         = "address"
+	KeyLocalAddress    = "local"
+	KeyRemoteAddress   = "remote"
+	KeyFilterChain     = "chain"
+	KeyMode            = "mode"
+	KeyInstance        = "instance"
+	KeyCertificateName = "certificate_name"
+	KeyRoot            = "root"
+	KeyIdentity        = "identity"
+
+	// Files.
+	KeyFile = "file"
+	KeyDir  = "dir"
 )
 
 // LevelTrace is below slog.LevelDebug; full protocol messages are logged at

@@ -28,6 +28,7 @@ import (
 	// The resource types whose messages (and the messages nested in them
 	// as Any, such as HttpConnectionManager) a JSON, YAML or text file may
 	// name are the client's built-in types, linked by this import.
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
 )
@@ -168,7 +169,7 @@ func (l *loader) files() ([]string, error) {
 func (l *loader) skip(skipped map[string]bool, f string, mode fs.FileMode) {
 	skipped[f] = true
 	if !l.skipped[f] {
-		l.logger.Warn("file: skipping a file of the source that is not a regular file", "file", f, "mode", mode.Type().String())
+		l.logger.Warn("file: skipping a file of the source that is not a regular file", xdslog.KeyFile, f, xdslog.KeyMode, mode.Type().String())
 	}
 }
 
