@@ -12,14 +12,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
-
-	v3faultcommonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
-	v3faultpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
-	v3typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
 // faultTypeURL is the type URL of the fault injection filter's config.
@@ -37,23 +32,10 @@ const (
 )
 
 // faultConfig is one fault injection filter's config for a route (gRFC
-// A33), decoded.
+// A33), as package resources decoded it, with its abort as a gRPC code.
 type faultConfig struct {
-	headers []resources.HeaderMatcher
-
-	delay           time.Duration
-	delayFromHeader bool
-	delayPerMillion uint32
-	delayMult       uint32 // per million of one unit of the delay percentage's denominator
-	hasDelay        bool
-	abort           codes.Code
-	abortFromHeader bool
-	abortPerMillion uint32
-	abortMult       uint32
-	hasAbort        bool
-	maxActiveFaults uint32 // when hasMaxActive: at most this many faults at once (0: none); no limit without it
-	hasMaxActive    bool
-	filterName      string
+	*resources.HTTPFault
+	abort codes.Code // for an abort of a fixed status: its gRPC code
 }
 
 // activeFaults counts the RPCs with an injected fault in progress, in the
@@ -64,65 +46,18 @@ type faultConfig struct {
 // gauge, not a registry: nothing is registered in it.
 var activeFaults atomic.Int64
 
-// decodeFault decodes an HTTPFault config (cfg's type must be
-// faultTypeURL; package resources rejects TypedStruct ones).
-func decodeFault(name string, cfg *anypb.Any) (*faultConfig, error) {
-	m := &v3faultpb.HTTPFault{}
-	if err := cfg.UnmarshalTo(m); err != nil {
-		return nil, fmt.Errorf("fault filter %q: decoding %s: %w", name, cfg.GetTypeUrl(), err)
-	}
-	f := &faultConfig{filterName: name}
-	for i, h := range m.GetHeaders() {
-		hm, err := resources.HeaderMatcherFromProto(h)
-		if err != nil {
-			return nil, fmt.Errorf("fault filter %q: headers[%d]: %w", name, i, err)
-		}
-		f.headers = append(f.headers, hm)
-	}
-	if d := m.GetDelay(); d != nil {
-		f.hasDelay = true
-		f.delayPerMillion, f.delayMult = perMillion(d.GetPercentage())
-		switch s := d.GetFaultDelaySecifier().(type) {
-		case *v3faultcommonpb.FaultDelay_FixedDelay:
-			f.delay = s.FixedDelay.AsDuration()
-		case *v3faultcommonpb.FaultDelay_HeaderDelay_:
-			f.delayFromHeader = true
-		default:
-			f.hasDelay = false
+// newFaultConfig returns the config of fault f.
+func newFaultConfig(f *resources.HTTPFault) *faultConfig {
+	fc := &faultConfig{HTTPFault: f}
+	if a := f.Abort; a != nil {
+		switch a.Kind {
+		case resources.FaultAbortGRPCStatus:
+			fc.abort = codes.Code(a.Status)
+		case resources.FaultAbortHTTPStatus:
+			fc.abort = httpToGRPC(a.Status)
 		}
 	}
-	if a := m.GetAbort(); a != nil {
-		f.hasAbort = true
-		f.abortPerMillion, f.abortMult = perMillion(a.GetPercentage())
-		switch s := a.GetErrorType().(type) {
-		case *v3faultpb.FaultAbort_GrpcStatus:
-			f.abort = codes.Code(s.GrpcStatus)
-		case *v3faultpb.FaultAbort_HttpStatus:
-			f.abort = httpToGRPC(s.HttpStatus)
-		case *v3faultpb.FaultAbort_HeaderAbort_:
-			f.abortFromHeader = true
-		default:
-			f.hasAbort = false
-		}
-	}
-	if mx := m.GetMaxActiveFaults(); mx != nil {
-		f.hasMaxActive, f.maxActiveFaults = true, mx.GetValue()
-	}
-	return f, nil
-}
-
-// perMillion converts a FractionalPercent to parts per million, capped at
-// 100 %, and returns the multiplier of its denominator (a numerator sent
-// in a header is in the same unit); unset is 0 %, as in gRPC.
-func perMillion(p *v3typepb.FractionalPercent) (pm, mult uint32) {
-	mult = 10_000 // HUNDRED, the default denominator
-	switch p.GetDenominator() {
-	case v3typepb.FractionalPercent_TEN_THOUSAND:
-		mult = 100
-	case v3typepb.FractionalPercent_MILLION:
-		mult = 1
-	}
-	return uint32(min(uint64(p.GetNumerator())*uint64(mult), percentageDenomMillions)), mult
+	return fc
 }
 
 // httpToGRPC maps an HTTP status to a gRPC code as gRPC does for
@@ -154,13 +89,13 @@ func routeFaults(filters []resources.HTTPFilter, vh *resources.VirtualHost, r *r
 		if f.TypeURL != faultTypeURL {
 			continue
 		}
-		cfg := f.Config
+		cfg, fault := f.Config, f.Fault
 		if o, ok := wc[f.Name]; ok {
-			cfg = o.Config
+			cfg, fault = o.Config, o.Fault
 		} else if o, ok := r.FilterOverrides[f.Name]; ok {
-			cfg = o.Config
+			cfg, fault = o.Config, o.Fault
 		} else if o, ok := vh.FilterOverrides[f.Name]; ok {
-			cfg = o.Config
+			cfg, fault = o.Config, o.Fault
 		}
 		if cfg.GetTypeUrl() != faultTypeURL {
 			// Package resources accepts a fault filter's config or
@@ -168,11 +103,7 @@ func routeFaults(filters []resources.HTTPFilter, vh *resources.VirtualHost, r *r
 			// as by gRPC): this is an override of another filter type.
 			return nil, fmt.Errorf("fault filter %q: override of type %q, not %s: %w", f.Name, cfg.GetTypeUrl(), faultTypeURL, ErrUnsupported)
 		}
-		fc, err := decodeFault(f.Name, cfg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fc)
+		out = append(out, newFaultConfig(fault))
 	}
 	return out, nil
 }
@@ -196,12 +127,12 @@ func overridesFault(filters []resources.HTTPFilter, overrides map[string]resourc
 // ends (it counts the RPC as an active fault while it runs).
 func (f *faultConfig) apply(ctx context.Context, h *routing.Headers) (release func(), err error) {
 	release = func() {}
-	for i := range f.headers {
-		if !routing.MatchHeader(&f.headers[i], h) {
+	for i := range f.Headers {
+		if !routing.MatchHeader(&f.Headers[i], h) {
 			return release, nil
 		}
 	}
-	if f.hasMaxActive && activeFaults.Load() >= int64(f.maxActiveFaults) {
+	if f.MaxActiveFaults != nil && activeFaults.Load() >= int64(*f.MaxActiveFaults) {
 		return release, nil
 	}
 	delay, doDelay := f.delayFor(h)
@@ -227,28 +158,28 @@ func (f *faultConfig) apply(ctx context.Context, h *routing.Headers) (release fu
 }
 
 func (f *faultConfig) delayFor(h *routing.Headers) (time.Duration, bool) {
-	if !f.hasDelay {
+	if f.Delay == nil {
 		return 0, false
 	}
-	d, pm := f.delay, f.delayPerMillion
-	if f.delayFromHeader {
+	d, pm := f.Delay.Fixed, f.Delay.Percentage.PerMillion
+	if f.Delay.FromHeader {
 		v, ok := h.Get(headerDelay)
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if !ok || err != nil || ms < 0 {
 			return 0, false
 		}
 		d = time.Duration(ms) * time.Millisecond
-		pm = headerPercentage(h, headerDelayPercentage, pm, f.delayMult)
+		pm = headerPercentage(h, headerDelayPercentage, pm, f.Delay.Percentage.Unit)
 	}
 	return d, chance(pm)
 }
 
 func (f *faultConfig) abortFor(h *routing.Headers) (codes.Code, bool) {
-	if !f.hasAbort {
+	if f.Abort == nil {
 		return codes.OK, false
 	}
-	code, pm := f.abort, f.abortPerMillion
-	if f.abortFromHeader {
+	code, pm := f.abort, f.Abort.Percentage.PerMillion
+	if f.Abort.Kind == resources.FaultAbortFromHeader {
 		if v, ok := h.Get(headerAbortGRPC); ok {
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
@@ -264,7 +195,7 @@ func (f *faultConfig) abortFor(h *routing.Headers) (codes.Code, bool) {
 		} else {
 			return codes.OK, false
 		}
-		pm = headerPercentage(h, headerAbortPercentage, pm, f.abortMult)
+		pm = headerPercentage(h, headerAbortPercentage, pm, f.Abort.Percentage.Unit)
 	}
 	if code == codes.OK {
 		return codes.OK, false

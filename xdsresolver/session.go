@@ -4,6 +4,7 @@ package xdsresolver
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -43,9 +44,12 @@ import (
 // DRAINING and the connection READY: the sessions it has go on, no new
 // session comes to it.
 
-// statefulSessionTypeURL is the type of the stateful session filter's
-// config.
-const statefulSessionTypeURL = "type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSession"
+// The types of the stateful session filter's config and of its per-route
+// override.
+const (
+	statefulSessionTypeURL         = "type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSession"
+	statefulSessionPerRouteTypeURL = "type.googleapis.com/envoy.extensions.filters.http.stateful_session.v3.StatefulSessionPerRoute"
+)
 
 // hasSessionFilter reports whether filters has a stateful session filter.
 func hasSessionFilter(filters []resources.HTTPFilter) bool {
@@ -60,22 +64,24 @@ func hasSessionFilter(filters []resources.HTTPFilter) bool {
 // routeSession returns the session config of the RPCs of route r of
 // virtual host vh: that of the first stateful session filter of the chain
 // that keeps sessions, with the route's override, else the virtual
-// host's (gRFC A39); nil when none does. Package resources validated
-// every config and override.
+// host's (gRFC A39); nil when none does. Package resources validated and
+// decoded every config and override.
 func routeSession(filters []resources.HTTPFilter, vh *resources.VirtualHost, r *resources.Route) (*resources.CookieSession, error) {
 	for _, f := range filters {
 		if f.TypeURL != statefulSessionTypeURL {
 			continue
 		}
-		cfg := f.Config
-		if o, ok := r.FilterOverrides[f.Name]; ok {
-			cfg = o.Config
-		} else if o, ok := vh.FilterOverrides[f.Name]; ok {
-			cfg = o.Config
+		cs := f.Session
+		o, ok := r.FilterOverrides[f.Name]
+		if !ok {
+			o, ok = vh.FilterOverrides[f.Name]
 		}
-		cs, err := resources.StatefulSession(cfg)
-		if err != nil {
-			return nil, err
+		if ok {
+			if o.TypeURL != statefulSessionTypeURL && o.TypeURL != statefulSessionPerRouteTypeURL {
+				// An override of another filter type.
+				return nil, fmt.Errorf("type URL %q, want a StatefulSession or StatefulSessionPerRoute", o.TypeURL)
+			}
+			cs = o.Session
 		}
 		if cs != nil {
 			return cs, nil
