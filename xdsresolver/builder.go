@@ -4,7 +4,6 @@ package xdsresolver
 
 import (
 	"fmt"
-	"sync/atomic"
 
 	"google.golang.org/grpc/resolver"
 
@@ -19,9 +18,11 @@ import (
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
 
 // NewBuilder returns a grpc resolver.Builder for the targets
@@ -48,7 +49,7 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 	if c == nil {
 		panic("xdsresolver: NewBuilder with a nil client")
 	}
-	registerRouter()
+	router.Register()
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
@@ -67,7 +68,7 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 		client:   c,
 		opts:     o,
 		load:     &loadReporter{store: lrs.NewStore(), builder: o.lrsBuilder, cfg: c.BootstrapConfig(), logger: o.logger},
-		breakers: &breakers{counters: make(map[string]*atomic.Int64)},
+		breakers: &dataplane.Breakers{},
 	}
 }
 
@@ -77,8 +78,8 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 type builder struct {
 	client   *client.Client
 	opts     options
-	load     *loadReporter // the load of its channels, reported per management server
-	breakers *breakers     // the circuit breakers of its channels (gRFC A32)
+	load     *loadReporter       // the load of its channels, reported per management server
+	breakers *dataplane.Breakers // the circuit breakers of its channels (gRFC A32)
 }
 
 // Scheme returns the scheme of the targets b resolves.
@@ -117,7 +118,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		// Cannot happen: pick_first is always registered.
 		return nil, fmt.Errorf("xdsresolver: grpc rejects the pick_first service config: %w", failSC.Err)
 	}
-	routerSC := cc.ParseServiceConfig(routerServiceConfig)
+	routerSC := cc.ParseServiceConfig(router.ServiceConfig)
 	if routerSC.Err != nil {
 		// Cannot happen: NewBuilder registered the router.
 		return nil, fmt.Errorf("xdsresolver: grpc rejects the router's service config: %w", routerSC.Err)
