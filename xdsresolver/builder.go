@@ -4,6 +4,7 @@ package xdsresolver
 
 import (
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/resolver"
 
@@ -86,7 +87,8 @@ type builder struct {
 func (b *builder) Scheme() string { return b.opts.scheme }
 
 // Build starts resolving target: it maps the target to a Listener name
-// (R-5.5, gRFC A47) and starts a dependency manager on it. It returns
+// (R-5.5, gRFC A47) and starts a dependency manager on it, which selects
+// the virtual host for the channel's authority. It returns
 // without waiting for any resource. It fails if the target names no
 // service, if its authority is not in the bootstrap's authorities (the
 // error wraps bootstrap.ErrUnknownAuthority), or if the ring hash header
@@ -136,10 +138,55 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 	}
 	r.load, r.breakers = b.load, b.breakers
 	r.load.acquire()
+	authority := dataPlaneAuthority(endpoint, bopts)
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
-	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With(xdslog.KeyTarget, t)))
+	dopts = append(dopts, depmgr.WithDataPlaneAuthority(authority), depmgr.WithLogger(b.opts.logger.With(xdslog.KeyTarget, t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)
-	r.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, endpoint)
+	r.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, authority)
 	r.manager = depmgr.New(b.client, listener, r, dopts...)
 	return r, nil
+}
+
+// dataPlaneAuthority returns the authority the virtual host is selected
+// for: the channel's authority, as gRPC's xDS resolvers use it
+// (grpc.WithAuthority, else the transport credentials' server name, else
+// the target's endpoint percent-encoded); when grpc did not give it (a
+// Build called by hand), the endpoint percent-encoded as grpc encodes a
+// channel's default authority.
+func dataPlaneAuthority(endpoint string, bopts resolver.BuildOptions) string {
+	if bopts.Authority != "" {
+		return bopts.Authority
+	}
+	if strings.HasPrefix(endpoint, ":") {
+		return "localhost" + encodeAuthority(endpoint)
+	}
+	return encodeAuthority(endpoint)
+}
+
+// encodeAuthority percent-encodes s as a URI authority (RFC 3986 section
+// 3.2), as grpc encodes a channel's default authority: every byte but
+// the unreserved characters, the sub-delimiters and ":", "[", "]", "@".
+func encodeAuthority(s string) string {
+	const hex = "0123456789ABCDEF"
+	keep := func(c byte) bool {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~!$&'()*+,;=:[]@", c) >= 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !keep(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; keep(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
 }

@@ -40,11 +40,13 @@
 // gRFC A47; see bootstrap.Config.ListenerResourceName). Build fails
 // when the authority is not in the bootstrap's "authorities" (the error
 // wraps bootstrap.ErrUnknownAuthority), or when the target has no name.
-// The virtual host is selected for the data-plane authority "name": the
-// target's path without its leading "/", whatever the channel's
-// own authority (grpc.WithAuthority) is; gRPC Go uses the channel's
-// authority, which is the same unless overridden. WithScheme serves
-// another scheme.
+// The virtual host is selected for the channel's authority, as
+// gRPC Go's and gRPC C++'s xDS resolvers select it: grpc.WithAuthority
+// when given, else the target's path without its leading "/",
+// percent-encoded as gRPC encodes a channel's default authority (so
+// "xds:///svc/v2 beta" selects the domain "svc%2Fv2%20beta", while its
+// Listener is "svc/v2%20beta" with an xdstp template, "svc/v2 beta"
+// with "%s"). WithScheme serves another scheme.
 //
 // # What is honoured
 //
