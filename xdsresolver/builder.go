@@ -95,11 +95,16 @@ func (b *builder) Scheme() string { return b.opts.scheme }
 // option is invalid. It fails with ErrServiceConfigDisabled when the
 // channel ignores service configs (grpc.WithDisableServiceConfig): the
 // router, which does the per-RPC routing, is named by the service config
-// the resolver produces, as with gRPC Go's own xDS resolver.
+// the resolver produces, as with gRPC Go's own xDS resolver. It fails
+// with ErrGRPCXDSCredentials on a channel whose transport credentials are
+// grpc-go's credentials/xds.
 func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts resolver.BuildOptions) (resolver.Resolver, error) {
 	t := target.String()
 	if bopts.DisableServiceConfig {
 		return nil, fmt.Errorf("xdsresolver: target %q: %w", t, ErrServiceConfigDisabled)
+	}
+	if c, ok := bopts.DialCreds.(interface{ UsesXDS() bool }); ok && c.UsesXDS() {
+		return nil, fmt.Errorf("xdsresolver: target %q: %w", t, ErrGRPCXDSCredentials)
 	}
 	endpoint := target.Endpoint()
 	if endpoint == "" {

@@ -182,6 +182,16 @@
 // other transport credentials, use the channel's credentials (for xDS
 // credentials, their fallback).
 //
+// Moving from gRPC Go's xDS channel: replace grpc-go's credentials/xds
+// with xdscreds.NewClientCredentials (the same ClientOptions), or use
+// DialOptions. grpc-go's credentials/xds read a cluster's TLS
+// configuration only from grpc-go's own xDS balancers; with this
+// resolver they would connect to every cluster with their fallback
+// credentials, plaintext where the cluster asks for TLS. So Build
+// refuses them (credentials whose UsesXDS reports true): the channel's
+// RPCs fail with UNAVAILABLE and ErrGRPCXDSCredentials, which names
+// xdscreds.NewClientCredentials.
+//
 // Retries (gRFC A44), with NewBuilder alone or DialOptions. The retry
 // policy of a route (else of its virtual host) becomes the retryPolicy of
 // gRPC's service config (gRFC A6) for the methods of its RPCs:

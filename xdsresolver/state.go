@@ -31,4 +31,14 @@ var (
 	// the channel its LB policy (the router) in the service config, so
 	// it needs service configs; the channel's RPCs fail with this error.
 	ErrServiceConfigDisabled = errors.New("the xds resolver needs service configs: the router LB policy is set by the service config it produces; remove grpc.WithDisableServiceConfig")
+
+	// ErrGRPCXDSCredentials is wrapped by the error of Build on a channel
+	// whose transport credentials are grpc-go's credentials/xds
+	// (credentials that report UsesXDS): they read a cluster's TLS
+	// configuration only from grpc-go's own xDS balancers and, without
+	// it, connect to every cluster with their fallback credentials,
+	// plaintext where the cluster asks for TLS. The channel's RPCs fail
+	// with this error. Use DialOptions, or package xdscreds' credentials
+	// (xdscreds.NewClientCredentials takes the same options).
+	ErrGRPCXDSCredentials = errors.New("the channel's transport credentials are grpc-go's credentials/xds, which cannot read the TLS configuration this resolver gives a cluster's connections and would connect to every cluster with their fallback credentials: use xdsresolver.DialOptions, or xdscreds.NewClientCredentials (package github.com/proxyless/xds/xdscreds, with the same ClientOptions) in their place")
 )

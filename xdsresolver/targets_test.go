@@ -11,6 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
@@ -229,5 +231,29 @@ func TestResolver_Targets_AuthorityEncoded(t *testing.T) {
 	defer cc.Close()
 	if err := verifyServer(ctx, testgrpc.NewTestServiceClient(cc), "C", 3); err != nil {
 		t.Errorf("grpc.WithAuthority: %v", err)
+	}
+}
+
+// xdsLikeCreds are transport credentials that say they use xDS, as
+// grpc-go's credentials/xds do.
+type xdsLikeCreds struct {
+	credentials.TransportCredentials
+}
+
+func (xdsLikeCreds) UsesXDS() bool { return true }
+
+// TestResolver_Build_GRPCXDSCredentials checks that Build refuses a
+// channel whose credentials are grpc-go's credentials/xds (they report
+// UsesXDS), which would connect to every cluster with their fallback
+// credentials; interop's TestSecurity_GRPCGoCredentialsRefused uses
+// grpc-go's own.
+func TestResolver_Build_GRPCXDSCredentials(t *testing.T) {
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	r, err := xdsresolver.NewBuilder(e.client).Build(target(t, "xds:///svc"), fakeClientConn{}, resolver.BuildOptions{DialCreds: xdsLikeCreds{insecure.NewCredentials()}})
+	if !errors.Is(err, xdsresolver.ErrGRPCXDSCredentials) || !strings.Contains(err.Error(), "xdscreds.NewClientCredentials") {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("Build = %v; want ErrGRPCXDSCredentials naming xdscreds.NewClientCredentials", err)
 	}
 }
