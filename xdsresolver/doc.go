@@ -19,7 +19,15 @@
 // with its internal config selector and LB tree, using only gRPC's public
 // balancer API. NewBuilder registers the router with grpc (once per
 // process, under the name "proxyless_xds_router_experimental"); nothing
-// is registered by an init function.
+// is registered by an init function. The router lives in the package's
+// internal/router; the data-plane configuration it routes with (routes,
+// clusters, priorities, localities, endpoints) and every per-RPC decision
+// that is not gRPC's (route matching, weighted clusters, drops, circuit
+// breaking, the request hash, faults, session cookies, outlier
+// detection's algorithm) are the module's internal/dataplane, which the
+// module's other data paths share: this package holds the resolver, its
+// dial options and interceptors, the conversion of a configuration for
+// the router, retries and load reporting.
 //
 // DialOptions(c) returns the resolver (NewBuilder(c)), interceptors for
 // what a resolver and a balancer cannot do (route timeouts, fault
@@ -300,7 +308,10 @@
 // client. The router's picker is safe for concurrent picks and takes no
 // lock; grpc calls the router's other methods one at a time, and its
 // failover, child retention and outlier detection timers fire on their
-// own goroutines, under the router's lock.
+// own goroutines, under the router's lock. The router's goroutines (its
+// timers', and those it starts for work it cannot do where it is found)
+// are its own: the router's Close, which grpc calls when the channel
+// closes or changes policy, waits for them.
 // Close also ends the resolver's LRS streams after a final report.
 //
 // # Experimental
