@@ -9,14 +9,15 @@
 // # What a request goes through
 //
 //	cfg, err := dataplane.Build(dataplane.SnapshotOf(xdsConfig), opts)
-//	rt := cfg.Route(path, &headers)          // the first route that matches (gRFC A28); nil: none
-//	t := rt.PickTarget()                      // weighted clusters: one at random by weight
-//	c := cfg.Clusters[t.Cluster]              // c.Err: the cluster's RPCs fail
-//	p := c.Priorities[i]                      // the data path selects the priority (gRFC A56)
-//	if cat, drop := p.PickDrop(); drop {...}  // drop_overloads (gRFC A27), before anything else
-//	ok := breaker.Acquire(p.MaxRequests)      // circuit breaking (gRFC A32); Release at the end
-//	l := p.Localities[j]                      // by Locality.Weight among the usable ones
-//	e := l.Endpoints[k]                       // by the cluster's endpoint policy (Priority.Policy)
+//	rt := cfg.Route(path, &headers)            // the first route that matches (gRFC A28); nil: none
+//	t := rt.PickTarget()                        // weighted clusters: one at random by weight
+//	c := cfg.Clusters[t.Cluster]                // c.Err: the cluster's requests fail
+//	p := c.Priorities[i]                        // the data path selects the priority (gRFC A56)
+//	if cat, drop := p.PickDrop(); drop {...}    // drop_overloads (gRFC A27), before anything else
+//	n := breakers.Counter(p.BreakerKey())       // circuit breaking (gRFC A32):
+//	if !dataplane.Acquire(n, p.MaxRequests) {...} // refused; else n.Add(-1) when the request ends
+//	l := p.Localities[j]                        // by Locality.Weight among the usable ones
+//	e := l.Endpoints[k]                         // by the cluster's endpoint policy (Priority.Policy)
 //
 // with, around it: the route's hash (Route.RequestHash, gRFC A42) for
 // ring hash; its deadline cap (Config.MaxStreamDuration, gRFC A31); its

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package xdsresolver
+package routing
 
 import (
 	"context"
@@ -9,17 +9,16 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 )
 
-func headersOf(kv ...string) *routing.Headers {
-	return &routing.Headers{Ctx: metadata.NewOutgoingContext(context.Background(), metadata.Pairs(kv...))}
+func headersOf(kv ...string) *Headers {
+	return &Headers{Ctx: metadata.NewOutgoingContext(context.Background(), metadata.Pairs(kv...))}
 }
 
-// TestResolver_Match_Headers checks every header matcher kind (gRFC A28),
+// TestMatch_RPC_Headers checks every header matcher kind (gRFC A28),
 // inversion, "-bin" headers and content-type.
-func TestResolver_Match_Headers(t *testing.T) {
+func TestMatch_RPC_Headers(t *testing.T) {
 	re := regexp.MustCompile(`^(?:v[0-9]+)$`)
 	tests := []struct {
 		name string
@@ -56,16 +55,16 @@ func TestResolver_Match_Headers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := routing.MatchHeader(&tt.hm, headersOf(tt.md...)); got != tt.want {
-				t.Errorf("routing.MatchHeader(%+v) with %v = %v; want %v", tt.hm, tt.md, got, tt.want)
+			if got := MatchHeader(&tt.hm, headersOf(tt.md...)); got != tt.want {
+				t.Errorf("MatchHeader(%+v) with %v = %v; want %v", tt.hm, tt.md, got, tt.want)
 			}
 		})
 	}
 }
 
-// TestResolver_Match_Path checks path matching: prefix, path, safe_regex,
+// TestMatch_RPC_Path checks path matching: prefix, path, safe_regex,
 // case sensitivity, and the runtime fraction.
-func TestResolver_Match_Path(t *testing.T) {
+func TestMatch_RPC_Path(t *testing.T) {
 	const path = "/pkg.Svc/Method"
 	zero, all := uint32(0), uint32(1_000_000)
 	tests := []struct {
@@ -91,7 +90,7 @@ func TestResolver_Match_Path(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := routing.Compile(&tt.m, nil)
+			m := Compile(&tt.m, nil)
 			if got := m.Matches(path, headersOf("a", "1", "b", "2")); got != tt.want {
 				t.Errorf("matches(%q) = %v; want %v", path, got, tt.want)
 			}
@@ -99,11 +98,11 @@ func TestResolver_Match_Path(t *testing.T) {
 	}
 }
 
-// TestResolver_Match_Fraction checks that a runtime fraction of 25 %
+// TestMatch_RPC_Fraction checks that a runtime fraction of 25 %
 // matches about a quarter of RPCs.
-func TestResolver_Match_Fraction(t *testing.T) {
+func TestMatch_RPC_Fraction(t *testing.T) {
 	q := uint32(250_000)
-	m := routing.Compile(&resources.RouteMatch{PathKind: resources.PathKindPrefix, CaseSensitive: true, FractionPerMillion: &q}, nil)
+	m := Compile(&resources.RouteMatch{PathKind: resources.PathKindPrefix, CaseSensitive: true, FractionPerMillion: &q}, nil)
 	const n = 20000
 	hits := 0
 	for range n {
