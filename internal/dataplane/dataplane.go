@@ -67,7 +67,7 @@
 // path decides what a failure is: gRPC counts any non-OK status, HTTP a
 // 5xx or a failed connection). The owner runs the interval timer:
 // Start(now) says when the current interval ends (a whole interval for
-// a new detector, the rest of it after an update, as gRPC does), Sweep(now)
+// a new detector, the rest of it after an update, as gRPC does), Sweep(now, nil)
 // at that time runs the algorithms on the interval's counts and returns
 // the endpoints to eject and uneject; an ejected endpoint is not picked
 // until unejected (OutlierEndpoint.Ejected). The clock is the caller's:
@@ -79,8 +79,10 @@
 // ErrNoRoute). A cluster's error (ErrNoUsableEndpoints, an unsupported
 // policy wrapping ErrUnsupported, an unknown certificate provider
 // instance) is in Cluster.Err and fails only the requests routed to it;
-// a route's fault or session config error is in Target.FaultErr and
-// Route.SessionErr. Every error names the resource it comes from.
+// a route's fault or session config error is in Route.FaultErr (a
+// weighted cluster's own: Target.FaultErr; Target.FaultsFor picks) and
+// Route.SessionErr, and fails the route's requests. Every error names the
+// resource it comes from.
 package dataplane
 
 import (
