@@ -25,7 +25,7 @@ func TestDeltaChangeMatchesFullWalk(t *testing.T) {
 		var cs []*v3clusterpb.Cluster
 		for i := range 12 {
 			if rng.IntN(3) > 0 {
-				cs = append(cs, Cluster(fmt.Sprintf("c%d", i), fmt.Sprintf("eds%d", rng.IntN(2))))
+				cs = append(cs, &v3clusterpb.Cluster{Name: fmt.Sprintf("c%d", i), EdsClusterConfig: &v3clusterpb.Cluster_EdsClusterConfig{ServiceName: fmt.Sprintf("eds%d", rng.IntN(2))}})
 			}
 		}
 		if err := ms.Update("", Resources{Clusters: cs}); err != nil {

@@ -208,3 +208,14 @@ func (ms *ManagementServer) snapshotFor(nodeID string) *snapshot {
 	}
 	return ms.snapshots[""]
 }
+
+// marshalAny packs m in an Any, marshalled deterministically, so that an
+// unchanged resource keeps its bytes (and its delta version) across
+// snapshots.
+func marshalAny(m proto.Message) (*anypb.Any, error) {
+	a := &anypb.Any{}
+	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
+		return nil, fmt.Errorf("mgmtserver: marshalling %T: %w", m, err)
+	}
+	return a, nil
+}

@@ -31,7 +31,7 @@ func (tb *errorfTB) Errorf(format string, args ...any) {
 func TestServer_UpdateReportsBadResources(t *testing.T) {
 	tb := &errorfTB{TB: t}
 	ms := NewManagementServer(tb, ServerOptions{Manual: true})
-	if err := ms.Update("", Resources{Version: "good", Listeners: []*v3listenerpb.Listener{Listener("svc", "route")}}); err != nil {
+	if err := ms.Update("", Resources{Version: "good", Listeners: []*v3listenerpb.Listener{{Name: "svc"}}}); err != nil {
 		t.Fatalf("Update(valid) = %v", err)
 	}
 	bad := []struct {
@@ -40,7 +40,7 @@ func TestServer_UpdateReportsBadResources(t *testing.T) {
 		want string
 	}{
 		{"Other without Resource", Resources{Version: "bad", Other: []NamedResource{{Name: "x"}}}, `Resources.Other[0] ("x") has no Resource`},
-		{"name not UTF-8", Resources{Version: "bad", Listeners: []*v3listenerpb.Listener{Listener("\xff", "route")}}, "testutil: Update: resource \"\\xff\": testutil: marshalling"},
+		{"name not UTF-8", Resources{Version: "bad", Listeners: []*v3listenerpb.Listener{{Name: "\xff"}}}, "testutil: Update: resource \"\\xff\": mgmtserver: marshalling"},
 	}
 	for _, tc := range bad {
 		tb.errs = nil

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver_test
+package xdsbuild_test
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/resources"
-	"github.com/proxyless/xds/testutil"
 )
 
 // TestBuilders_ClusterKindsAndRoutes checks that the builders of
@@ -16,7 +16,7 @@ import (
 // to.
 func TestBuilders_ClusterKindsAndRoutes(t *testing.T) {
 	t.Run("LogicalDNSCluster", func(t *testing.T) {
-		name, c, err := resources.ClusterType.DecodeTyped(testutil.MarshalAny(testutil.LogicalDNSCluster("dns", "svc.example.com", 443)))
+		name, c, err := resources.ClusterType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.LogicalDNSCluster("dns", "svc.example.com", 443)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +25,7 @@ func TestBuilders_ClusterKindsAndRoutes(t *testing.T) {
 		}
 	})
 	t.Run("AggregateCluster", func(t *testing.T) {
-		name, c, err := resources.ClusterType.DecodeTyped(testutil.MarshalAny(testutil.AggregateCluster("agg", "a", "b")))
+		name, c, err := resources.ClusterType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.AggregateCluster("agg", "a", "b")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,12 +34,12 @@ func TestBuilders_ClusterKindsAndRoutes(t *testing.T) {
 		}
 	})
 	t.Run("RouteConfigWithVirtualHosts", func(t *testing.T) {
-		rc := testutil.RouteConfigWithVirtualHosts("r",
-			testutil.VirtualHost("vh1", []string{"a.example.com"}, testutil.ClusterRoute("/x/", "c1")),
-			testutil.VirtualHost("vh2", []string{"*"}, testutil.WeightedClustersRoute("",
-				testutil.ClusterWeight{Name: "c2", Weight: 3}, testutil.ClusterWeight{Name: "c3", Weight: 1})),
+		rc := xdsbuild.RouteConfigWithVirtualHosts("r",
+			xdsbuild.VirtualHost("vh1", []string{"a.example.com"}, xdsbuild.ClusterRoute("/x/", "c1")),
+			xdsbuild.VirtualHost("vh2", []string{"*"}, xdsbuild.WeightedClustersRoute("",
+				xdsbuild.ClusterWeight{Name: "c2", Weight: 3}, xdsbuild.ClusterWeight{Name: "c3", Weight: 1})),
 		)
-		_, got, err := resources.RouteConfigType.DecodeTyped(testutil.MarshalAny(rc))
+		_, got, err := resources.RouteConfigType.DecodeTyped(xdsbuild.MarshalAny(rc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestBuilders_ClusterKindsAndRoutes(t *testing.T) {
 		}
 	})
 	t.Run("RouteConfigToClusters", func(t *testing.T) {
-		_, got, err := resources.RouteConfigType.DecodeTyped(testutil.MarshalAny(testutil.RouteConfigToClusters("r", "svc", "c0", "c1")))
+		_, got, err := resources.RouteConfigType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.RouteConfigToClusters("r", "svc", "c0", "c1")))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,7 @@
 
 //lint:file-ignore SA1019 IstioInboundListener sends the deprecated certificate provider fields Istio sends, which gRPC still reads.
 
-package mgmtserver
+package xdsbuild
 
 import (
 	"encoding/json"
@@ -119,11 +119,11 @@ func ServerListener(name, address string, chains ...*v3listenerpb.FilterChain) *
 func splitAddress(address string) (string, uint32) {
 	host, p, err := net.SplitHostPort(address)
 	if err != nil {
-		panic(fmt.Sprintf("testutil: server address %q: %v", address, err))
+		panic(fmt.Sprintf("xdsbuild: server address %q: %v", address, err))
 	}
 	port, err := strconv.ParseUint(p, 10, 16)
 	if err != nil {
-		panic(fmt.Sprintf("testutil: server address %q: port: %v", address, err))
+		panic(fmt.Sprintf("xdsbuild: server address %q: port: %v", address, err))
 	}
 	return host, uint32(port)
 }
@@ -313,11 +313,11 @@ func istioRules(action v3rbacconfigpb.RBAC_Action, ids []string) *v3rbacconfigpb
 func WithServerListenerTemplate(b []byte, tmpl string) ([]byte, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("testutil: the bootstrap is not a JSON object: %w", err)
+		return nil, fmt.Errorf("xdsbuild: the bootstrap is not a JSON object: %w", err)
 	}
 	js, err := json.Marshal(tmpl)
 	if err != nil {
-		return nil, fmt.Errorf("testutil: encoding the template: %w", err)
+		return nil, fmt.Errorf("xdsbuild: encoding the template: %w", err)
 	}
 	doc["server_listener_resource_name_template"] = js
 	return json.MarshalIndent(doc, "", "  ")

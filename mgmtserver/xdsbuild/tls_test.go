@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver_test
+package xdsbuild_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/resources"
-	"github.com/proxyless/xds/testutil"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
@@ -18,7 +18,7 @@ import (
 // validation, with the instances of a bootstrap that
 // WithCertificateProviders wrote.
 func TestUpstreamTLS_Valid(t *testing.T) {
-	b, err := testutil.WithCertificateProviders([]byte(`{"xds_servers":[{"server_uri":"x","channel_creds":[{"type":"insecure"}]}]}`), map[string]testutil.FileWatcher{
+	b, err := xdsbuild.WithCertificateProviders([]byte(`{"xds_servers":[{"server_uri":"x","channel_creds":[{"type":"insecure"}]}]}`), map[string]xdsbuild.FileWatcher{
 		"roots": {CACertificateFile: "/ca.pem", RefreshInterval: 100 * time.Millisecond},
 		"id":    {CertificateFile: "/d/c.pem", PrivateKeyFile: "/d/k.pem"},
 	})
@@ -34,14 +34,14 @@ func TestUpstreamTLS_Valid(t *testing.T) {
 	}
 	opt := resources.WithCertificateProviderInstances(cfg.CertificateProviderNames()...)
 	for _, c := range []*v3clusterpb.Cluster{
-		testutil.WithUpstreamTLS(testutil.Cluster("mtls", ""), testutil.UpstreamTLSOptions{RootInstance: "roots", IdentityInstance: "id", SubjectAltNames: []*v3matcherpb.StringMatcher{testutil.ExactSAN("spiffe://a/b"), testutil.PrefixSAN("spiffe://a/")}}),
-		testutil.WithUpstreamTLS(testutil.Cluster("system", ""), testutil.UpstreamTLSOptions{SystemRootCerts: true}),
+		xdsbuild.WithUpstreamTLS(xdsbuild.Cluster("mtls", ""), xdsbuild.UpstreamTLSOptions{RootInstance: "roots", IdentityInstance: "id", SubjectAltNames: []*v3matcherpb.StringMatcher{xdsbuild.ExactSAN("spiffe://a/b"), xdsbuild.PrefixSAN("spiffe://a/")}}),
+		xdsbuild.WithUpstreamTLS(xdsbuild.Cluster("system", ""), xdsbuild.UpstreamTLSOptions{SystemRootCerts: true}),
 	} {
-		if err := resources.Validate(testutil.MarshalAny(c), opt); err != nil {
+		if err := resources.Validate(xdsbuild.MarshalAny(c), opt); err != nil {
 			t.Errorf("Validate(%s): %v", c.GetName(), err)
 		}
 	}
-	if _, err := testutil.WithCertificateProviders([]byte(`[]`), nil); err == nil {
+	if _, err := xdsbuild.WithCertificateProviders([]byte(`[]`), nil); err == nil {
 		t.Error("WithCertificateProviders of a JSON array succeeded")
 	}
 }

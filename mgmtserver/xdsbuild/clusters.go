@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver
+package xdsbuild
 
 import (
 	"google.golang.org/protobuf/types/known/wrapperspb"

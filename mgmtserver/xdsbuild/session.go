@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver
+package xdsbuild
 
 import (
 	"fmt"
@@ -55,7 +55,7 @@ func SessionDisabled() *anypb.Any {
 func WithHTTPFilter(l *v3listenerpb.Listener, f *v3httppb.HttpFilter) *v3listenerpb.Listener {
 	hcm := &v3httppb.HttpConnectionManager{}
 	if err := l.GetApiListener().GetApiListener().UnmarshalTo(hcm); err != nil {
-		panic(fmt.Sprintf("testutil: WithHTTPFilter: Listener %q has no HttpConnectionManager: %v", l.GetName(), err))
+		panic(fmt.Sprintf("xdsbuild: WithHTTPFilter: Listener %q has no HttpConnectionManager: %v", l.GetName(), err))
 	}
 	hcm.HttpFilters = append([]*v3httppb.HttpFilter{f}, hcm.HttpFilters...)
 	l.ApiListener.ApiListener = MarshalAny(hcm)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver
+package xdsbuild
 
 import (
 	"encoding/json"
@@ -93,7 +93,7 @@ type FileWatcher struct {
 func WithCertificateProviders(b []byte, providers map[string]FileWatcher) ([]byte, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("testutil: the bootstrap is not a JSON object: %w", err)
+		return nil, fmt.Errorf("xdsbuild: the bootstrap is not a JSON object: %w", err)
 	}
 	type instance struct {
 		PluginName string         `json:"plugin_name"`
@@ -119,7 +119,7 @@ func WithCertificateProviders(b []byte, providers map[string]FileWatcher) ([]byt
 	}
 	js, err := json.Marshal(cps)
 	if err != nil {
-		return nil, fmt.Errorf("testutil: encoding certificate_providers: %w", err)
+		return nil, fmt.Errorf("xdsbuild: encoding certificate_providers: %w", err)
 	}
 	doc["certificate_providers"] = js
 	return json.MarshalIndent(doc, "", "  ")

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver
+package xdsbuild
 
 import (
+	"github.com/proxyless/xds/mgmtserver"
+
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
@@ -44,7 +46,7 @@ type CanaryOptions struct {
 //
 // Each cluster is an EDS cluster (ROUND_ROBIN) whose endpoints, named
 // like the cluster, are one HEALTHY endpoint 127.0.0.1:Port.
-func Canary(o CanaryOptions) Resources {
+func Canary(o CanaryOptions) mgmtserver.Resources {
 	if o.Listener == "" {
 		o.Listener = "svc"
 	}
@@ -78,7 +80,7 @@ func Canary(o CanaryOptions) Resources {
 	if o.LRSOnA {
 		a.LrsServer = &v3corepb.ConfigSource{ConfigSourceSpecifier: &v3corepb.ConfigSource_Self{Self: &v3corepb.SelfConfigSource{}}}
 	}
-	return Resources{
+	return mgmtserver.Resources{
 		Listeners: []*v3listenerpb.Listener{Listener(o.Listener, rc)},
 		Routes: []*v3routepb.RouteConfiguration{RouteConfigWithVirtualHosts(rc,
 			VirtualHost(rc+"-vh", []string{o.Listener}, canary, method, WeightedClustersRoute("", split...)))},

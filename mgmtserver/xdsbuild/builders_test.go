@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver_test
+package xdsbuild_test
 
 import (
 	"slices"
@@ -8,15 +8,15 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/resources"
-	"github.com/proxyless/xds/testutil"
 )
 
 // TestBuilders_DecodeWithoutError checks that every builder's output
 // passes the client's validation, and what it decodes to.
 func TestBuilders_DecodeWithoutError(t *testing.T) {
 	t.Run("Listener", func(t *testing.T) {
-		name, l, err := resources.ListenerType.DecodeTyped(testutil.MarshalAny(testutil.Listener("svc", "route-svc")))
+		name, l, err := resources.ListenerType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.Listener("svc", "route-svc")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +25,7 @@ func TestBuilders_DecodeWithoutError(t *testing.T) {
 		}
 	})
 	t.Run("ListenerInline", func(t *testing.T) {
-		_, l, err := resources.ListenerType.DecodeTyped(testutil.MarshalAny(testutil.ListenerInline("svc", testutil.RouteConfig("inline", "svc", "c"))))
+		_, l, err := resources.ListenerType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.ListenerInline("svc", xdsbuild.RouteConfig("inline", "svc", "c"))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestBuilders_DecodeWithoutError(t *testing.T) {
 		}
 	})
 	t.Run("RouteConfig", func(t *testing.T) {
-		name, rc, err := resources.RouteConfigType.DecodeTyped(testutil.MarshalAny(testutil.RouteConfig("r", "*", "c")))
+		name, rc, err := resources.RouteConfigType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.RouteConfig("r", "*", "c")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestBuilders_DecodeWithoutError(t *testing.T) {
 	})
 	for _, eds := range []string{"", "eds"} {
 		t.Run("Cluster/eds="+eds, func(t *testing.T) {
-			name, c, err := resources.ClusterType.DecodeTyped(testutil.MarshalAny(testutil.Cluster("c", eds)))
+			name, c, err := resources.ClusterType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.Cluster("c", eds)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestBuilders_DecodeWithoutError(t *testing.T) {
 		})
 	}
 	t.Run("Endpoints", func(t *testing.T) {
-		name, e, err := resources.EndpointsType.DecodeTyped(testutil.MarshalAny(testutil.Endpoints("e", "10.0.0.1", 80, 81)))
+		name, e, err := resources.EndpointsType.DecodeTyped(xdsbuild.MarshalAny(xdsbuild.Endpoints("e", "10.0.0.1", 80, 81)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,14 +74,14 @@ func TestBuilders_DecodeWithoutError(t *testing.T) {
 
 // TestBuilders_Chain checks Chain's names, defaults and builders.
 func TestBuilders_Chain(t *testing.T) {
-	c := testutil.Chain(testutil.ChainOptions{})
+	c := xdsbuild.Chain(xdsbuild.ChainOptions{})
 	checks := []struct {
 		got, want proto.Message
 	}{
-		{c.Listeners[0], testutil.Listener("svc", "route-svc")},
-		{c.Routes[0], testutil.RouteConfig("route-svc", "svc", "cluster-svc")},
-		{c.Clusters[0], testutil.Cluster("cluster-svc", "eds-svc")},
-		{c.Endpoints[0], testutil.Endpoints("eds-svc", "127.0.0.1", 8080)},
+		{c.Listeners[0], xdsbuild.Listener("svc", "route-svc")},
+		{c.Routes[0], xdsbuild.RouteConfig("route-svc", "svc", "cluster-svc")},
+		{c.Clusters[0], xdsbuild.Cluster("cluster-svc", "eds-svc")},
+		{c.Endpoints[0], xdsbuild.Endpoints("eds-svc", "127.0.0.1", 8080)},
 	}
 	for _, ch := range checks {
 		if !proto.Equal(ch.got, ch.want) {
@@ -92,8 +92,8 @@ func TestBuilders_Chain(t *testing.T) {
 		t.Errorf("Chain() = %+v, want one resource of each type and no version", c)
 	}
 
-	c = testutil.Chain(testutil.ChainOptions{Listener: "x", Host: "::1", Ports: []uint32{1, 2}})
-	if !proto.Equal(c.Endpoints[0], testutil.Endpoints("eds-x", "::1", 1, 2)) || c.Listeners[0].GetName() != "x" {
+	c = xdsbuild.Chain(xdsbuild.ChainOptions{Listener: "x", Host: "::1", Ports: []uint32{1, 2}})
+	if !proto.Equal(c.Endpoints[0], xdsbuild.Endpoints("eds-x", "::1", 1, 2)) || c.Listeners[0].GetName() != "x" {
 		t.Errorf("Chain(x) = %+v, want the x chain on [::1]:1 and :2", c)
 	}
 	for _, d := range []struct {
@@ -105,7 +105,7 @@ func TestBuilders_Chain(t *testing.T) {
 		{resources.ClusterType, c.Clusters[0]},
 		{resources.EndpointsType, c.Endpoints[0]},
 	} {
-		if _, _, err := d.typ.Decode(testutil.MarshalAny(d.msg)); err != nil {
+		if _, _, err := d.typ.Decode(xdsbuild.MarshalAny(d.msg)); err != nil {
 			t.Errorf("%s of Chain(x) does not decode: %v", d.typ.TypeURL(), err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestBuilders_Chain(t *testing.T) {
 // TestBuilders_MarshalAnyDeterministic checks that equal messages give
 // equal Anys.
 func TestBuilders_MarshalAnyDeterministic(t *testing.T) {
-	a, b := testutil.MarshalAny(testutil.Endpoints("e", "h", 1, 2)), testutil.MarshalAny(testutil.Endpoints("e", "h", 1, 2))
+	a, b := xdsbuild.MarshalAny(xdsbuild.Endpoints("e", "h", 1, 2)), xdsbuild.MarshalAny(xdsbuild.Endpoints("e", "h", 1, 2))
 	if !proto.Equal(a, b) {
 		t.Fatal("MarshalAny of equal messages differs")
 	}

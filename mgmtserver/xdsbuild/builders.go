@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package mgmtserver
+package xdsbuild
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/proxyless/xds/mgmtserver"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -38,7 +40,7 @@ func MarshalAny(m proto.Message) *anypb.Any {
 func marshalAny(m proto.Message) (*anypb.Any, error) {
 	a := &anypb.Any{}
 	if err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true}); err != nil {
-		return nil, fmt.Errorf("testutil: marshalling %T: %w", m, err)
+		return nil, fmt.Errorf("xdsbuild: marshalling %T: %w", m, err)
 	}
 	return a, nil
 }
@@ -167,7 +169,7 @@ type ChainOptions struct {
 //	Endpoints("eds-"+L, o.Host, o.Ports...)
 //
 // Its Version is "" (the server picks one).
-func Chain(o ChainOptions) Resources {
+func Chain(o ChainOptions) mgmtserver.Resources {
 	l, host, ports := o.Listener, o.Host, o.Ports
 	if l == "" {
 		l = "svc"
@@ -178,7 +180,7 @@ func Chain(o ChainOptions) Resources {
 	if len(ports) == 0 {
 		ports = []uint32{8080}
 	}
-	return Resources{
+	return mgmtserver.Resources{
 		Listeners: []*v3listenerpb.Listener{Listener(l, "route-"+l)},
 		Routes:    []*v3routepb.RouteConfiguration{RouteConfig("route-"+l, l, "cluster-"+l)},
 		Clusters:  []*v3clusterpb.Cluster{Cluster("cluster-"+l, "eds-"+l)},
