@@ -47,14 +47,14 @@ func newDeltaStream(id int64) *deltaStream {
 }
 
 // serveDelta runs one delta ADS stream (see serveStream).
-func (ms *ManagementServer) serveDelta(st deltaADSStream) error {
+func (ms *Server) serveDelta(st deltaADSStream) error {
 	return serveIn(ms, st, ms.deltaStreams, newDeltaStream, ms.handleDeltaRequest, ms.pushDeltaSnapshot)
 }
 
 // handleDeltaRequest records req, applies the subscription change it
 // carries and answers from the node's snapshot when something is owed.
 // It runs on the stream's handler goroutine.
-func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoverypb.DeltaDiscoveryRequest) {
+func (ms *Server) handleDeltaRequest(s *deltaStream, req *v3discoverypb.DeltaDiscoveryRequest) {
 	s.noteNode(req.GetNode())
 	ms.recordRequest(&Request{StreamID: s.id, Node: s.node, Delta: req})
 	if ms.opts.Manual {
@@ -143,7 +143,7 @@ func (ms *ManagementServer) handleDeltaRequest(s *deltaStream, req *v3discoveryp
 
 // pushDeltaSnapshot sends, for every type the stream subscribes to, in the
 // order of pushSnapshot, what changed in the node's snapshot.
-func (ms *ManagementServer) pushDeltaSnapshot(s *deltaStream) {
+func (ms *Server) pushDeltaSnapshot(s *deltaStream) {
 	snap := ms.snapshotFor(s.nodeID)
 	if snap == nil || !s.gotFirst {
 		return
@@ -171,7 +171,7 @@ func (ms *ManagementServer) pushDeltaSnapshot(s *deltaStream) {
 // snapshot order, and in removed_resources every name the client has or
 // subscribed to that snap does not have (each absent subscribed name once),
 // sorted, plus absentNow. It records what it sends as what the client has.
-func (ms *ManagementServer) deltaResponse(snap *snapshot, typeURL string, ts *deltaTypeState, force map[string]bool, absentNow []string) *v3discoverypb.DeltaDiscoveryResponse {
+func (ms *Server) deltaResponse(snap *snapshot, typeURL string, ts *deltaTypeState, force map[string]bool, absentNow []string) *v3discoverypb.DeltaDiscoveryResponse {
 	resp := &v3discoverypb.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: snap.version}
 	view := ms.deltaViewOf(snap)
 	inSnap := view.index[typeURL]
@@ -212,7 +212,7 @@ func (ms *ManagementServer) deltaResponse(snap *snapshot, typeURL string, ts *de
 // whose snapshot names each resource once: the work is proportional to
 // the request, not to the snapshot, so that a client subscribing in many
 // small requests does not cost the server a walk of every resource each.
-func (ms *ManagementServer) deltaChange(snap *snapshot, typeURL string, ts *deltaTypeState, force map[string]bool, absentNow []string) *v3discoverypb.DeltaDiscoveryResponse {
+func (ms *Server) deltaChange(snap *snapshot, typeURL string, ts *deltaTypeState, force map[string]bool, absentNow []string) *v3discoverypb.DeltaDiscoveryResponse {
 	resp := &v3discoverypb.DeltaDiscoveryResponse{TypeUrl: typeURL, SystemVersionInfo: snap.version}
 	view := ms.deltaViewOf(snap)
 	index := view.index[typeURL]
@@ -236,7 +236,7 @@ func (ms *ManagementServer) deltaChange(snap *snapshot, typeURL string, ts *delt
 // addDeltaResources puts the resources of resp.TypeUrl at the snapshot
 // indices send in resp, in that order, and records their versions as
 // what the client has. The Resource wrappers are allocated as one array.
-func (ms *ManagementServer) addDeltaResources(resp *v3discoverypb.DeltaDiscoveryResponse, snap *snapshot, view *deltaView, ts *deltaTypeState, send []int) {
+func (ms *Server) addDeltaResources(resp *v3discoverypb.DeltaDiscoveryResponse, snap *snapshot, view *deltaView, ts *deltaTypeState, send []int) {
 	if len(send) == 0 {
 		return
 	}
@@ -256,7 +256,7 @@ func (ms *ManagementServer) addDeltaResources(resp *v3discoverypb.DeltaDiscovery
 
 // finishDelta sets the sorted removed names and a nonce on resp, or
 // returns nil when resp would carry nothing.
-func (ms *ManagementServer) finishDelta(resp *v3discoverypb.DeltaDiscoveryResponse, removed []string) *v3discoverypb.DeltaDiscoveryResponse {
+func (ms *Server) finishDelta(resp *v3discoverypb.DeltaDiscoveryResponse, removed []string) *v3discoverypb.DeltaDiscoveryResponse {
 	slices.Sort(removed)
 	resp.RemovedResources = slices.Compact(removed)
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 {
@@ -280,7 +280,7 @@ type deltaView struct {
 	unique   map[string]bool
 }
 
-func (ms *ManagementServer) deltaViewOf(snap *snapshot) *deltaView {
+func (ms *Server) deltaViewOf(snap *snapshot) *deltaView {
 	v := &snap.delta
 	v.once.Do(func() {
 		v.inner = make(map[string][]*anypb.Any, len(snap.resources))
@@ -315,7 +315,7 @@ func deltaVersion(a *anypb.Any) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (ms *ManagementServer) snapshotHas(snap *snapshot, typeURL, name string) bool {
+func (ms *Server) snapshotHas(snap *snapshot, typeURL, name string) bool {
 	_, ok := ms.deltaViewOf(snap).index[typeURL][name]
 	return ok
 }
@@ -329,7 +329,7 @@ func (ms *ManagementServer) snapshotHas(snap *snapshot, typeURL, name string) bo
 // what the server considers the client has, and it works whether or not
 // the server is Manual. It returns an error wrapping ctx.Err() if ctx ends
 // first, or an error if the server was stopped.
-func (ms *ManagementServer) SendDeltaResponse(ctx context.Context, resp *v3discoverypb.DeltaDiscoveryResponse) (nonce string, err error) {
+func (ms *Server) SendDeltaResponse(ctx context.Context, resp *v3discoverypb.DeltaDiscoveryResponse) (nonce string, err error) {
 	return sendScriptedTo(ctx, ms, "delta stream", ms.deltaStreams, resp,
 		func(r *v3discoverypb.DeltaDiscoveryResponse, nonce string) { r.Nonce = nonce })
 }

@@ -18,7 +18,11 @@ import (
 // through deltaChange, the other is made to walk the whole snapshot each
 // time (deltaResponse). Their responses must be the same but for nonces.
 func TestDeltaChangeMatchesFullWalk(t *testing.T) {
-	ms := NewManagementServer(t, ServerOptions{})
+	ms, err := Start(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ms.Stop)
 	rng := rand.New(rand.NewPCG(1, 2))
 	name := func() string { return fmt.Sprintf("c%d", rng.IntN(12)) }
 	update := func() {

@@ -41,14 +41,14 @@ func newSotWStream(id int64) *sotwStream {
 }
 
 // serveSotW runs one SotW ADS stream (see serveStream).
-func (ms *ManagementServer) serveSotW(st adsStream) error {
+func (ms *Server) serveSotW(st adsStream) error {
 	return serveIn(ms, st, ms.streams, newSotWStream, ms.handleRequest, ms.pushSnapshot)
 }
 
 // handleRequest records req, updates the subscription it carries and
 // answers it from the node's snapshot when the xDS protocol calls for a
 // response. It runs on the stream's handler goroutine.
-func (ms *ManagementServer) handleRequest(s *sotwStream, req *v3discoverypb.DiscoveryRequest) {
+func (ms *Server) handleRequest(s *sotwStream, req *v3discoverypb.DiscoveryRequest) {
 	s.noteNode(req.GetNode())
 	ms.recordRequest(&Request{StreamID: s.id, Node: s.node, Req: req})
 	if ms.opts.Manual {
@@ -117,7 +117,7 @@ func sameSet(a, b map[string]bool) bool {
 // order LDS, RDS, CDS, EDS, then other types by first appearance in the
 // snapshot, then any remaining ones by first request, the node's snapshot
 // if its version differs from the last one sent for that type.
-func (ms *ManagementServer) pushSnapshot(s *sotwStream) {
+func (ms *Server) pushSnapshot(s *sotwStream) {
 	snap := ms.snapshotFor(s.nodeID)
 	if snap == nil || !s.gotFirst {
 		return
@@ -140,7 +140,7 @@ func (ms *ManagementServer) pushSnapshot(s *sotwStream) {
 // respond queues the snapshot's response for typeURL: every resource of
 // the type for a wildcard subscription, otherwise the subscribed names the
 // snapshot has, in snapshot order either way.
-func (ms *ManagementServer) respond(s *sotwStream, snap *snapshot, typeURL string, ts *typeState) {
+func (ms *Server) respond(s *sotwStream, snap *snapshot, typeURL string, ts *typeState) {
 	resp := &v3discoverypb.DiscoveryResponse{
 		VersionInfo: snap.version,
 		TypeUrl:     typeURL,

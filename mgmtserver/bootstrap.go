@@ -54,12 +54,14 @@ type bootstrapFile struct {
 // Authority entries have the same channel_creds and server_features as the
 // top-level one. For an in-memory server the server_uri is
 // InMemoryAddress; a client must then use TransportBuilder.
-func (ms *ManagementServer) Bootstrap(opts BootstrapOptions) []byte {
-	return bootstrapJSON(ms.address, opts)
+func (ms *Server) Bootstrap(opts BootstrapOptions) []byte {
+	return BootstrapJSON(ms.address, opts)
 }
 
-// bootstrapJSON is Bootstrap for a server at address.
-func bootstrapJSON(address string, opts BootstrapOptions) []byte {
+// BootstrapJSON is Server.Bootstrap for a management server at address
+// ("host:port"), for example one in another process or a program of its
+// own.
+func BootstrapJSON(address string, opts BootstrapOptions) []byte {
 	server := func(uri string) []bootstrapServer {
 		return []bootstrapServer{{
 			ServerURI:      uri,
@@ -87,7 +89,7 @@ func bootstrapJSON(address string, opts BootstrapOptions) []byte {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		// Only strings, slices and maps of them: cannot fail.
-		panic(fmt.Sprintf("testutil: encoding the bootstrap: %v", err))
+		panic(fmt.Sprintf("mgmtserver: encoding the bootstrap: %v", err)) // a bug of this package
 	}
 	return b
 }

@@ -9,23 +9,27 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/mgmtserver"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/resources"
-	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/watcher"
 )
 
 // A client watches a Listener served by an in-memory management server,
-// and the test checks the client's ACK.
-func ExampleManagementServer() {
-	ms, err := testutil.StartManagementServer(testutil.ServerOptions{InMemory: true})
+// and the program checks the client's ACK.
+func ExampleServer() {
+	ms, err := mgmtserver.Start(mgmtserver.Options{InMemory: true})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer ms.Stop()
-	ms.Update("", testutil.Chain(testutil.ChainOptions{Listener: "svc"}))
+	if err := ms.Update("", xdsbuild.Chain(xdsbuild.ChainOptions{Listener: "svc"})); err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{NodeID: "n1"}))
+	cfg, err := bootstrap.Parse(ms.Bootstrap(mgmtserver.BootstrapOptions{NodeID: "n1"}))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -45,7 +49,7 @@ func ExampleManagementServer() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ack, err := ms.WaitForRequest(ctx, func(r *testutil.Request) bool {
+	ack, err := ms.WaitForRequest(ctx, func(r *mgmtserver.Request) bool {
 		return r.Req.GetTypeUrl() == resources.ListenerTypeURL && r.Req.GetResponseNonce() != ""
 	})
 	if err != nil {

@@ -20,10 +20,10 @@ import (
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// inMemoryBuilder builds transports to one in-memory ManagementServer,
+// inMemoryBuilder builds transports to one in-memory Server,
 // whatever ServerConfig they are built for.
 type inMemoryBuilder struct {
-	ms *ManagementServer
+	ms *Server
 }
 
 func (b *inMemoryBuilder) Build(*bootstrap.ServerConfig) (transport.Transport, error) {
@@ -34,7 +34,7 @@ func (b *inMemoryBuilder) Build(*bootstrap.ServerConfig) (transport.Transport, e
 // mu, then ms.mu.
 type inMemoryTransport struct {
 	// Initialized at creation time and read-only afterwards.
-	ms *ManagementServer
+	ms *Server
 
 	// Guarded by mu.
 	mu      sync.Mutex
@@ -60,7 +60,7 @@ func (t *inMemoryTransport) NewStream(ctx context.Context, method string) (trans
 			return t.ms.serveDelta(&inMemoryServerStream[*v3discoverypb.DeltaDiscoveryRequest, *v3discoverypb.DeltaDiscoveryResponse]{ctx, in, out})
 		}
 	default:
-		return nil, fmt.Errorf("testutil: in-memory transport: unknown method %q", method)
+		return nil, fmt.Errorf("mgmtserver: in-memory transport: unknown method %q", method)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
@@ -69,7 +69,7 @@ func (t *inMemoryTransport) NewStream(ctx context.Context, method string) (trans
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, status.Error(codes.Unavailable, "testutil: in-memory transport closed")
+		return nil, status.Error(codes.Unavailable, "mgmtserver: in-memory transport closed")
 	}
 	if !t.ms.enter() {
 		return nil, errStopped
@@ -161,7 +161,7 @@ func (ss *inMemoryServerStream[Req, Resp]) Context() context.Context { return ss
 func (ss *inMemoryServerStream[Req, Resp]) Send(resp Resp) error {
 	b, err := proto.Marshal(resp)
 	if err != nil {
-		return status.Errorf(codes.Internal, "testutil: encoding a %s: %v", resp.ProtoReflect().Descriptor().Name(), err)
+		return status.Errorf(codes.Internal, "mgmtserver: encoding a %s: %v", resp.ProtoReflect().Descriptor().Name(), err)
 	}
 	return ss.out.put(b)
 }
@@ -177,14 +177,14 @@ func (ss *inMemoryServerStream[Req, Resp]) Recv() (Req, error) {
 	}
 	req := zero.ProtoReflect().Type().New().Interface().(Req)
 	if err := proto.Unmarshal(b, req); err != nil {
-		return zero, status.Errorf(codes.Internal, "testutil: decoding a %s: %v", req.ProtoReflect().Descriptor().Name(), err)
+		return zero, status.Errorf(codes.Internal, "mgmtserver: decoding a %s: %v", req.ProtoReflect().Descriptor().Name(), err)
 	}
 	return req, nil
 }
 
 // errWaitAborted is returned by msgQueue.get when its done channel closes
 // first.
-var errWaitAborted = errors.New("testutil: wait aborted")
+var errWaitAborted = errors.New("mgmtserver: wait aborted")
 
 // msgQueue is an unbounded FIFO of messages with one consumer. Producers
 // never block; the consumer blocks only on channels, so a goroutine

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"testing"
 	"time"
 
 	"google.golang.org/grpc"
@@ -33,17 +32,19 @@ type LRSServerOptions struct {
 	Interval time.Duration
 }
 
-// LRSServer is an in-process Load Reporting Service on a real gRPC
-// server on 127.0.0.1: it answers each stream's first request with the
-// response of its options and records every LoadStatsRequest received.
-// Its methods are safe for concurrent use.
+// LRSServer is an in-process Load Reporting Service on a gRPC
+// server of its own on 127.0.0.1 (and, with Options.LoadReporting, on a
+// Server's listener too): it answers each stream's first request with the
+// response of its options, records every LoadStatsRequest received and
+// sends more responses with Respond. Its methods are safe for concurrent
+// use.
 type LRSServer struct {
 	v3lrspb.UnimplementedLoadReportingServiceServer
 
 	opts    LRSServerOptions
 	address string
 	server  *grpc.Server
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // Serve and every stream's receiver
 
 	mu       sync.Mutex
 	requests []*v3lrspb.LoadStatsRequest
@@ -56,12 +57,13 @@ type lrsStream struct {
 	send chan *v3lrspb.LoadStatsResponse
 }
 
-// NewLRSServer starts an LRSServer, stopped when the test ends.
-func NewLRSServer(tb testing.TB, opts LRSServerOptions) *LRSServer {
-	tb.Helper()
+// StartLRSServer starts an LRSServer on a free port of 127.0.0.1. The
+// caller must call Stop. It returns an error when the listener cannot be
+// created.
+func StartLRSServer(opts LRSServerOptions) (*LRSServer, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatalf("testutil: listening on 127.0.0.1: %v", err)
+		return nil, fmt.Errorf("mgmtserver: LRS server: listening on 127.0.0.1: %w", err)
 	}
 	s := &LRSServer{opts: opts, address: lis.Addr().String(), server: grpc.NewServer(), added: make(chan struct{}), streams: make(map[*lrsStream]struct{})}
 	v3lrspb.RegisterLoadReportingServiceServer(s.server, s)
@@ -70,14 +72,16 @@ func NewLRSServer(tb testing.TB, opts LRSServerOptions) *LRSServer {
 		defer s.wg.Done()
 		_ = s.server.Serve(lis) // returns on Stop
 	}()
-	tb.Cleanup(s.Stop)
-	return s
+	return s, nil
 }
 
 // Address returns the server's "host:port".
 func (s *LRSServer) Address() string { return s.address }
 
-// Stop stops the server and waits for its goroutines. Idempotent.
+// Stop stops the server and waits for its goroutines, the receivers of
+// the streams it served on another server's listener
+// (Options.LoadReporting) included: stop that server first. Stop is
+// idempotent.
 func (s *LRSServer) Stop() {
 	s.server.Stop()
 	s.wg.Wait()
@@ -123,7 +127,7 @@ func (s *LRSServer) WaitForRequests(ctx context.Context, n int) ([]*v3lrspb.Load
 		select {
 		case <-added:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("testutil: %d LRS requests received, want %d: %w", got, n, ctx.Err())
+			return nil, fmt.Errorf("mgmtserver: %d LRS requests received, want %d: %w", got, n, ctx.Err())
 		}
 	}
 }
@@ -136,7 +140,7 @@ func (s *LRSServer) Respond(resp *v3lrspb.LoadStatsResponse) {
 	for st := range s.streams {
 		select {
 		case st.send <- resp:
-		default: // the stream is not keeping up; tests send few responses
+		default: // the stream is not keeping up: Respond drops the response (the channel holds 16)
 		}
 	}
 }
@@ -147,7 +151,11 @@ func (s *LRSServer) StreamLoadStats(st v3lrspb.LoadReportingService_StreamLoadSt
 	first := true
 	recvErr := make(chan error, 1)
 	reqs := make(chan *v3lrspb.LoadStatsRequest)
+	// The receiver ends when the stream does, after this handler returns
+	// (gRPC's Recv returns only then); Stop waits for it.
+	s.wg.Add(1)
 	go func() {
+		defer s.wg.Done()
 		for {
 			req, err := st.Recv()
 			if err != nil {

@@ -32,8 +32,8 @@ type Request struct {
 
 // recordRequest appends r to the log and wakes NextRequest callers. It is
 // called before the server acts on the request. With
-// ServerOptions.OnRequest, r is given to it instead.
-func (ms *ManagementServer) recordRequest(r *Request) {
+// Options.OnRequest, r is given to it instead.
+func (ms *Server) recordRequest(r *Request) {
 	if f := ms.opts.OnRequest; f != nil {
 		f(r)
 		return
@@ -48,7 +48,7 @@ func (ms *ManagementServer) recordRequest(r *Request) {
 // Requests returns every request received so far, in arrival order. The
 // slice is a copy the caller owns; the Requests are shared. It does not
 // consume anything from the FIFO of NextRequest.
-func (ms *ManagementServer) Requests() []*Request {
+func (ms *Server) Requests() []*Request {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return append([]*Request(nil), ms.requests...)
@@ -59,7 +59,7 @@ func (ms *ManagementServer) Requests() []*Request {
 // arrival order), blocking until one arrives. It returns an error wrapping
 // ctx.Err() if ctx ends first; a request already waiting is returned even
 // if ctx is done.
-func (ms *ManagementServer) NextRequest(ctx context.Context) (*Request, error) {
+func (ms *Server) NextRequest(ctx context.Context) (*Request, error) {
 	for {
 		ms.mu.Lock()
 		if ms.consumed < len(ms.requests) {
@@ -73,7 +73,7 @@ func (ms *ManagementServer) NextRequest(ctx context.Context) (*Request, error) {
 		select {
 		case <-added:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("testutil: waiting for a request: %w", ctx.Err())
+			return nil, fmt.Errorf("mgmtserver: waiting for a request: %w", ctx.Err())
 		}
 	}
 }
@@ -82,7 +82,7 @@ func (ms *ManagementServer) NextRequest(ctx context.Context) (*Request, error) {
 // match returns true, and returns that request; the requests that did not
 // match are consumed too. match is called on the caller's goroutine, with
 // no lock held. It returns an error wrapping ctx.Err() if ctx ends first.
-func (ms *ManagementServer) WaitForRequest(ctx context.Context, match func(*Request) bool) (*Request, error) {
+func (ms *Server) WaitForRequest(ctx context.Context, match func(*Request) bool) (*Request, error) {
 	for {
 		r, err := ms.NextRequest(ctx)
 		if err != nil {
@@ -103,7 +103,7 @@ func (ms *ManagementServer) WaitForRequest(ctx context.Context, match func(*Requ
 // considers sent from snapshots. It works whether or not the server is
 // Manual. It returns an error wrapping
 // ctx.Err() if ctx ends first, or an error if the server was stopped.
-func (ms *ManagementServer) SendResponse(ctx context.Context, resp *v3discoverypb.DiscoveryResponse) (nonce string, err error) {
+func (ms *Server) SendResponse(ctx context.Context, resp *v3discoverypb.DiscoveryResponse) (nonce string, err error) {
 	return sendScriptedTo(ctx, ms, "stream", ms.streams, resp,
 		func(r *v3discoverypb.DiscoveryResponse, nonce string) { r.Nonce = nonce })
 }

@@ -51,44 +51,44 @@ const maxRESTRequestBytes = 4 << 20
 // the decoded DiscoveryRequest (type_url set from the path when the body
 // has none) and whose StreamID is 0: a poll belongs to no stream, and
 // OpenStreams, BreakStreams and SendResponse do not see it. With
-// ServerOptions.Manual every poll is answered 304. RejectStreams makes
+// Options.Manual every poll is answered 304. RejectStreams makes
 // polls fail with 503 Service Unavailable and the error's text, unrecorded,
 // as Stop does. A request that is not a POST to one of the four paths, or
 // whose body is not a DiscoveryRequest of the path's type, gets 404, 405
 // or 400 and is not recorded.
 //
 // The handler is safe for concurrent use.
-func (ms *ManagementServer) RESTHandler() http.Handler {
+func (ms *Server) RESTHandler() http.Handler {
 	return http.HandlerFunc(ms.serveREST)
 }
 
-func (ms *ManagementServer) serveREST(w http.ResponseWriter, r *http.Request) {
+func (ms *Server) serveREST(w http.ResponseWriter, r *http.Request) {
 	suffix, ok := strings.CutPrefix(r.URL.Path, "/v3/discovery:")
 	typeURL := restPaths[suffix]
 	if !ok || typeURL == "" {
-		http.Error(w, fmt.Sprintf("testutil: no REST-JSON endpoint %q (want /v3/discovery:listeners, routes, clusters or endpoints)", r.URL.Path), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("mgmtserver: no REST-JSON endpoint %q (want /v3/discovery:listeners, routes, clusters or endpoints)", r.URL.Path), http.StatusNotFound)
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "testutil: REST-JSON discovery takes POST", http.StatusMethodNotAllowed)
+		http.Error(w, "mgmtserver: REST-JSON discovery takes POST", http.StatusMethodNotAllowed)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRESTRequestBytes))
 	if err != nil {
-		http.Error(w, fmt.Sprintf("testutil: reading the request: %v", err), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("mgmtserver: reading the request: %v", err), http.StatusBadRequest)
 		return
 	}
 	req := &v3discoverypb.DiscoveryRequest{}
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(body, req); err != nil {
-		http.Error(w, fmt.Sprintf("testutil: decoding the DiscoveryRequest: %v", err), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("mgmtserver: decoding the DiscoveryRequest: %v", err), http.StatusBadRequest)
 		return
 	}
 	if req.GetTypeUrl() == "" {
 		req.TypeUrl = typeURL
 	}
 	if req.GetTypeUrl() != typeURL {
-		http.Error(w, fmt.Sprintf("testutil: type_url %q posted to %s, which serves %q", req.GetTypeUrl(), r.URL.Path, typeURL), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("mgmtserver: type_url %q posted to %s, which serves %q", req.GetTypeUrl(), r.URL.Path, typeURL), http.StatusBadRequest)
 		return
 	}
 	if err := ms.restRefusal(); err != nil {
@@ -115,7 +115,7 @@ func (ms *ManagementServer) serveREST(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := protojson.Marshal(resp)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("testutil: encoding the DiscoveryResponse: %v", err), http.StatusInternalServerError)
+		http.Error(w, fmt.Sprintf("mgmtserver: encoding the DiscoveryResponse: %v", err), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -124,7 +124,7 @@ func (ms *ManagementServer) serveREST(w http.ResponseWriter, r *http.Request) {
 
 // restRefusal returns the error a poll is refused with: the server was
 // stopped, or RejectStreams is in effect; nil otherwise.
-func (ms *ManagementServer) restRefusal() error {
+func (ms *Server) restRefusal() error {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	switch {

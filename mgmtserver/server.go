@@ -9,7 +9,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -23,17 +22,23 @@ import (
 )
 
 // InMemoryAddress is what Address returns for a server started with
-// ServerOptions.InMemory.
+// Options.InMemory.
 const InMemoryAddress = "in-memory"
 
-// ServerOptions configures a ManagementServer. The zero value is a gRPC
-// server on 127.0.0.1 that answers from snapshots.
-type ServerOptions struct {
+// Options configures a Server. The zero value is a gRPC server on a free
+// port of 127.0.0.1 that answers from snapshots.
+type Options struct {
+	// ListenAddress is the "host:port" the gRPC server listens on.
+	// Default "127.0.0.1:0": a free port of the loopback interface. The
+	// server has no authentication and sends the whole snapshot to any
+	// client: listen on other interfaces only on a network you trust.
+	ListenAddress string
+
 	// InMemory starts no network listener: the server is reachable only
 	// through TransportBuilder, and Address returns InMemoryAddress. Such a
 	// server can run inside a testing/synctest bubble, provided it is
-	// created there (NewManagementServer or StartManagementServer called
-	// in the bubble) and its streams are opened there.
+	// created there (Start called in the bubble) and its streams are opened
+	// there.
 	InMemory bool
 
 	// Manual makes the server never answer from snapshots: every response
@@ -44,8 +49,11 @@ type ServerOptions struct {
 	// Requests, NextRequest and WaitForRequest then see none, and the
 	// server keeps no request once it has acted on it. It is called on the
 	// stream's handler goroutine before the server acts on the request,
-	// with no lock held, and must not block; r must not be modified. For
-	// measurements that must not count the log's memory.
+	// with no lock held, and must not block; r must not be modified. The
+	// log keeps every request for the server's life: a long-running
+	// program (a demo, a tool) that does not read it sets OnRequest, to a
+	// function that does nothing if need be, and so do measurements that
+	// must not count the log's memory.
 	OnRequest func(r *Request)
 
 	// WrapResources wraps each resource of snapshot responses in an
@@ -60,23 +68,24 @@ type ServerOptions struct {
 	LoadReporting v3lrspb.LoadReportingServiceServer
 }
 
-// ManagementServer is an in-process xDS management server serving the
-// aggregated discovery service (ADS,
+// Server is an in-process xDS management server serving the aggregated
+// discovery service (ADS,
 // envoy.service.discovery.v3.AggregatedDiscoveryService), both
 // StreamAggregatedResources (SotW) and DeltaAggregatedResources (delta,
-// see the package doc), from the same snapshots, over gRPC on loopback or
-// in memory (ServerOptions.InMemory).
+// see the package doc), and the per-type discovery services, from the
+// same snapshots, over gRPC or in memory (Options.InMemory); RESTHandler
+// serves them over REST-JSON.
 //
 // It answers from per-node snapshots set with Update (see Update for the
 // rules), records every request (Requests, NextRequest, WaitForRequest),
-// and lets a test script raw responses (SendResponse, SendDeltaResponse),
-// break streams (BreakStreams) and refuse new ones (RejectStreams).
+// and lets a caller script raw responses (SendResponse,
+// SendDeltaResponse), break streams (BreakStreams) and refuse new ones
+// (RejectStreams).
 //
 // All methods are safe for concurrent use.
-type ManagementServer struct {
+type Server struct {
 	// Initialized at creation time and read-only afterwards.
-	opts       ServerOptions
-	tb         testing.TB     // the test of NewManagementServer, failed by Update's errors; nil from StartManagementServer
+	opts       Options
 	address    string         // Address(): "127.0.0.1:PORT" or InMemoryAddress
 	grpcServer *grpc.Server   // nil when opts.InMemory
 	stopped    chan struct{}  // closed by Stop, before waiting for goroutines
@@ -104,25 +113,14 @@ type ManagementServer struct {
 	requestAdded   chan struct{}          // closed and replaced when a request is recorded
 }
 
-// NewManagementServer starts a management server for a test: over gRPC on
-// 127.0.0.1 with a free port, or in memory when opts.InMemory. It calls
-// tb.Fatal if the server cannot start, and registers Stop with tb.Cleanup.
-func NewManagementServer(tb testing.TB, opts ServerOptions) *ManagementServer {
-	tb.Helper()
-	ms, err := StartManagementServer(opts)
-	if err != nil {
-		tb.Fatalf("testutil: starting the management server: %v", err)
-	}
-	ms.tb = tb
-	tb.Cleanup(ms.Stop)
-	return ms
-}
-
-// StartManagementServer is NewManagementServer for programs without a
-// testing.TB (such as `xdsctl demo`). The caller must call Stop. It returns
-// an error when the listener cannot be created.
-func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
-	ms := &ManagementServer{
+// Start starts a management server: a gRPC server listening on
+// opts.ListenAddress (a free port of 127.0.0.1 by default), or an
+// in-memory one when opts.InMemory. It has no snapshot yet, so it answers
+// no request until Update gives it one. The caller must call Stop, which
+// waits for every goroutine the server started. Start returns an error
+// when the listener cannot be created.
+func Start(opts Options) (*Server, error) {
+	ms := &Server{
 		opts:         opts,
 		address:      InMemoryAddress,
 		stopped:      make(chan struct{}),
@@ -136,9 +134,13 @@ func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
 	if opts.InMemory {
 		return ms, nil
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := opts.ListenAddress
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("testutil: listening on 127.0.0.1: %w", err)
+		return nil, fmt.Errorf("mgmtserver: listening on %s: %w", addr, err)
 	}
 	ms.address = lis.Addr().String()
 	ms.grpcServer = grpc.NewServer()
@@ -164,7 +166,7 @@ func StartManagementServer(opts ServerOptions) (*ManagementServer, error) {
 // first has finished. After Stop, in-memory NewStream fails and
 // SendResponse returns an error; Update and the request accessors keep
 // working.
-func (ms *ManagementServer) Stop() {
+func (ms *Server) Stop() {
 	ms.stopOnce.Do(func() {
 		ms.mu.Lock()
 		ms.isStopped = true
@@ -183,7 +185,7 @@ func (ms *ManagementServer) Stop() {
 // enter counts a goroutine or stream handler in ms.wg, unless Stop was
 // called, in which case it returns false and counts nothing. A true result
 // must be matched by ms.wg.Done.
-func (ms *ManagementServer) enter() bool {
+func (ms *Server) enter() bool {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if ms.isStopped {
@@ -194,18 +196,19 @@ func (ms *ManagementServer) enter() bool {
 }
 
 // errStopped is the status of streams ended by Stop.
-var errStopped = status.Error(codes.Unavailable, "testutil: management server stopped")
+var errStopped = status.Error(codes.Unavailable, "mgmtserver: management server stopped")
 
-// Address returns the address clients dial: "127.0.0.1:PORT" for a gRPC
-// server, InMemoryAddress ("in-memory") for an in-memory one.
-func (ms *ManagementServer) Address() string { return ms.address }
+// Address returns the address clients dial: the listener's "host:port"
+// (for example "127.0.0.1:PORT") for a gRPC server, InMemoryAddress
+// ("in-memory") for an in-memory one.
+func (ms *Server) Address() string { return ms.address }
 
 // TransportBuilder returns the transport.Builder clients of this server
 // should use: for an in-memory server, an in-process transport that
 // ignores the ServerConfig it is given and always reaches this server (see
 // the package doc, "In-memory transport"); otherwise
 // grpctransport.NewBuilder().
-func (ms *ManagementServer) TransportBuilder() transport.Builder {
+func (ms *Server) TransportBuilder() transport.Builder {
 	if ms.opts.InMemory {
 		return &inMemoryBuilder{ms: ms}
 	}
@@ -218,7 +221,7 @@ func (ms *ManagementServer) TransportBuilder() transport.Builder {
 // handlers finish asynchronously. A gRPC stream whose client stopped
 // reading while the server had a response to send ends only when the
 // client reads, goes away or Stop is called.
-func (ms *ManagementServer) BreakStreams() {
+func (ms *Server) BreakStreams() {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	for id, s := range ms.streams {
@@ -237,7 +240,7 @@ func (ms *ManagementServer) BreakStreams() {
 // client's NewStream may still succeed: its first Recv fails. Open streams
 // are not affected (see BreakStreams). RejectStreams(nil) accepts streams
 // again.
-func (ms *ManagementServer) RejectStreams(err error) {
+func (ms *Server) RejectStreams(err error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	ms.rejectErr = err
@@ -245,7 +248,7 @@ func (ms *ManagementServer) RejectStreams(err error) {
 
 // OpenStreams returns the number of open streams: accepted, and neither
 // ended nor broken by BreakStreams.
-func (ms *ManagementServer) OpenStreams() int {
+func (ms *Server) OpenStreams() int {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	return len(ms.streams) + len(ms.deltaStreams)
@@ -254,7 +257,7 @@ func (ms *ManagementServer) OpenStreams() int {
 // WaitForOpenStreams blocks until exactly n streams are open (see
 // OpenStreams), for example 0 once a client closed its stream. It returns
 // an error wrapping ctx.Err() if ctx ends first.
-func (ms *ManagementServer) WaitForOpenStreams(ctx context.Context, n int) error {
+func (ms *Server) WaitForOpenStreams(ctx context.Context, n int) error {
 	for {
 		ms.mu.Lock()
 		got, opened, closed := len(ms.streams)+len(ms.deltaStreams), ms.streamOpened, ms.streamClosed
@@ -266,13 +269,13 @@ func (ms *ManagementServer) WaitForOpenStreams(ctx context.Context, n int) error
 		case <-opened:
 		case <-closed:
 		case <-ctx.Done():
-			return fmt.Errorf("testutil: waiting for %d open streams (%d open): %w", n, got, ctx.Err())
+			return fmt.Errorf("mgmtserver: waiting for %d open streams (%d open): %w", n, got, ctx.Err())
 		}
 	}
 }
 
 // nextNonce returns a nonce no other response of this server carries.
-func (ms *ManagementServer) nextNonce() string {
+func (ms *Server) nextNonce() string {
 	return fmt.Sprint(ms.lastNonce.Add(1))
 }
 
@@ -280,7 +283,7 @@ func (ms *ManagementServer) nextNonce() string {
 type adsService struct {
 	v3adsgrpc.UnimplementedAggregatedDiscoveryServiceServer
 
-	ms *ManagementServer
+	ms *Server
 }
 
 func (a *adsService) StreamAggregatedResources(st v3adsgrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
@@ -300,4 +303,4 @@ func (a *adsService) DeltaAggregatedResources(st v3adsgrpc.AggregatedDiscoverySe
 }
 
 // errServerStopped is returned by SendResponse after Stop.
-var errServerStopped = errors.New("testutil: management server stopped")
+var errServerStopped = errors.New("mgmtserver: management server stopped")

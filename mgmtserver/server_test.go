@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/proxyless/xds/mgmtserver"
 	"github.com/proxyless/xds/testutil"
 
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -176,16 +177,23 @@ func TestServer_Address(t *testing.T) {
 	}
 }
 
-// TestServer_StartManagementServer checks the TB-free constructor.
-func TestServer_StartManagementServer(t *testing.T) {
-	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
+// TestServer_Start checks Start, which needs no testing.TB: it listens
+// on Options.ListenAddress and serves; an address it cannot listen on is
+// an error that names it.
+func TestServer_Start(t *testing.T) {
+	if _, err := mgmtserver.Start(mgmtserver.Options{ListenAddress: "256.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "256.0.0.1:0") {
+		t.Errorf("Start(ListenAddress 256.0.0.1:0) = %v, want an error naming the address", err)
+	}
+	ms, err := mgmtserver.Start(mgmtserver.Options{ListenAddress: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ms.Stop()
 	ctx := testContext(t)
-	ms.Update("", clusters("v1", "a"))
-	s := newRawStream(t, ms, true)
+	if err := ms.Update("", clusters("v1", "a")); err != nil {
+		t.Fatal(err)
+	}
+	s := newRawStream(t, &testutil.ManagementServer{Server: ms}, true)
 	s.request(cdsURL, "", "", "a")
 	wantResponse(t, s.recv(ctx), cdsURL, "v1", "a")
 }

@@ -58,10 +58,10 @@ type NamedResource struct {
 	Resource proto.Message
 }
 
-// eachResource calls f with the name and message of every resource of r,
-// in the order Update sends them. An Other entry without a Resource is not
-// given to f; the result has an error for it, prefixed with prefix.
-func (r *Resources) eachResource(prefix string, f func(name string, m proto.Message)) []error {
+// Each calls f with the name and message of every resource of r, in the
+// order Update sends them. An Other entry without a Resource is not given
+// to f; Each then returns an error naming it.
+func (r *Resources) Each(f func(name string, m proto.Message)) error {
 	for _, l := range r.Listeners {
 		f(l.GetName(), l)
 	}
@@ -77,12 +77,12 @@ func (r *Resources) eachResource(prefix string, f func(name string, m proto.Mess
 	var errs []error
 	for i, o := range r.Other {
 		if o.Resource == nil {
-			errs = append(errs, fmt.Errorf("%s: Resources.Other[%d] (%q) has no Resource", prefix, i, o.Name))
+			errs = append(errs, fmt.Errorf("Resources.Other[%d] (%q) has no Resource", i, o.Name))
 			continue
 		}
 		f(o.Name, o.Resource)
 	}
-	return errs
+	return errors.Join(errs...)
 }
 
 // snapshot is an immutable, marshalled Resources.
@@ -123,20 +123,9 @@ type namedAny struct {
 // removed ones (see the package doc, "Delta").
 //
 // Update returns an error, and changes nothing, when a resource cannot
-// be marshalled or an Other entry has a nil Resource; the test of a server
-// made by NewManagementServer is then also failed (tb.Errorf), so a test
-// may ignore the error.
-func (ms *ManagementServer) Update(nodeID string, r Resources) error {
-	if err := ms.update(nodeID, r); err != nil {
-		if ms.tb != nil {
-			ms.tb.Errorf("%v", err)
-		}
-		return err
-	}
-	return nil
-}
-
-func (ms *ManagementServer) update(nodeID string, r Resources) error {
+// be marshalled (a string field that is not UTF-8) or an Other entry has
+// a nil Resource; the error names the resource.
+func (ms *Server) Update(nodeID string, r Resources) error {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	version := r.Version
@@ -148,13 +137,13 @@ func (ms *ManagementServer) update(nodeID string, r Resources) error {
 	add := func(name string, m proto.Message) {
 		inner, err := marshalAny(m)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("testutil: Update: resource %q: %w", name, err))
+			errs = append(errs, fmt.Errorf("mgmtserver: Update: resource %q: %w", name, err))
 			return
 		}
 		a := inner
 		if ms.opts.WrapResources {
 			if a, err = marshalAny(&v3discoverypb.Resource{Name: name, Version: version, Resource: inner}); err != nil {
-				errs = append(errs, fmt.Errorf("testutil: Update: wrapping resource %q: %w", name, err))
+				errs = append(errs, fmt.Errorf("mgmtserver: Update: wrapping resource %q: %w", name, err))
 				return
 			}
 		}
@@ -164,7 +153,9 @@ func (ms *ManagementServer) update(nodeID string, r Resources) error {
 		}
 		snap.resources[typeURL] = append(snap.resources[typeURL], namedAny{name: name, any: a, inner: inner})
 	}
-	errs = append(errs, r.eachResource("testutil: Update", add)...)
+	if err := r.Each(add); err != nil {
+		errs = append(errs, fmt.Errorf("mgmtserver: Update: %w", err))
+	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -200,7 +191,7 @@ func isBuiltin(typeURL string) bool {
 
 // snapshotFor returns the snapshot that serves nodeID, or nil if there is
 // none.
-func (ms *ManagementServer) snapshotFor(nodeID string) *snapshot {
+func (ms *Server) snapshotFor(nodeID string) *snapshot {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if s, ok := ms.snapshots[nodeID]; ok {

@@ -120,7 +120,7 @@ func (s *streamCore[Resp]) sendLoop(send func(Resp) error) {
 // openStreamIn registers a new stream made by newStream in streams (one of
 // ms's maps), or returns the status error a stream must end with when the
 // server is stopped or rejects streams.
-func openStreamIn[S any](ms *ManagementServer, streams map[int64]S, newStream func(id int64) S) (S, error) {
+func openStreamIn[S any](ms *Server, streams map[int64]S, newStream func(id int64) S) (S, error) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	var zero S
@@ -151,7 +151,7 @@ func (s *streamCore[Resp]) core() *streamCore[Resp] { return s }
 // state made by newStream in streams, serves st with serveStream, calling
 // handle for each request and push when the snapshot changed, and
 // unregisters the state when the stream ends.
-func serveIn[Req, Resp any, S adsStreamState[Resp]](ms *ManagementServer, st streamConn[Req, Resp], streams map[int64]S,
+func serveIn[Req, Resp any, S adsStreamState[Resp]](ms *Server, st streamConn[Req, Resp], streams map[int64]S,
 	newStream func(id int64) S, handle func(S, Req), push func(S)) error {
 	s, err := openStreamIn(ms, streams, newStream)
 	if err != nil {
@@ -164,7 +164,7 @@ func serveIn[Req, Resp any, S adsStreamState[Resp]](ms *ManagementServer, st str
 }
 
 // closeStreamIn unregisters stream id from streams when its handler ends.
-func closeStreamIn[S comparable](ms *ManagementServer, streams map[int64]S, id int64, s S) {
+func closeStreamIn[S comparable](ms *Server, streams map[int64]S, id int64, s S) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if streams[id] == s {
@@ -200,7 +200,7 @@ type scriptedResponse interface {
 // copy's nonce; an error wrapping ctx.Err() if ctx ends first (what names
 // the stream kind in it), or errServerStopped. SendResponse and
 // SendDeltaResponse are this for their protocol.
-func sendScriptedTo[Resp scriptedResponse, S interface{ enqueue(Resp) }](ctx context.Context, ms *ManagementServer, what string, streams map[int64]S, resp Resp, setNonce func(Resp, string)) (string, error) {
+func sendScriptedTo[Resp scriptedResponse, S interface{ enqueue(Resp) }](ctx context.Context, ms *Server, what string, streams map[int64]S, resp Resp, setNonce func(Resp, string)) (string, error) {
 	out := proto.Clone(resp).(Resp)
 	return ms.sendScripted(ctx, what, func() (string, bool) {
 		s, ok := newestStreamLocked(streams)
@@ -219,7 +219,7 @@ func sendScriptedTo[Resp scriptedResponse, S interface{ enqueue(Resp) }](ctx con
 // open stream of its protocol and queues a scripted response on it, and
 // returns the nonce it reports. It returns an error wrapping ctx.Err() if
 // ctx ends first (what names the stream kind in it), or errServerStopped.
-func (ms *ManagementServer) sendScripted(ctx context.Context, what string, enqueueLocked func() (nonce string, ok bool)) (string, error) {
+func (ms *Server) sendScripted(ctx context.Context, what string, enqueueLocked func() (nonce string, ok bool)) (string, error) {
 	for {
 		ms.mu.Lock()
 		if ms.isStopped {
@@ -235,7 +235,7 @@ func (ms *ManagementServer) sendScripted(ctx context.Context, what string, enque
 		select {
 		case <-opened:
 		case <-ctx.Done():
-			return "", fmt.Errorf("testutil: waiting for an open %s: %w", what, ctx.Err())
+			return "", fmt.Errorf("mgmtserver: waiting for an open %s: %w", what, ctx.Err())
 		case <-ms.stopped:
 			return "", errServerStopped
 		}
@@ -263,7 +263,7 @@ type recvResult[Req any] struct {
 // Send, so a client that stops reading cannot stall Update or
 // SendResponse; on exit the handler waits for a sender stuck in a gRPC
 // Send, which Stop unblocks by closing the connections.
-func serveStream[Req, Resp any](ms *ManagementServer, st streamConn[Req, Resp], s *streamCore[Resp], handle func(Req), push, unregister func()) error {
+func serveStream[Req, Resp any](ms *Server, st streamConn[Req, Resp], s *streamCore[Resp], handle func(Req), push, unregister func()) error {
 	ctx := st.Context()
 
 	received := make(chan recvResult[Req])
@@ -312,7 +312,7 @@ func serveStream[Req, Resp any](ms *ManagementServer, st streamConn[Req, Resp], 
 		case err := <-s.sendFailed:
 			return err
 		case <-s.broken:
-			return status.Error(codes.Unavailable, "testutil: stream broken by BreakStreams")
+			return status.Error(codes.Unavailable, "mgmtserver: stream broken by BreakStreams")
 		case <-ms.stopped:
 			return errStopped
 		case <-ctx.Done():

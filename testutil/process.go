@@ -207,7 +207,9 @@ func (p *ServerProcess) update(command, nodeID string, r Resources) error {
 		}
 		errs = append(errs, fmt.Errorf("testutil: server process %s: resource %q: %w", command, name, err))
 	}
-	errs = append(errs, r.Each("testutil: server process "+command, add))
+	if err := r.Each(add); err != nil {
+		errs = append(errs, fmt.Errorf("testutil: server process %s: %w", command, err))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
