@@ -14,7 +14,8 @@
 // certificate provider that watches them never reads half a file.
 // Certificates are valid from an hour before they are made (by the
 // clock of the caller: fake time inside a testing/synctest bubble) for
-// Options.Validity. Package certs is for tests and demos: its keys are
+// Options.Validity. Package certs is for tests and demos (xdsctl demo
+// --mtls, examples/server; tests use it as testutil/certs): its keys are
 // not protected in any way.
 package certs
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package xdsbackend runs an xDS-enabled gRPC server (package server) on
-// loopback for tests and demos: the server-side counterpart of
-// testutil.StartBackend, serving the same services with the Listener the
-// management server has for its address (build it with
-// testutil.ServerListener or testutil.IstioInboundListener). It is a
-// package of its own because package testutil does not import the
-// client. Production code never imports it.
+// loopback for xdsctl demo and for tests: the server-side counterpart of
+// testutil.StartBackend, serving the same services (package
+// internal/testservice) with the Listener the management server has for
+// its address (build it with xdsbuild.ServerListener or
+// xdsbuild.IstioInboundListener). Tests reach it as
+// testutil/xdsbackend. Production code never imports it.
 package xdsbackend
 
 import (
@@ -22,8 +22,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/testservice"
 	"github.com/proxyless/xds/server"
-	"github.com/proxyless/xds/testutil"
 )
 
 // Options configures Start.
@@ -68,10 +68,10 @@ type Backend struct {
 	wake chan struct{}      // guarded by mu; closed and replaced at each change
 }
 
-// Start starts a Backend that takes its Listener from c,
-// whose bootstrap must have a server_listener_resource_name_template
-// (see WithServerListenerTemplate). It returns an error when it cannot
-// listen on o.Address or the server cannot be made.
+// Start starts a Backend that takes its Listener from c, whose bootstrap
+// must have a server_listener_resource_name_template (see
+// xdsbuild.WithServerListenerTemplate). It returns an error when it
+// cannot listen on o.Address or the server cannot be made.
 func Start(c *client.Client, o Options) (*Backend, error) {
 	addr := o.Address
 	if addr == "" {
@@ -107,7 +107,7 @@ func Start(c *client.Client, o Options) (*Backend, error) {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
-	testgrpc.RegisterTestServiceServer(srv, testutil.NewTestService(b.ID, b.Address))
+	testgrpc.RegisterTestServiceServer(srv, testservice.New(b.ID, b.Address))
 	if o.Register != nil {
 		o.Register(srv)
 	}

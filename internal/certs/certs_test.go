@@ -15,7 +15,7 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	"github.com/spiffe/go-spiffe/v2/svid/x509svid"
 
-	"github.com/proxyless/xds/testutil/certs"
+	"github.com/proxyless/xds/internal/certs"
 	"github.com/proxyless/xds/testutil/leakcheck"
 )
 
