@@ -91,7 +91,8 @@ func defaultBackoff(retries int) time.Duration {
 //
 // A Client needs only a transport.Transport, so it works without a gRPC
 // channel: any program that records load in a Store can report it. It
-// starts one goroutine, ended by Close.
+// starts one goroutine, and one more per open stream to receive on it;
+// Close ends them and waits for them.
 type Client struct {
 	t      transport.Transport
 	node   *v3corepb.Node
@@ -126,7 +127,10 @@ func NewClient(t transport.Transport, node *v3corepb.Node, store *Store, opts ..
 }
 
 // Close sends a final report on an established stream, ends the stream
-// and waits for the Client's goroutine. It is idempotent.
+// and waits for the Client's goroutines: the one that runs the streams and
+// the one that receives on the current stream, which ends when the
+// transport ends the stream's Recv (transport.Transport.NewStream: a
+// stream lives until its context is cancelled). It is idempotent.
 func (c *Client) Close() {
 	c.once.Do(func() {
 		close(c.stop)
@@ -204,7 +208,16 @@ func (c *Client) runStream(ctx context.Context) (got bool, err error) {
 	}
 	resps := make(chan *v3lrspb.LoadStatsResponse)
 	errc := make(chan error, 1)
+	// The receiver is the Client's too: runStream returns (and so Close)
+	// only once it has, which cancelling sctx makes happen (a stream lives
+	// until its context is cancelled).
+	recvDone := make(chan struct{})
+	defer func() {
+		cancel()
+		<-recvDone
+	}()
 	go func() {
+		defer close(recvDone)
 		for {
 			b, err := st.Recv()
 			if err != nil {

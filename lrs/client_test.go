@@ -15,6 +15,7 @@ import (
 
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/testutil/leakcheck"
 	"github.com/proxyless/xds/transport"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -22,10 +23,17 @@ import (
 )
 
 // fakeTransport hands each stream the client opens to the test.
-type fakeTransport struct{ streams chan *fakeStream }
+type fakeTransport struct {
+	streams chan *fakeStream
+	// linger is how long a stream's Recv takes to return once the
+	// stream's context has ended, as a transport that waits for the
+	// server's status does.
+	linger time.Duration
+}
 
 type fakeStream struct {
 	ctx      context.Context
+	linger   time.Duration
 	toServer chan []byte
 	toClient chan []byte
 	broken   chan struct{}
@@ -35,7 +43,7 @@ func (f *fakeTransport) NewStream(ctx context.Context, method string) (transport
 	if method != lrs.Method {
 		return nil, errors.New("unexpected method " + method)
 	}
-	s := &fakeStream{ctx: ctx, toServer: make(chan []byte, 100), toClient: make(chan []byte, 100), broken: make(chan struct{})}
+	s := &fakeStream{ctx: ctx, linger: f.linger, toServer: make(chan []byte, 100), toClient: make(chan []byte, 100), broken: make(chan struct{})}
 	f.streams <- s
 	return s, nil
 }
@@ -59,6 +67,7 @@ func (s *fakeStream) Recv() ([]byte, error) {
 	case <-s.broken:
 		return nil, errors.New("broken")
 	case <-s.ctx.Done():
+		time.Sleep(s.linger)
 		return nil, s.ctx.Err()
 	}
 }
@@ -279,5 +288,23 @@ func TestLRS_Client_CloseWhileOpening(t *testing.T) {
 		c := lrs.NewClient(bt, &v3corepb.Node{Id: "n"}, lrs.NewStore())
 		<-bt.opened
 		c.Close()
+	})
+}
+
+// TestLRS_Client_CloseWaitsForItsGoroutines checks that Close returns only
+// once every goroutine of the Client has: the stream's receiver included,
+// even when the transport takes a while (a second, in fake time) to end a
+// stream's Recv after its context is cancelled.
+func TestLRS_Client_CloseWaitsForItsGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ft := &fakeTransport{streams: make(chan *fakeStream, 4), linger: time.Second}
+		c := lrs.NewClient(ft, &v3corepb.Node{Id: "n"}, lrs.NewStore())
+		s := <-ft.streams
+		synctest.Wait()
+		s.next(t)
+		s.respond(t, &v3lrspb.LoadStatsResponse{Clusters: []string{"a"}})
+		synctest.Wait()
+		c.Close()
+		leakcheck.CheckNow(t)
 	})
 }
