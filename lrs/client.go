@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/proxyless/xds/internal/backoff"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
 
@@ -67,17 +66,22 @@ func WithBackoff(f func(retries int) time.Duration) Option {
 	}
 }
 
-// defaultBackoff is the default of WithBackoff.
-func defaultBackoff(retries int) time.Duration {
-	const (
-		initial    = float64(time.Second)
-		maxDelay   = float64(30 * time.Second)
-		multiplier = 1.5
-		jitter     = 0.5
-	)
-	d := initial * math.Pow(multiplier, float64(min(retries, 64)))
-	d = min(d, maxDelay)
-	return time.Duration(d * (1 - jitter + 2*jitter*rand.Float64()))
+// defaultBackoff is the policy of WithBackoff's default.
+var defaultBackoff = backoff.Policy{Initial: time.Second, Multiplier: 1.5, Jitter: 0.5, Max: 30 * time.Second}
+
+// newDefaultBackoff returns WithBackoff's default for one Client: a
+// backoff of defaultBackoff, started over when retries is 0. The Client
+// calls it on its goroutine with retries 0, 1, 2, … (0 again after a
+// stream that received a response), so the backoff's own count of
+// attempts is retries.
+func newDefaultBackoff() func(retries int) time.Duration {
+	b := defaultBackoff.New()
+	return func(retries int) time.Duration {
+		if retries == 0 {
+			b.Reset()
+		}
+		return b.NextBackOff()
+	}
 }
 
 // Client reports the load of a Store to a management server over the LRS
@@ -109,9 +113,12 @@ type Client struct {
 // FeatureSendAllClusters added to its client features; node is not
 // modified). The caller keeps ownership of t and closes it after Close.
 func NewClient(t transport.Transport, node *v3corepb.Node, store *Store, opts ...Option) *Client {
-	o := options{logger: xdslog.Discard(), backoff: defaultBackoff}
+	o := options{logger: xdslog.Discard()}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.backoff == nil {
+		o.backoff = newDefaultBackoff()
 	}
 	n := proto.Clone(node).(*v3corepb.Node)
 	if n == nil {

@@ -5,6 +5,7 @@ package lrs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/proxyless/xds/internal/backoff"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil/leakcheck"
@@ -306,5 +308,48 @@ func TestLRS_Client_CloseWaitsForItsGoroutines(t *testing.T) {
 		synctest.Wait()
 		c.Close()
 		leakcheck.CheckNow(t)
+	})
+}
+
+// TestLRS_Client_DefaultBackoff pins the default of WithBackoff in fake
+// time: its policy is the documented one (1 s × 1.5^retries, at most 30 s,
+// ± 50 %), the Client waits that long between streams that end without a
+// response (each wait within its nominal delay ± 50 %, the nominal delay
+// reaching the 30 s cap after 9 retries), and starts over at 1 s after a
+// stream that received a response.
+func TestLRS_Client_DefaultBackoff(t *testing.T) {
+	if want := (backoff.Policy{Initial: time.Second, Multiplier: 1.5, Jitter: 0.5, Max: 30 * time.Second}); lrs.DefaultBackoff != want {
+		t.Fatalf("default backoff policy = %+v, want %+v (WithBackoff's doc)", lrs.DefaultBackoff, want)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ft := &fakeTransport{streams: make(chan *fakeStream, 4)}
+		c := lrs.NewClient(ft, &v3corepb.Node{Id: "n"}, lrs.NewStore())
+		defer c.Close()
+		within := func(what string, got, nominal time.Duration) {
+			t.Helper()
+			if got < nominal/2 || got > nominal*3/2+1 {
+				t.Errorf("%s: waited %v, want %v ± 50%%", what, got, nominal)
+			}
+		}
+		s := <-ft.streams
+		nominal := time.Second
+		for retry := range 12 {
+			synctest.Wait()
+			close(s.broken) // no response
+			ended := time.Now()
+			s = <-ft.streams
+			within(fmt.Sprintf("retry %d", retry), time.Since(ended), nominal)
+			nominal = min(nominal*3/2, 30*time.Second)
+		}
+		if nominal != 30*time.Second {
+			t.Fatalf("nominal delay after 12 retries = %v, want the 30s cap", nominal)
+		}
+		synctest.Wait()
+		s.respond(t, &v3lrspb.LoadStatsResponse{Clusters: []string{"a"}})
+		synctest.Wait()
+		close(s.broken)
+		ended := time.Now()
+		<-ft.streams
+		within("after a stream with a response", time.Since(ended), time.Second)
 	})
 }
