@@ -42,8 +42,11 @@ type options struct {
 }
 
 // WithLogger sets the Client's logger (nil keeps the default); the
-// default discards everything. Stream errors are logged at Warn, reports
-// at Debug. The logger is called from the Client's goroutine.
+// default discards everything, as a Client knows no xDS client whose
+// logger it could take: give it that logger (client.Client.Logger), as
+// xdsresolver does for the Clients of its channels. Stream errors are
+// logged at Warn, reports at Debug. The logger is called from the
+// Client's goroutine.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
