@@ -109,6 +109,8 @@ var readmeImports = map[string]string{
 	"client":        "github.com/proxyless/xds/client",
 	"csds":          "github.com/proxyless/xds/csds",
 	"depmgr":        "github.com/proxyless/xds/depmgr",
+	"mgmtserver":    "github.com/proxyless/xds/mgmtserver",
+	"xdsbuild":      "github.com/proxyless/xds/mgmtserver/xdsbuild",
 	"resources":     "github.com/proxyless/xds/resources",
 	"server":        "github.com/proxyless/xds/server",
 	"testutil":      "github.com/proxyless/xds/testutil",
