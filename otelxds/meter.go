@@ -4,6 +4,7 @@ package otelxds
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -67,6 +68,17 @@ func (h *int64Histogram) Record(ctx context.Context, v int64, opts ...metric.Rec
 	h.Int64Histogram.Record(ctx, v, relabel(ctx, opts)...)
 }
 
+// relabeledKey is an attribute set and the xDS labels put on it.
+type relabeledKey struct {
+	set                      attribute.Distinct
+	locality, backendService string
+}
+
+// relabeled caches the attribute sets relabel makes: one per series (as
+// many as the metrics' own series), so that the three records of an
+// attempt, and the attempts of a series, build theirs once.
+var relabeled sync.Map // relabeledKey → []metric.RecordOption, never modified
+
 // relabel returns opts with the values of the xDS labels they have (the
 // plugin records them, as "", when OptionalLabels asks for them) replaced
 // by those of the attempt's calllabels.Holder. Labels not asked for are
@@ -77,6 +89,10 @@ func relabel(ctx context.Context, opts []metric.RecordOption) []metric.RecordOpt
 		return opts
 	}
 	set := metric.NewRecordConfig(opts).Attributes()
+	k := relabeledKey{set.Equivalent(), l.Locality, l.BackendService}
+	if v, ok := relabeled.Load(k); ok {
+		return v.([]metric.RecordOption)
+	}
 	if !set.HasValue(calllabels.KeyLocality) && !set.HasValue(calllabels.KeyBackendService) {
 		return opts
 	}
@@ -89,5 +105,7 @@ func relabel(ctx context.Context, opts []metric.RecordOption) []metric.RecordOpt
 			kvs[i].Value = attribute.StringValue(l.BackendService)
 		}
 	}
-	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	out := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	relabeled.Store(k, out)
+	return out
 }
