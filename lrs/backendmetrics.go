@@ -21,16 +21,18 @@ type BackendMetrics struct {
 	named  map[string]bool // with BackendMetricsNamed
 }
 
-// NewBackendMetrics returns the BackendMetrics of c, or nil when c
-// propagates nothing (lrs_report_endpoint_metrics unset, or naming no
+// NewBackendMetrics returns the BackendMetrics of a Cluster's
+// lrs_report_endpoint_metrics: fields is its LRSReportEndpointMetrics,
+// named its LRSNamedMetrics() (the keys of "named_metrics.KEY"). It
+// returns nil when they propagate nothing (the field unset, or naming no
 // field gRPC knows): then ORCA reports are not looked at, as gRPC does
 // since A85.
-func NewBackendMetrics(c *resources.Cluster) *BackendMetrics {
-	if c.LRSReportEndpointMetrics == 0 {
+func NewBackendMetrics(fields resources.BackendMetrics, named []string) *BackendMetrics {
+	if fields == 0 {
 		return nil
 	}
-	m := &BackendMetrics{fields: c.LRSReportEndpointMetrics}
-	if keys := c.LRSNamedMetrics(); len(keys) > 0 {
+	m := &BackendMetrics{fields: fields}
+	if keys := named; fields&resources.BackendMetricsNamed != 0 && len(keys) > 0 {
 		m.named = make(map[string]bool, len(keys))
 		for _, k := range keys {
 			m.named[k] = true

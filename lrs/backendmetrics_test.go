@@ -37,6 +37,13 @@ func cluster(t *testing.T, names ...string) *resources.Cluster {
 	return v.(*resources.Cluster)
 }
 
+// backendMetrics returns the BackendMetrics of a Cluster whose
+// lrs_report_endpoint_metrics is names.
+func backendMetrics(t *testing.T, names ...string) *lrs.BackendMetrics {
+	c := cluster(t, names...)
+	return lrs.NewBackendMetrics(c.LRSReportEndpointMetrics, c.LRSNamedMetrics())
+}
+
 // orcaRPCs records, in l, two RPCs whose backends sent ORCA reports and
 // one that sent none.
 func orcaRPCs(l *lrs.LocalityLoad, m *lrs.BackendMetrics) {
@@ -99,7 +106,7 @@ func TestBackendMetrics(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := lrs.NewBackendMetrics(cluster(t, tc.names...))
+			m := backendMetrics(t, tc.names...)
 			if (m == nil) != (tc.want.CpuUtilization == nil && tc.want.LoadMetricStats == nil) {
 				t.Errorf("NewBackendMetrics(%q) = %v", tc.names, m)
 			}
@@ -136,7 +143,7 @@ func TestBackendMetrics_LRSServer(t *testing.T) {
 	}
 	defer tr.Close()
 	store := lrs.NewStore()
-	m := lrs.NewBackendMetrics(cluster(t, "cpu_utilization", "named_metrics.foo"))
+	m := backendMetrics(t, "cpu_utilization", "named_metrics.foo")
 	cl := store.Cluster("c", "")
 	orcaRPCs(cl.Locality(resources.LocalityID{Region: "r", Zone: "z1"}), m)
 	z2 := cl.Locality(resources.LocalityID{Region: "r", Zone: "z2"})
