@@ -61,8 +61,12 @@ func NewContext(ctx context.Context, h *Holder) context.Context {
 }
 
 // FromContext returns the Holder of ctx (or of a context derived from
-// it), nil when it has none. A nil Holder's methods are safe to call.
+// it), nil when it has none or ctx is nil. A nil Holder's methods are
+// safe to call.
 func FromContext(ctx context.Context) *Holder {
+	if ctx == nil {
+		return nil
+	}
 	h, _ := ctx.Value(holderKey{}).(*Holder)
 	return h
 }

@@ -10,6 +10,9 @@ import (
 )
 
 func TestHolder(t *testing.T) {
+	if h := calllabels.FromContext(nil); h != nil { //lint:ignore SA1012 a nil context is tolerated
+		t.Fatalf("FromContext(nil) = %p, want nil", h)
+	}
 	ctx := context.Background()
 	if h := calllabels.FromContext(ctx); h != nil {
 		t.Fatalf("FromContext(no holder) = %p, want nil", h)
