@@ -10,7 +10,7 @@ import (
 )
 
 func TestHolder(t *testing.T) {
-	if h := calllabels.FromContext(nil); h != nil { //lint:ignore SA1012 a nil context is tolerated
+	if h := calllabels.FromContext(nil); h != nil {
 		t.Fatalf("FromContext(nil) = %p, want nil", h)
 	}
 	ctx := context.Background()
