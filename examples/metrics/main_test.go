@@ -43,9 +43,10 @@ func (s *syncBuffer) String() string {
 var startedLine = regexp.MustCompile(`(?m)^grpc_client_attempt_started_total\{[^}]*grpc_method="([^"]+)"[^}]*\} (\d+)`)
 
 // TestMetrics_TwoTerminals runs the two-terminal flow: the xdsctl demo,
-// then run with its bootstrap making 40 RPCs (20 SayHello, 20
-// UnaryCall); /metrics serves, in the Prometheus text format, the
-// attempts of each method (20 each), the attempt durations with the
+// then run with its bootstrap making 400 RPCs (200 SayHello, split 90/10
+// between two clusters, so that the canary misses them all with
+// probability 0.9^200 < 1e-9, and 200 UnaryCall); /metrics serves, in the
+// Prometheus text format, the attempts of each method (200 each), the attempt durations with the
 // xDS labels grpc_lb_locality and grpc_lb_backend_service, and the xDS
 // client's connected gauge.
 func TestMetrics_TwoTerminals(t *testing.T) {
@@ -62,7 +63,7 @@ func TestMetrics_TwoTerminals(t *testing.T) {
 	addrCh := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(rctx, &out, io.Discard, []string{"--metrics", "127.0.0.1:0", "--rpcs", "40", "--interval", "0"}, func(a string) { addrCh <- a })
+		done <- run(rctx, &out, io.Discard, []string{"--metrics", "127.0.0.1:0", "--rpcs", "400", "--interval", "0"}, func(a string) { addrCh <- a })
 	}()
 	var addr string
 	select {
@@ -70,7 +71,7 @@ func TestMetrics_TwoTerminals(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	for !strings.Contains(out.String(), "40 RPCs made") {
+	for !strings.Contains(out.String(), "400 RPCs made") {
 		select {
 		case err := <-done:
 			t.Fatalf("run ended early: %v\n%s", err, out.String())
@@ -97,8 +98,8 @@ func TestMetrics_TwoTerminals(t *testing.T) {
 		n, _ := strconv.Atoi(m[2])
 		started[m[1]] += n
 	}
-	if started["helloworld.Greeter/SayHello"] != 20 || started["grpc.testing.TestService/UnaryCall"] != 20 {
-		t.Errorf("attempts by method %v, want 20 SayHello and 20 UnaryCall", started)
+	if started["helloworld.Greeter/SayHello"] != 200 || started["grpc.testing.TestService/UnaryCall"] != 200 {
+		t.Errorf("attempts by method %v, want 200 SayHello and 200 UnaryCall", started)
 	}
 	for _, want := range []string{
 		`grpc_client_attempt_duration_seconds_count{`,
