@@ -55,7 +55,6 @@ var lbMetrics = []string{
 // detection method, unenforced reason); counts depend on timers and are
 // only required to be positive.
 func TestLBMetrics_SideBySide_GRPCGo(t *testing.T) {
-	needsXDSResolverHooks(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	wa := startORCAServer(t, &orcaServer{cpu: 0.25, foo: 1})

@@ -97,15 +97,6 @@ func localityEndpoints(cluster string, localities []*v3corepb.Locality, ports ..
 	return cla
 }
 
-// needsXDSResolverHooks skips a test of issue 32 whose channel side
-// (the xDS labels set by the picker, ORCA per call, the children's metrics
-// recorder, the outlier ejection counters) waits for the xdsresolver
-// split; remove it with the hooks.
-func needsXDSResolverHooks(t *testing.T) {
-	t.Helper()
-	t.Skip("issue 32: needs the xdsresolver hooks, which wait for the xdsresolver split")
-}
-
 // TestMetrics_SideBySide_GRPCGo runs one configuration, two clusters in
 // two localities (UnaryCall to cluster-a in r1/z1/s1, every other RPC to
 // cluster-b in r2/z2), through grpc-go's xDS channel with grpc-go's
@@ -116,7 +107,6 @@ func needsXDSResolverHooks(t *testing.T) {
 // label sets (with the xDS labels' values), and per-cluster and
 // per-locality counts and message sizes.
 func TestMetrics_SideBySide_GRPCGo(t *testing.T) {
-	needsXDSResolverHooks(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	a, b := startIDServer(t, "A"), startIDServer(t, "B")

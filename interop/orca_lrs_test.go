@@ -146,7 +146,6 @@ func sumORCA(reqs []*v3lrspb.LoadStatsRequest, cluster string) map[string]*local
 // there, means equal to the backend's figures), and no bar, memory,
 // application utilization or per-endpoint stats.
 func TestORCAToLRS_SideBySide_GRPCGo(t *testing.T) {
-	needsXDSResolverHooks(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	pa := startORCAServer(t, &orcaServer{cpu: 0.25, foo: 1})

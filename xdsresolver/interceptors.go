@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
@@ -124,13 +125,15 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 	p := prepared{ctx: ctx, done: noop}
 	cc := ic.holder.Load()
 	if cc == nil {
+		p.ctx = calllabels.NewContext(ctx, new(calllabels.Holder))
 		return p, nil
 	}
 	dp := cc.rc.DP
 	h := routing.Headers{Ctx: ctx}
 	rt := dp.Route(method, &h)
-	if rt == nil {
-		return p, nil // the picker fails it
+	if rt == nil { // the picker fails it, unless the configuration changes meanwhile
+		p.ctx = calllabels.NewContext(ctx, new(calllabels.Holder))
+		return p, nil
 	}
 	p.noRetry = cc.retrying && cc.retry[rt.Index] == ""
 	// The cluster is chosen here, not at pick time, so that the fault
@@ -143,7 +146,8 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 		// The session's cookie may name the cluster (gRFC A60).
 		p.session, target = dataplane.NewSession(rt.Session, cookies(&h), rt, target)
 	}
-	ctx = router.WithRouteChoice(ctx, &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session})
+	rc := &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session}
+	ctx = calllabels.NewContext(router.WithRouteChoice(ctx, rc), &rc.Labels)
 	faults, faultErr := target.FaultsFor(rt)
 	done := noop
 	if d := dp.MaxStreamDuration(rt); d > 0 {

@@ -103,8 +103,8 @@ func TestMetrics_TwoTerminals(t *testing.T) {
 	}
 	for _, want := range []string{
 		`grpc_client_attempt_duration_seconds_count{`,
-		`grpc_lb_backend_service=`,
-		`grpc_lb_locality=`,
+		`grpc_lb_backend_service="cluster-svc",grpc_lb_locality="{region=\"us-east1\", zone=\"us-east1-b\", sub_zone=\"\"}",grpc_method="helloworld.Greeter/SayHello"`,
+		`grpc_lb_backend_service="cluster-svc-canary",grpc_lb_locality="{region=\"us-east1\", zone=\"us-east1-b\", sub_zone=\"\"}",grpc_method="helloworld.Greeter/SayHello"`,
 		`grpc_xds_client_connected{`,
 	} {
 		if !strings.Contains(text, want) {

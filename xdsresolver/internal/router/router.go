@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
@@ -66,7 +67,10 @@ var registerOnce sync.Once
 // Register registers the router LB policy with grpc, once per process;
 // xdsresolver.NewBuilder calls it (never an init function).
 func Register() {
-	registerOnce.Do(func() { balancer.Register(builder{}) })
+	registerOnce.Do(func() {
+		balancer.Register(builder{})
+		registerLBMetrics()
+	})
 }
 
 // Config is one configuration of a channel, made by the resolver from a
@@ -117,6 +121,12 @@ type Priority struct {
 	// Policy; for a policy over the whole priority (PerPriority), one
 	// child holding every endpoint of the priority.
 	Children []ChildConfig
+	// Labels are the xDS labels of the RPCs to each locality of the
+	// priority (package calllabels), made once per configuration.
+	Labels map[resources.LocalityID]*calllabels.Labels
+	// BackendMetrics are the ORCA fields the load reports carry (gRFC
+	// A64, A85); nil for none.
+	BackendMetrics *lrs.BackendMetrics
 }
 
 // ChildPolicy is the endpoint policy of a leaf cluster: a grpc balancer
@@ -149,6 +159,9 @@ type ChildConfig struct {
 	// AddrLocality maps each address to its locality, for a child over a
 	// whole priority; nil otherwise.
 	AddrLocality map[string]resources.LocalityID
+	// Labels are the xDS labels of the child's locality; nil for a child
+	// over the whole priority.
+	Labels *calllabels.Labels
 }
 
 // configKey is the resolver.State attribute key of *Config.
@@ -166,6 +179,9 @@ type RouteChoice struct {
 	Route   *dataplane.Route
 	Target  *dataplane.Target  // the route's cluster for the RPC; nil for a route that does not forward
 	Session *dataplane.Session // the RPC's session (gRFC A55); nil for none
+	// Labels are the xDS labels of the RPC's current attempt, set by the
+	// picker (package calllabels); the RPC's context holds them.
+	Labels calllabels.Holder
 }
 
 type routeChoiceKey struct{}
