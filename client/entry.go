@@ -51,7 +51,9 @@ import (
 // or phaseSkipOmit.
 //
 //	event               from                          to
-//	evWatched           value (re-watch, R-10.3)      phaseRewatched
+//	evWatched           phaseCached (re-watch, R-10.3) phaseRewatched
+//	                    phaseUnsubRaced, phaseSkipOmit phaseUnsubRaced (the unsubscription written may be answered yet)
+//	                    other                         — (Ignored keeps its mark, Stale is not the server's)
 //	evRequested         phaseRequested (watched)      phaseTimed (the timer starts)
 //	                    phaseRewatched                phaseCached
 //	                    phaseUnsubRaced               phaseSkipOmit
@@ -63,7 +65,7 @@ import (
 //	                    no value                      phaseRejected
 //	evServerError       value                         — (SkipOmit → Cached), or Missing/Errored when fail_on_data_errors drops it
 //	                    no value                      phaseMissing (NOT_FOUND) or phaseErrored
-//	evOmitted           phaseCached                   phaseMissing, or phaseIgnored (ignore_resource_deletion)
+//	evOmitted           phaseCached, phaseStale       phaseMissing, or phaseIgnored (ignore_resource_deletion; Stale stays)
 //	                    phaseSkipOmit                 phaseCached
 //	                    other                         — (R-9.7: no value, no deletion)
 //	evRemoved           value                         phaseMissing, or phaseIgnored (ignore_resource_deletion)
@@ -330,9 +332,17 @@ func (c *Client) transitionLocked(e *entry, ev event, in *input, fc *flowControl
 	from := e.phase
 	switch ev {
 	case evWatched:
-		if from.hasValue() && from != phaseStale {
+		switch from {
+		case phaseCached:
 			e.phase = phaseRewatched
+		case phaseUnsubRaced, phaseSkipOmit:
+			// The unsubscription written may still be answered: the
+			// guard holds until a request naming it is written again.
+			e.phase = phaseUnsubRaced
 		}
+		// phaseIgnored keeps its deletion mark (the server has
+		// ignore_resource_deletion: an omission deletes nothing), a stale
+		// value is not the server's, and a re-watched one stays guarded.
 		return
 	case evRequested:
 		switch {

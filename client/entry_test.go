@@ -41,6 +41,10 @@ func TestTransition_Table(t *testing.T) {
 		wantCall  string // the watcher calls, comma-separated
 	}{
 		{name: "re-watch of a cached value is guarded", from: phaseCached, value: true, ev: evWatched, want: phaseRewatched, wantValue: true},
+		{name: "re-watch while guarded", from: phaseRewatched, value: true, ev: evWatched, want: phaseRewatched, wantValue: true},
+		{name: "re-watch after a raced unsubscription keeps the guard", from: phaseUnsubRaced, value: true, ev: evWatched, want: phaseUnsubRaced, wantValue: true},
+		{name: "re-watch while an omission is to skip guards again", from: phaseSkipOmit, value: true, ev: evWatched, want: phaseUnsubRaced, wantValue: true},
+		{name: "re-watch of an ignored deletion keeps it", from: phaseIgnored, value: true, ev: evWatched, want: phaseIgnored, wantValue: true},
 		{name: "watch of a stale value", from: phaseStale, value: true, ev: evWatched, want: phaseStale, wantValue: true},
 		{name: "watch without a value", from: phaseRequested, ev: evWatched, want: phaseRequested},
 		{name: "request starts the timer", from: phaseRequested, ev: evRequested, want: phaseTimed},
