@@ -45,11 +45,6 @@ type channel struct {
 	types        map[string]*chanType // by type URL; created on first subscription
 	slots        map[string]*slot     // by the type URL a slot carries, "" for the aggregated one
 	lastStreamID int64
-	// For the coalescing of subscription changes (holdChangesLocked):
-	// responses counts the responses the channel's streams started
-	// handling, handled those they finished handling (decoded, applied,
-	// and every watcher call they caused done).
-	responses, handled uint64
 }
 
 // wireProtocol is the wire protocol of a channel's streams: how the
@@ -122,7 +117,7 @@ type chanType struct {
 	nonce    string // nonce last received
 	sent     bool   // a request of this type was sent
 	dirty    bool   // the subscription changed since the last request
-	changeAt uint64 // channel.responses when dirty was last set by a change: see holdChangesLocked
+	changeAt uint64 // the responses count of the slot carrying the type when dirty was last set by a change: see holdChangesLocked
 	// legacy: the type's first request on the stream subscribed to the
 	// wildcard in its legacy form, an empty name list,
 	// which old servers such as go-control-plane v0.14's snapshot cache
@@ -366,8 +361,12 @@ func (ch *channel) noteChangeLocked(typ resources.ResourceType, name string, sub
 
 // markDirtyLocked marks ct for a request.
 func (ch *channel) markDirtyLocked(ct *chanType) {
-	if !ct.dirty {
-		ct.dirty, ct.changeAt = true, ch.responses
+	if ct.dirty {
+		return
+	}
+	ct.dirty, ct.changeAt = true, 0
+	if s := ch.slots[ch.slotKey(ct.typ.TypeURL())]; s != nil {
+		ct.changeAt = s.responses
 	}
 }
 

@@ -39,6 +39,13 @@ type slot struct {
 	running bool    // the run goroutine was started
 	retired bool    // the slot is done
 	stream  *stream // the current stream; nil between streams
+	// For the coalescing of subscription changes (holdChangesLocked):
+	// responses counts the responses the slot's streams started
+	// handling, handled those they finished handling (decoded, applied,
+	// and every watcher call they caused done). Flow control is per
+	// stream: a response in hand on one slot holds no other slot's
+	// changes.
+	responses, handled uint64
 }
 
 // stream is the state of one stream of a slot. Guarded by c.mu.
@@ -72,10 +79,7 @@ type outgoing struct {
 // slotLocked returns the slot that carries typeURL, creating it on first
 // use.
 func (ch *channel) slotLocked(typeURL string) *slot {
-	key := ""
-	if ch.perType {
-		key = typeURL
-	}
+	key := ch.slotKey(typeURL)
 	s := ch.slots[key]
 	if s == nil {
 		ctx, cancel := context.WithCancel(ch.ctx)
@@ -83,6 +87,15 @@ func (ch *channel) slotLocked(typeURL string) *slot {
 		ch.slots[key] = s
 	}
 	return s
+}
+
+// slotKey returns the key in ch.slots of the slot that carries typeURL:
+// typeURL with one stream per type, "" for the aggregated stream.
+func (ch *channel) slotKey(typeURL string) string {
+	if ch.perType {
+		return typeURL
+	}
+	return ""
 }
 
 // carries reports whether s carries typeURL.
@@ -322,17 +335,18 @@ func (ch *channel) endStreamLocked(s *slot, ss *stream) {
 
 // recvLoop reads responses until the stream fails. After each one it
 // waits until every watcher called done. It counts the responses
-// it handles, for the coalescing of subscription changes
+// it handles, for the coalescing of subscription changes of its slot
 // (holdChangesLocked).
 func (ch *channel) recvLoop(ctx context.Context, st transport.XDSStream, ss *stream) error {
 	c := ch.c
+	s := ss.s
 	for {
 		resp, err := st.Recv()
 		if err != nil {
 			return err
 		}
 		c.mu.Lock()
-		ch.responses++
+		s.responses++
 		c.mu.Unlock()
 		if fc := ch.handleResponse(ss, resp); fc != nil {
 			if err := fc.wait(ctx); err != nil {
@@ -340,11 +354,9 @@ func (ch *channel) recvLoop(ctx context.Context, st transport.XDSStream, ss *str
 			}
 		}
 		c.mu.Lock()
-		ch.handled++
-		for _, s := range ch.slots {
-			if ch.changesPendingLocked(s) {
-				s.kick() // the changes it held
-			}
+		s.handled++
+		if ch.changesPendingLocked(s) {
+			s.kick() // the changes it held
 		}
 		c.mu.Unlock()
 	}
@@ -363,8 +375,9 @@ func (ch *channel) changesPendingLocked(s *slot) bool {
 
 // holdChangesLocked reports whether the send loop of s holds back the
 // subscription changes it owes: it does while each type with changes to
-// send got its first one during a response of the channel that is still
-// being handled, decoding and watcher calls included. A response that
+// send got its first one during a response of s that is still being
+// handled, decoding and watcher calls included. Responses of other slots
+// (per-type streams) hold nothing here: flow control is per stream. A response that
 // adds many names (a CDS response naming 10,000 EDS services, each
 // watched from a callback; a RouteConfiguration naming 10,000 clusters)
 // then leads to one request per type instead of dozens, each with the
@@ -377,7 +390,7 @@ func (ch *channel) changesPendingLocked(s *slot) bool {
 //
 func (ch *channel) holdChangesLocked(s *slot) bool {
 	for url, ct := range ch.types {
-		if ct.dirty && s.carries(url) && ct.changeAt <= ch.handled {
+		if ct.dirty && s.carries(url) && ct.changeAt <= s.handled {
 			return false
 		}
 	}
