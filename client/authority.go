@@ -30,8 +30,8 @@ import (
 // of those servers are the authority's attached channels.
 //
 // Fallback: when the active server's stream fails before any response
-// while a watched resource of the authority was never received
-// and the list has a next server, that server becomes active
+// and before it was healthy while a watched resource of
+// the authority was never received, and the list has a next server, that server becomes active
 // and subscribes to everything, and the watchers hear nothing of the
 // failure. Cached values stay in use until the new
 // server replaces or deletes them. With every watched resource cached,
@@ -298,7 +298,7 @@ func (c *Client) releaseLocked(e *entry) {
 }
 
 // fallbackLocked is called when the stream of ch for the types carried by
-// s failed before any response. Each authority ch serves that has a
+// s failed. Each authority ch serves that has a
 // watched resource of those types never received and a next
 // server makes that server active: it attaches there, subscribing to
 // everything. It returns the authorities that fell back: their watchers

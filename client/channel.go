@@ -487,7 +487,7 @@ func (ch *channel) dropPendingLocked(ct *chanType, drop []*entry) {
 }
 
 // connectivityFailure tells every watcher of the resources ch serves, of
-// the types s carries, that the stream failed before any response:
+// the types s carries, that the stream failed:
 // ResourceError when there is no cached value, AmbientError otherwise
 // . WatchAll watchers get one AmbientError naming "*", glob
 // watchers one naming the glob. These calls are not flow controlled

@@ -127,9 +127,10 @@ type ResourceUpdates struct {
 // ServerFailure is one transition of a management server from healthy to
 // unhealthy, for the counter grpc.xds_client.server_failure (gRFC A78,
 // A server becomes unhealthy when a stream to it cannot be
-// created or ends before any response (gRFC A57; the failures reported to
-// watchers as ErrConnection, R-11.3), and healthy again when a stream
-// receives a message. A server the client has not yet failed to reach is
+// created or ends before any response and before it is healthy (gRFC
+// A57; the failures reported to watchers as ErrConnection, R-11.3), and
+// healthy again when a stream receives a message or becomes healthy by
+// staying open. A server the client has not yet failed to reach is
 // healthy, so the first failure counts, as in gRPC C++. Deviation from
 // grpc-go, which counts every failed attempt: a server down for N retries
 // counts once, not N times. The state of a server survives the retirement
@@ -161,8 +162,9 @@ type Gauges struct {
 // ADS stream to it. It is false until the first stream is created, true
 // from then on; false again when a stream cannot be created or ends
 // before any response (the server is unhealthy, see ServerFailure), and
-// then true again only once a stream receives a message. A stream that had
-// responses and ends keeps it true while the next one is created.
+// then true again only once a stream receives a message or becomes
+// healthy by staying open. A stream that had responses and ends
+// keeps it true while the next one is created.
 type ServerConnected struct {
 	Server    string // grpc.xds.server: the management server's server_uri
 	Connected bool   // reported as 1 or 0
@@ -269,7 +271,12 @@ func (ch *channel) streamCreatedLocked() {
 
 // messageReceivedLocked records that a stream of the channel received a
 // message: the server is healthy and connected.
-func (ch *channel) messageReceivedLocked() {
+func (ch *channel) messageReceivedLocked() { ch.serverHealthyLocked() }
+
+// serverHealthyLocked records that a stream of the channel received a
+// message or became healthy by staying open: the server is
+// healthy and connected.
+func (ch *channel) serverHealthyLocked() {
 	h := ch.healthLocked()
 	h.unhealthy = false
 	h.connectedOn = ch

@@ -153,7 +153,11 @@ func (ch *channel) accept(ss *stream, decodeErr error, u *update, typeURL string
 		return false
 	}
 	ch.messageReceivedLocked()
-	defer func() { ss.accepted = ss.accepted || ok }()
+	defer func() {
+		if ok {
+			ss.accepted, ss.healthy = true, true
+		}
+	}()
 	switch {
 	case decodeErr != nil:
 		ch.logger.Warn("ignoring undecodable response", xdslog.KeyStreamID, ss.id, xdslog.KeyError, decodeErr)

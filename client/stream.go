@@ -57,7 +57,20 @@ type stream struct {
 	gotResponse bool               // a message was received
 	accepted    bool               // a response of a requested type was processed (ACKed or NACKed)
 	restart     bool               // ended on purpose, to be replaced at once (see chanType.legacy)
+	// healthy: the stream accepted a response, or stayed open for
+	// healthyAfter after its first request was written.
+	healthy bool
+	aging   *time.Timer // makes the stream healthy healthyAfter after its first request; nil before it
 }
+
+// healthyAfter is how long a stream must stay open after its first
+// request was written to be healthy without a response: the
+// backoff's first step, so that streams replaced at once for
+// being healthy that way start at most once per step. A delta server to
+// which the client is up to date (its initial_resource_versions current)
+// rightly sends nothing; a server that is down or refuses the stream ends
+// it sooner.
+const healthyAfter = backoff.InitialInterval
 
 // ackIntent is the answer owed to one response.
 type ackIntent struct {
@@ -155,15 +168,16 @@ func (s *slot) restartLocked() {
 // run opens streams until the slot is retired or the client closed.
 // Streams are retried after a backoff of 1 s × 1.6ⁿ ± 20 %, at most 120 s
 // which starts over, and the next stream starts at once, after a
-// stream that accepted a response (ACKed or NACKed it), as grpc-go does:
-// a server that closes streams now and then, or restarts, is reconnected
-// to at once, and a flapping one each time it has answered.
+// healthy stream: one that accepted a response (ACKed or NACKed
+// it), as grpc-go does, or stayed open for healthyAfter after its first
+// request: a server that closes streams now and then, or restarts, is
+// reconnected to at once, and a flapping one each time it has answered.
 // Except a stream that failed on a size limit (the client's own, or the
 // server's for a request), which is reported to the watchers whenever it
 // happens and backs off as a failure before any response does: it would
 // fail again (see connectivityFailure). A stream that failed before any
-// response is reported to the watchers, at most one error per
-// watcher per failed stream.
+// response and before it was healthy is reported to the watchers
+// at most one error per watcher per failed stream.
 func (s *slot) run() {
 	ch := s.ch
 	defer ch.c.wg.Done()
@@ -181,8 +195,8 @@ func (s *slot) run() {
 		case res.restart:
 			ch.logger.Info("restarting the ADS stream")
 			continue
-		case res.accepted && !tooLarge:
-			ch.logger.Info("ADS stream ended after receiving responses; reconnecting", xdslog.KeyError, res.err)
+		case res.healthy && !tooLarge:
+			ch.logger.Info("ADS stream ended after it was healthy; reconnecting", xdslog.KeyError, res.err)
 			bo.Reset()
 			continue
 		case res.gotResponse && !tooLarge:
@@ -213,7 +227,7 @@ func (s *slot) run() {
 type streamResult struct {
 	err         error
 	gotResponse bool // a message was received
-	accepted    bool // a response of a requested type was processed
+	healthy     bool // it was healthy: see stream.healthy
 	restart     bool // ended on purpose by restartLocked
 }
 
@@ -258,7 +272,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 
 	ch.c.mu.Lock()
 	defer ch.c.mu.Unlock()
-	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, accepted: ss.accepted, restart: ss.restart}
+	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, healthy: ss.healthy, restart: ss.restart}
 	if errors.Is(res.err, transport.ErrMessageTooLarge) && (ch.c.opts.transportBuilder == nil || ch.c.opts.maxRecvMsgSize > 0) {
 		res.err = ch.tooLargeError(res.err)
 	}
@@ -324,6 +338,9 @@ func (ch *channel) endStreamLocked(s *slot, ss *stream) {
 	if s.stream == ss {
 		s.stream = nil
 	}
+	if ss.aging != nil {
+		ss.aging.Stop()
+	}
 	for url, ct := range ch.types {
 		if !s.carries(url) {
 			continue
@@ -331,6 +348,20 @@ func (ch *channel) endStreamLocked(s *slot, ss *stream) {
 		ch.dropPendingLocked(ct, ct.takePendingLocked())
 		ch.servedLocked(url, func(e *entry) { ch.c.transitionLocked(e, evStreamEnded, nil, nil) })
 	}
+}
+
+// streamAged makes ss healthy once it has stayed open for healthyAfter
+// after its first request was written: its server counts as
+// healthy and connected again.
+func (ch *channel) streamAged(ss *stream) {
+	c := ch.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ss.s.stream != ss || c.closed || ss.healthy {
+		return
+	}
+	ss.healthy = true
+	ch.serverHealthyLocked()
 }
 
 // recvLoop reads responses until the stream fails. After each one it
@@ -488,6 +519,9 @@ func (ch *channel) requestSentLocked(ss *stream, out *outgoing) {
 	ch.dropPendingLocked(ch.types[out.typeURL], out.drop)
 	if ss.s.stream != ss || c.closed {
 		return
+	}
+	if ss.aging == nil && !ss.healthy {
+		ss.aging = time.AfterFunc(healthyAfter, func() { ch.streamAged(ss) })
 	}
 	var et *expiryTimer // one timer for the names this request starts timing
 	in := input{et: &et}

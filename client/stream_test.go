@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/proxyless/xds/client"
@@ -138,5 +139,63 @@ func TestStream_Backoff(t *testing.T) {
 		if got := opened[n+1].Sub(opened[n]); got < 800*time.Millisecond || got > 1200*time.Millisecond {
 			t.Errorf("first backoff after recovery = %v, want 1s ± 20%%", got)
 		}
+	})
+}
+
+// TestStream_HealthyStreamEndsSilently checks what makes a stream healthy
+// a stream whose server holds it open without sending anything,
+// as a delta server to which the client is up to date rightly does (its
+// initial_resource_versions are current), is healthy once it has been
+// open for 1 s after its first request. When the server ends it (max
+// connection age, a rolling restart), the watchers hear nothing and the
+// next stream starts at once, however often that happens: the backoff
+// does not grow against a healthy server. A stream that ends sooner is a
+// failure as before. The same rule for SotW and delta. On the
+// old code every such delta stream was a connection failure: ErrConnection
+// to the watcher, and reconnections after a growing backoff.
+func TestStream_HealthyStreamEndsSilently(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		synctestTest(t, func(t *testing.T) {
+			ctx := testContext(t)
+			// A scripted server: it sends nothing on its own, as a delta
+			// server to which the client is up to date.
+			ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+			rb := newRecordingBuilder(ms.TransportBuilder())
+			c := newClient(t, ms, testutil.BootstrapOptions{}, append(opts, client.WithTransportBuilder(rb))...)
+			w := newRecorder[*resources.Cluster]()
+			defer client.Watch(c, resources.ClusterType, "a", w)()
+			synctest.Wait()
+			var err error
+			if delta {
+				_, err = ms.SendDeltaResponse(ctx, deltaResponse(cds, nil, deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "eds")}))
+			} else {
+				_, err = ms.SendResponse(ctx, discoveryResponse(cds, "1", testutil.Cluster("a", "eds")))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.wantKind(ctx, t, changed, nil)
+			synctest.Wait()
+			ms.BreakStreams()
+			synctest.Wait()
+
+			const life = 5 * time.Second
+			for i := range 6 {
+				time.Sleep(life)
+				broken := time.Now()
+				ms.BreakStreams()
+				synctest.Wait()
+				opened := rb.streamsOpened()
+				if last := opened[len(opened)-1]; last.Before(broken) || last.Sub(broken) > 10*time.Millisecond {
+					t.Fatalf("break %d at %v: the last stream opened at %v, want a new one at once", i, broken, last)
+				}
+				w.wantNone(t, 0)
+			}
+
+			// A stream that ends before it is healthy is a failure.
+			time.Sleep(500 * time.Millisecond)
+			ms.BreakStreams()
+			w.wantKind(ctx, t, ambientError, client.ErrConnection)
+		})
 	})
 }
