@@ -166,10 +166,10 @@
 // # Limits
 //
 // Over the default gRPC transport a response may be at most 4 MiB
-// (grpctransport.DefaultMaxRecvMsgSize; raise it with WithMaxRecvMsgSize,
-// or xdsctl --max-recv-msg-size BYTES). A SotW response carries every
-// resource of its type that the client asked for, so a large subscription
-// (or a wildcard) makes large responses. Requests are limited by the
+// (grpctransport.DefaultMaxRecvMsgSize; raise it with WithMaxRecvMsgSize;
+// a transport of WithTransportBuilder sets its own limits). A SotW
+// response carries every resource of its type that the client asked for,
+// so a large subscription (or a wildcard) makes large responses. Requests are limited by the
 // management server (4 MiB by default for a gRPC server): a SotW request
 // names every subscribed resource of its type, so some 100 000 names of 40
 // bytes reach it. A stream that fails on either limit is reported to the

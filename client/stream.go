@@ -273,7 +273,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 	ch.c.mu.Lock()
 	defer ch.c.mu.Unlock()
 	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, healthy: ss.healthy, restart: ss.restart}
-	if errors.Is(res.err, transport.ErrMessageTooLarge) && (ch.c.opts.transportBuilder == nil || ch.c.opts.maxRecvMsgSize > 0) {
+	if errors.Is(res.err, transport.ErrMessageTooLarge) && ch.c.opts.transportBuilder == nil {
 		res.err = ch.tooLargeError(res.err)
 	}
 	ch.endStreamLocked(s, ss)
@@ -295,14 +295,15 @@ func streamError(ctx context.Context, sendErr, recvErr error) error {
 // tooLargeError explains a stream failure caused by a message above a size
 // limit, a response above the client's receive limit or a request above
 // the server's, when the receive limit is the client's: its own gRPC
-// transport, or WithMaxRecvMsgSize was given. Another transport of
-// WithTransportBuilder names its own limits (a file's, a REST body's).
+// transport, which WithMaxRecvMsgSize configures. A transport of
+// WithTransportBuilder names its own limits (a file's, a REST body's),
+// and WithMaxRecvMsgSize has no effect on it.
 func (ch *channel) tooLargeError(err error) error {
 	limit := ch.c.opts.maxRecvMsgSize
 	if limit <= 0 {
 		limit = grpctransport.DefaultMaxRecvMsgSize
 	}
-	return fmt.Errorf("%w (the client accepts responses of at most %d bytes: raise the limit with client.WithMaxRecvMsgSize or xdsctl --max-recv-msg-size BYTES)", err, limit)
+	return fmt.Errorf("%w (the client accepts responses of at most %d bytes: raise the limit with client.WithMaxRecvMsgSize)", err, limit)
 }
 
 // startStreamLocked makes a new stream of s current: nonces are reset,
