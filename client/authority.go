@@ -119,22 +119,35 @@ func (c *Client) authorityForLocked(name string) (*authority, error) {
 			return nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
 		}
 		a := c.authorityOfLocked(servers)
-		c.xdstp[n.Authority] = a
+		// n.Authority is part of name: the key must own its bytes.
+		c.xdstp[strings.Clone(n.Authority)] = a
 		return a, nil
 	}
 	return c.authorityOfLocked(servers), nil
 }
 
-// knownAuthorityLocked returns the authority of name if a watch made it
-// already, else nil: the lookup of received resources, which never makes
-// an authority. It does not parse the whole name.
+// knownAuthorityLocked returns the authority of name if one exists (a
+// watch made it, or it is that of the same servers), else nil: the
+// lookup of received resources. It never makes an authority and keeps
+// nothing of name, which may be a view of a response's bytes (view). It
+// does not parse the whole name.
 func (c *Client) knownAuthorityLocked(name string) *authority {
 	rest, ok := strings.CutPrefix(name, "xdstp://")
 	if !ok {
 		return c.top
 	}
 	auth, _, _ := strings.Cut(rest, "/")
-	return c.xdstp[auth]
+	if a := c.xdstp[auth]; a != nil {
+		return a
+	}
+	// An authority no watch named yet, whose servers may be those of an
+	// authority in use (the top-level servers', whose wildcard receives
+	// xdstp names too).
+	servers, err := c.cfg.ServersForAuthority(auth)
+	if err != nil || len(servers) == 0 {
+		return nil
+	}
+	return c.auths[listKey{servers[0], len(servers)}]
 }
 
 // authorityOfLocked returns the authority of servers, a list of the

@@ -225,16 +225,7 @@ func (v *served) lookup(name string) (*authority, *typeCache) {
 		return v.top, v.topTC
 	}
 	a := v.ch.c.knownAuthorityLocked(name)
-	if a == nil {
-		// An xdstp name of an authority no watch named yet, received
-		// through the wildcard of the top-level servers: its authority
-		// may be those servers.
-		var err error
-		if a, err = v.ch.c.authorityForLocked(name); err != nil {
-			return nil, nil
-		}
-	}
-	if !a.serves(v.ch) {
+	if a == nil || !a.serves(v.ch) {
 		return nil, nil
 	}
 	return a, a.types[v.url]
