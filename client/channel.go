@@ -496,7 +496,7 @@ func (ch *channel) dropPendingLocked(ct *chanType, drop []*entry) {
 func (ch *channel) connectivityFailure(s *slot, err error) {
 	c := ch.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlockAndRecord() // the server failure
 	if c.closed {
 		return
 	}

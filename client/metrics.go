@@ -74,10 +74,11 @@ const (
 // MeterProvider. One recorder may serve several clients: each record
 // carries its client's target.
 //
-// The Record methods are called from the client's goroutines, with the
-// client's internal lock held: they must be safe for concurrent use,
-// return quickly, never block, and never call the Client (as the
-// synchronous instruments of OpenTelemetry's SDK are).
+// The Record methods are called from the client's goroutines (a stream's,
+// after the response or failure they count was handled), never with the
+// client's internal lock held, so they may call the Client; they must be
+// safe for concurrent use and return quickly, since the stream waits for
+// them (as the synchronous instruments of OpenTelemetry's SDK do).
 type MetricsRecorder interface {
 	// RecordResourceUpdates adds u.Valid to the counter
 	// grpc.xds_client.resource_updates_valid and u.Invalid to
@@ -213,6 +214,30 @@ type clientMetrics struct {
 	unregister func() // from recorder.RegisterGauges; nil without a recorder
 
 	servers map[string]*serverHealth // by bootstrap.ServerConfig.Key(); kept until Close, as transports
+
+	// The records made while Client.mu was held, reported once it is
+	// released (unlockAndRecord), in order. Guarded by Client.mu.
+	queuedUpdates  []ResourceUpdates
+	queuedFailures []ServerFailure
+}
+
+// unlockAndRecord releases c.mu, then reports to the recorder the records
+// queued while it was held: the recorder is user code, which never runs
+// under the client's lock (docs/style.md "Concurrency"), as persistence's
+// Store is called after the lock is released (persist.go). The code that
+// queues records (recordUpdatesLocked, serverFailedLocked) releases the
+// lock with it.
+func (c *Client) unlockAndRecord() {
+	m := &c.metrics
+	updates, failures := m.queuedUpdates, m.queuedFailures
+	m.queuedUpdates, m.queuedFailures = nil, nil
+	c.mu.Unlock()
+	for _, u := range updates {
+		m.recorder.RecordResourceUpdates(u)
+	}
+	for _, f := range failures {
+		m.recorder.RecordServerFailure(f)
+	}
 }
 
 // serverHealth is what the metrics know of one management server. Guarded
@@ -285,7 +310,7 @@ func (ch *channel) serverHealthyLocked() {
 // serverFailedLocked records that a stream to the server could not be
 // created or failed before any response: the server is not
 // connected and, if it was healthy, goes unhealthy, which counts one
-// server failure.
+// server failure, queued for unlockAndRecord.
 func (ch *channel) serverFailedLocked() {
 	h := ch.healthLocked()
 	h.connectedOn = nil
@@ -293,20 +318,20 @@ func (ch *channel) serverFailedLocked() {
 		return
 	}
 	h.unhealthy = true
-	if r := ch.c.metrics.recorder; r != nil {
-		r.RecordServerFailure(ServerFailure{Target: ch.c.metrics.target, Server: ch.sc.ServerURI})
+	if m := &ch.c.metrics; m.recorder != nil {
+		m.queuedFailures = append(m.queuedFailures, ServerFailure{Target: m.target, Server: ch.sc.ServerURI})
 	}
 }
 
-// recordUpdatesLocked reports the resources of one response of type typ
-// (see ResourceUpdates).
+// recordUpdatesLocked queues the report of the resources of one response
+// of type typ (see ResourceUpdates), for unlockAndRecord.
 func (ch *channel) recordUpdatesLocked(typ resources.ResourceType, valid, invalid int) {
-	r := ch.c.metrics.recorder
-	if r == nil || valid+invalid == 0 {
+	m := &ch.c.metrics
+	if m.recorder == nil || valid+invalid == 0 {
 		return
 	}
-	r.RecordResourceUpdates(ResourceUpdates{
-		Target:       ch.c.metrics.target,
+	m.queuedUpdates = append(m.queuedUpdates, ResourceUpdates{
+		Target:       m.target,
 		Server:       ch.sc.ServerURI,
 		ResourceType: metricsTypeName(typ.TypeURL()),
 		Valid:        int64(valid),

@@ -116,7 +116,7 @@ func (ch *channel) handleResponse(ss *stream, resp *transport.Response) *flowCon
 	u.topErrs = append(u.topErrs, decodeAll(u)...)
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlockAndRecord() // the metrics of the response
 	ct := ch.types[u.typ.TypeURL()]
 	if ss.s.stream != ss || c.closed || ct == nil {
 		return nil
