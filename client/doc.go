@@ -160,8 +160,8 @@
 //
 // Errors given to watchers are *ResourceError values that wrap
 // ErrResourceNotFound, ErrResourceInvalid, ErrServerReported,
-// ErrConnection, ErrStale, ErrUnsupported or ErrClosed; test them with
-// errors.Is.
+// ErrConnection, ErrTimeout, ErrStale, ErrUnsupported or ErrClosed; test
+// them with errors.Is.
 //
 // # Limits
 //

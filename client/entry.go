@@ -4,6 +4,7 @@ package client
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 	"unsafe"
 
@@ -12,113 +13,15 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/bootstrap"
-	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
-// This file holds the cache entry of one resource and its state machine:
-// one phase per entry, one transition function (transitionLocked), and
-// the watcher calls each transition makes.
-//
-// # Phases
-//
-// Without a cached value:
-//
-//	phaseRequested  subscribed; no request naming it was written on a connected stream yet: not timed
-//	phaseTimed      requested; the does-not-exist timer runs
-//	phaseMissing    does not exist: deleted, timer fired, NOT_FOUND reported
-//	phaseRejected   its last version was NACKed, and none was ever valid, or fail_on_data_errors dropped it
-//	phaseErrored    the server reported an error for it
-//	phaseExpired    its TTL ran out: does not exist, and counts as never received for fallback
-//	phaseTimedOut   not received in time from a server with resource_timer_is_transient_error: a transient error, not a does-not-exist
-//
-// With a cached value (an earlier NACK or server error may be pending on
-// it, ambient: extra.nack, extra.serverErr):
-//
-//	phaseStale      loaded from persistence, not received from a server yet
-//	phaseCached     received; a SotW response of a type whose responses carry every resource deletes it by leaving it out
-//	phaseIgnored    as phaseCached, and the server deleted it: kept for ignore_resource_deletion
-//	phaseRewatched  watched again after its last watch was cancelled, and no request naming it written since: a SotW response that leaves it out answers an earlier request, no deletion
-//	phaseUnsubRaced as phaseRewatched, and the request that unsubscribed it was written meanwhile (it was built before the new watch)
-//	phaseSkipOmit   a request naming it again was written after phaseUnsubRaced: the server may still answer the unsubscription, so the next omission is no deletion
-//
-// # Transitions
-//
-// Events, and the phase each leads to (— : unchanged). "value" is a
-// phase with a cached value; "guard" is phaseRewatched, phaseUnsubRaced
-// or phaseSkipOmit.
-//
-//	event               from                          to
-//	evWatched           phaseCached (re-watch, R-10.3) phaseRewatched
-//	                    phaseUnsubRaced, phaseSkipOmit phaseUnsubRaced (the unsubscription written may be answered yet)
-//	                    other                         — (Ignored keeps its mark, Stale is not the server's)
-//	evRequested         phaseRequested (watched)      phaseTimed (the timer starts)
-//	                    phaseRewatched                phaseCached
-//	                    phaseUnsubRaced               phaseSkipOmit
-//	evUnsubWritten      phaseRewatched                phaseUnsubRaced
-//	evStreamEnded       phaseTimed                    phaseRequested (timer stopped, R-9.5)
-//	evValid             guard other than SkipOmit     — (new value)
-//	                    any other                     phaseCached
-//	evInvalid           value                         — (SkipOmit → Cached), or phaseRejected when fail_on_data_errors drops it
-//	                    no value                      phaseRejected
-//	evServerError       value                         — (SkipOmit → Cached), or Missing/Errored when fail_on_data_errors drops it
-//	                    no value                      phaseMissing (NOT_FOUND) or phaseErrored
-//	evOmitted           phaseCached, phaseStale       phaseMissing, or phaseIgnored (ignore_resource_deletion; Stale stays)
-//	                    phaseSkipOmit                 phaseCached
-//	                    other                         — (R-9.7: no value, no deletion)
-//	evRemoved           value                         phaseMissing, or phaseIgnored (ignore_resource_deletion)
-//	                    no value                      phaseMissing
-//	evTimerFired        phaseTimed                    phaseMissing, or phaseTimedOut (resource_timer_is_transient_error)
-//	evTTLExpired        value                         phaseExpired
-//	evPersisted         Requested, Timed, TimedOut    phaseStale
-//
-// Every event the server causes (evValid, evInvalid, evServerError, a
-// deletion) stops the does-not-exist timer: the resource was seen.
-// Watchers are told, in the entry's watcher order (its own, then the
-// WatchAll and glob watchers of its authority), as the R-rules of each
-// event say; nothing is told twice in a row.
-
-// phase is where an entry is in its life; see the file comment.
-type phase uint8
-
-const (
-	phaseRequested phase = iota
-	phaseTimed
-	phaseMissing
-	phaseRejected
-	phaseErrored
-	phaseExpired
-	phaseTimedOut
-	phaseStale
-	phaseCached
-	phaseIgnored
-	phaseRewatched
-	phaseUnsubRaced
-	phaseSkipOmit
-)
-
-// hasValue reports whether p is a phase with a cached value.
-func (p phase) hasValue() bool { return p >= phaseStale }
-
-// event is what happens to an entry; see the file comment.
-type event uint8
-
-const (
-	evWatched event = iota
-	evRequested
-	evUnsubWritten
-	evStreamEnded
-	evValid
-	evInvalid
-	evServerError
-	evOmitted
-	evRemoved
-	evTimerFired
-	evTTLExpired
-	evPersisted
-)
+// This file holds the cache entry of one resource and its step: the
+// tables of state.go applied to the entry's own data (its value, its
+// errors), with the effects on the rest of the client recorded for the
+// caller to carry out (effects.go).
 
 // entry is the cache entry and the watchers of one resource. It belongs to
 // the authority its name maps to, which holds it in its cache, and
@@ -154,16 +57,14 @@ type entry struct {
 	// when none.
 	timer *expiryTimer
 
-	phase phase
-	// pending: the entry is in its serving channel's list of
-	// unsubscriptions to write (channel.pendingLocked, R-10.3).
-	pending bool
+	state state // what the client knows of the resource (state.go)
+	guard guard // where its subscription stands on the wire (state.go, R-10.3)
 }
 
 // entryExtra are the fields of an entry that are rarely set. Read them
 // with entry.ext, set them with extLocked.
 type entryExtra struct {
-	dneReason string // why the resource does not exist (phaseMissing, phaseExpired)
+	dneReason string // why the resource does not exist (stMissing, stExpired)
 
 	// The last NACK of this resource; nil when the last received version
 	// was valid.
@@ -266,35 +167,37 @@ func (e *entry) fromURI() string {
 // takes 24.
 func rawString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// status returns e's CSDS client_status (gRFC A40, R-20).
-func (e *entry) status() v3adminpb.ClientResourceStatus {
-	x := e.ext()
-	switch {
-	case e.phase.hasValue():
-		switch {
-		case x.nack != nil:
-			return v3adminpb.ClientResourceStatus_NACKED
-		case x.serverErr != nil:
-			return v3adminpb.ClientResourceStatus_RECEIVED_ERROR
-		}
-		return v3adminpb.ClientResourceStatus_ACKED
-	case e.phase == phaseMissing || e.phase == phaseExpired:
-		return v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	case e.phase == phaseRejected:
-		return v3adminpb.ClientResourceStatus_NACKED
-	case e.phase == phaseErrored:
-		return v3adminpb.ClientResourceStatus_RECEIVED_ERROR
-	case e.phase == phaseTimedOut:
-		return v3adminpb.ClientResourceStatus_TIMEOUT
+// ambient returns the error pending on e's cached value, if any.
+func (e *entry) ambient() ambient {
+	switch x := e.extra; {
+	case x == nil:
+		return ambNone
+	case x.nack != nil:
+		return ambNACK
+	case x.serverErr != nil:
+		return ambServerError
 	}
-	return v3adminpb.ClientResourceStatus_REQUESTED
+	return ambNone
 }
+
+// status returns e's CSDS client_status (gRFC A40, R-20): stateTable's.
+func (e *entry) status() v3adminpb.ClientResourceStatus {
+	return stateTable[e.state].status[e.ambient()]
+}
+
+// cacheState returns e's grpc.xds.cache_state (gRFC A78, A88; ):
+// stateTable's.
+func (e *entry) cacheState() string { return stateTable[e.state].cache[e.ambient()] }
+
+// stale reports whether e's value came from persistence and no server has
+// sent the resource since.
+func (e *entry) stale() bool { return e.state == stStale }
 
 // neverReceived reports whether e is watched and was never received: no
 // value, and not known not to exist or to be invalid; a transient
 // timeout says nothing of the resource either.
 func (e *entry) neverReceived() bool {
-	return len(e.watchers) > 0 && (e.phase == phaseRequested || e.phase == phaseTimed || e.phase == phaseTimedOut)
+	return len(e.watchers) > 0 && stateTable[e.state].unreceived
 }
 
 // unanswered reports whether e is watched and no server of its list has
@@ -304,390 +207,188 @@ func (e *entry) neverReceived() bool {
 // does a value whose TTL ran out while its server was unreachable: it is
 // no longer cached (gRFC A71 falls back for resources not cached).
 func (e *entry) unanswered() bool {
-	return e.neverReceived() || (len(e.watchers) > 0 && (e.phase == phaseStale || e.phase == phaseExpired))
+	return len(e.watchers) > 0 && stateTable[e.state].unanswered
 }
 
 // input is what an event brings: the fields each event reads.
 type input struct {
-	value     any           // evValid: the decoded value
-	raw       []byte        // evValid: its bytes
-	version   string        // evValid, evInvalid: the version received
+	value     any           // evValid, evPersisted: the decoded value
+	raw       []byte        // evValid, evPersisted: its bytes
+	version   string        // evValid, evInvalid, evPersisted: its version
+	origin    *string       // evValid, evPersisted: the server_uri of the server that sent it (bootstrap.ServerConfig.ServerURI, kept by the config)
 	ttl       time.Duration // evValid: Resource.ttl, 0 when none
 	err       error         // evInvalid: the validation error
 	status    *statuspb.Status
 	reason    string                  // deletions: why the resource does not exist
-	ch        *channel                // the channel that received it; nil for timers and persistence
 	now       time.Time               // when the response arrived
+	sc        *bootstrap.ServerConfig // the server that caused the event; nil for timers of the client's own, watches and persistence
+	logger    *slog.Logger            // where to log: the server's channel's logger; nil: the client's
 	et        **expiryTimer           // evRequested: the shared timer of the request written
-	rec       *PersistedResource      // evPersisted
-	sc        *bootstrap.ServerConfig // the server of ch
 	timeout   time.Duration           // evTimerFired: how long the timer ran
 	transient bool                    // evTimerFired: the server has resource_timer_is_transient_error
+	unserved  bool                    // evUnwatched: no channel serves the entry
 }
 
-// transitionLocked applies ev to e (see the table in the file comment):
-// its phase, its cache, its timers and what is persisted, and queues the
-// watcher calls it causes, flow-controlled by fc when fc is not nil.
-func (c *Client) transitionLocked(e *entry, ev event, in *input, fc *flowControl) {
-	from := e.phase
+// variant returns the variant of ev that in brings (state.go): the
+// server features and status code that change its outcome.
+func (in *input) variant(ev event) variant {
 	switch ev {
-	case evWatched:
-		switch from {
-		case phaseCached:
-			e.phase = phaseRewatched
-		case phaseUnsubRaced, phaseSkipOmit:
-			// The unsubscription written may still be answered: the
-			// guard holds until a request naming it is written again.
-			e.phase = phaseUnsubRaced
+	case evInvalid:
+		if in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) {
+			return vDrop
 		}
-		// phaseIgnored keeps its deletion mark (the server has
-		// ignore_resource_deletion: an omission deletes nothing), a stale
-		// value is not the server's, and a re-watched one stays guarded.
-		return
-	case evRequested:
-		switch {
-		case from == phaseRequested && len(e.watchers) > 0:
-			c.timeLocked(in.et, e)
-			e.phase = phaseTimed
-		case from == phaseRewatched:
-			e.phase = phaseCached
-		case from == phaseUnsubRaced:
-			e.phase = phaseSkipOmit
+	case evServerError:
+		if codes.Code(in.status.GetCode()) == codes.PermissionDenied && in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) {
+			return vDrop
 		}
-		return
-	case evUnsubWritten:
-		if from == phaseRewatched {
-			e.phase = phaseUnsubRaced
+	case evServerNotFound:
+		if in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) && !in.sc.IgnoreResourceDeletion() {
+			return vDrop
 		}
-		return
-	case evStreamEnded:
-		if from == phaseTimed {
-			e.stopTimerLocked()
-			e.phase = phaseRequested
+	case evOmitted, evRemoved:
+		if in.sc.IgnoreResourceDeletion() {
+			return vIgnore
 		}
-		return
 	case evTimerFired:
-		if from != phaseTimed {
-			return
-		}
-		var err error
 		if in.transient {
-			e.phase = phaseTimedOut
-			c.logger.Warn("resource not received in time: a transient error (resource_timer_is_transient_error)", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-			err = c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received within %v of being requested (resource_timer_is_transient_error)", ErrTimeout, in.timeout))
-		} else {
-			e.phase = phaseMissing
-			e.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", in.timeout)
-			c.logger.Warn("resource does not exist: watch expired", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-			err = c.notFoundError(e)
+			return vTransient
 		}
-		for _, we := range e.watchers { // the watchers of the name
-			c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case evUnwatched:
+		if in.unserved {
+			return vUnserved
 		}
-		return
-	case evPersisted:
-		if from != phaseRequested && from != phaseTimed && from != phaseTimedOut {
-			return
-		}
-		e.stopTimerLocked()
-		r := in.rec
-		e.value, e.raw, e.version = in.value, rawString(r.Resource.GetValue()), r.Version
-		from := r.ServerURI
-		e.lastUpdated, e.from = unixNanos(r.Updated), &from
-		e.phase = phaseStale
-		for _, we := range c.watchersLocked(e) {
-			c.replayLocked(e, we)
-		}
-		return
 	}
+	return vPlain
+}
 
-	// The server said something of the resource: it was seen.
-	e.stopTimerLocked()
+// serverErrorEvent returns the event of an error the server reported
+// with status st: NOT_FOUND is a does-not-exist.
+func serverErrorEvent(st *statuspb.Status) event {
+	if codes.Code(st.GetCode()) == codes.NotFound {
+		return evServerNotFound
+	}
+	return evServerError
+}
+
+// effects is what one step of an entry asks of the code around it, which
+// carries it out (Client.stepLocked): the effects and the notice of the
+// rule that applied, less those the entry's data make moot (an unchanged
+// value, an error told last), and the log.
+type effects struct {
+	fx  effect
+	n   notice
+	log note
+}
+
+// step applies ev, with what in brings, to e: its state and guard from
+// the tables (state.go), and its own data: the value (set, or dropped
+// when the state that follows has none), the version and origin, the
+// reason it does not exist, the NACK or server error pending on it. It
+// returns the effects for the caller to carry out; it calls nothing
+// outside the entry.
+func (e *entry) step(ev event, in *input) effects {
+	from := e.state
+	t := step(from, e.guard, ev, in.variant(ev))
+	e.guard = t.guard
+	if t.absorb {
+		return effects{}
+	}
+	fx := effects{fx: t.fx, n: t.n, log: t.log}
+	if from.hasValue() && !t.to.hasValue() {
+		e.value, e.raw, e.version = nil, "", ""
+	}
+	e.state = t.to
 	switch ev {
 	case evValid:
-		c.validLocked(e, in, fc)
+		fx = e.valid(from, in, fx)
 	case evInvalid:
-		c.invalidLocked(e, in, fc)
-	case evServerError:
-		c.serverErrorLocked(e, in, fc)
-	case evOmitted:
-		switch from {
-		case phaseSkipOmit:
-			e.phase = phaseCached
-		case phaseCached, phaseStale:
-			c.deleteLocked(e, in, fc)
+		fx = e.invalid(from, in, fx)
+	case evServerError, evServerNotFound:
+		fx = e.serverError(from, in, fx)
+	case evTimerFired:
+		if t.to == stMissing {
+			e.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", in.timeout)
 		}
-	case evRemoved:
-		if from.hasValue() {
-			c.deleteLocked(e, in, fc)
-			return
+	case evPersisted:
+		if t.to == stStale {
+			e.value, e.raw, e.version = in.value, rawString(in.raw), in.version
+			e.lastUpdated, e.from = unixNanos(in.now), in.origin
 		}
-		c.doesNotExistLocked(e, phaseMissing, in.reason, fc)
-	case evTTLExpired:
-		if from.hasValue() {
-			e.stopTTLLocked()
-			c.doesNotExistLocked(e, phaseExpired, in.reason, fc)
+	case evOmitted, evRemoved, evTTLExpired:
+		if fx.n == noticeNotFound {
+			x := e.extLocked()
+			x.nack, x.serverErr = nil, nil
+			x.dneReason = in.reason
 		}
 	}
+	return fx
 }
 
-// validLocked applies a valid resource. Watchers are told when it is the
-// first value, a different value, or the same value after a NACK, a server
-// error, a deletion or a persisted value. Its TTL is set
-//
-func (c *Client) validLocked(e *entry, in *input, fc *flowControl) {
-	hadTTL := e.ext().ttl != nil
-	c.setTTLLocked(e, in.ttl, in.now)
+// valid records a valid version: watchers are told when it is the first
+// value, a different value, or the same value after a NACK, a server
+// error, a deletion or a persisted value; it is
+// persisted then too, or when its TTL comes or goes (persistLocked keeps
+// no value with a TTL).
+func (e *entry) valid(from state, in *input, fx effects) effects {
 	// The cached bytes were compared before decoding; compare again, as
 	// the entry may have changed since (a watch cancelled and started
 	// anew). The bytes are already hot.
 	x := e.ext()
-	changed := !e.phase.hasValue() || e.phase == phaseStale || x.nack != nil || x.serverErr != nil || e.raw != string(in.raw)
-	switch e.phase {
-	case phaseRewatched, phaseUnsubRaced:
-		// The guard stays until a request naming it is written.
-	case phaseIgnored:
-		c.logger.Info("resource present again after an ignored deletion", xdslog.KeyResource, e.name)
-		e.phase = phaseCached
-	default:
-		e.phase = phaseCached
-	}
+	changed := !from.hasValue() || from == stStale || x.nack != nil || x.serverErr != nil || e.raw != string(in.raw)
+	hadTTL := x.ttl != nil
 	e.version = in.version
 	e.lastUpdated = unixNanos(in.now)
-	e.from = &in.sc.ServerURI
+	e.from = in.origin
 	e.clearErrorsLocked()
 	if !changed {
-		// The stored copy has the same bytes; its version may lag. A TTL
-		// added or removed changes whether it is stored (persistLocked).
-		if hadTTL != (e.ext().ttl != nil) {
-			c.persistLocked(e)
+		fx.fx &^= fxNotify
+		if hadTTL == (in.ttl > 0) {
+			fx.fx &^= fxPersist
 		}
-		return
+		return fx
 	}
 	e.value, e.raw = in.value, rawString(in.raw)
-	c.persistLocked(e)
-	v, version := e.value, e.version
-	for _, we := range c.watchersLocked(e) {
-		c.scheduleChangedLocked(we, fc, v, version)
-	}
+	return fx
 }
 
-// stale reports whether e's value came from persistence and no server has
-// sent the resource since.
-func (e *entry) stale() bool { return e.phase == phaseStale }
-
-// invalidLocked records a NACKed resource. The cached value, if any, is
-// kept and its watchers get AmbientError; otherwise ResourceError.
-// When the server has fail_on_data_errors, the cached value is dropped
-// first. Watchers are not told the same error twice in a row
-//
-func (c *Client) invalidLocked(e *entry, in *input, fc *flowControl) {
-	dropped := false
-	switch {
-	case e.phase.hasValue() && in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors):
-		c.dropValueLocked(e)
-		e.phase = phaseRejected
-		dropped = true
-		in.ch.logger.Warn("dropping the cached resource after a NACK (fail_on_data_errors)", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-	case e.phase == phaseSkipOmit:
-		e.phase = phaseCached
-	case !e.phase.hasValue():
-		e.phase = phaseRejected
-	}
+// invalid records a NACKed version: the watchers are told unless
+// it is the error they were told last.
+func (e *entry) invalid(from state, in *input, fx effects) effects {
+	dropped := from.hasValue() && !e.state.hasValue()
 	prev := e.ext().nack
 	repeat := !dropped && prev != nil && prev.err.Error() == in.err.Error()
 	x := e.extLocked()
 	x.serverErr, x.dneReason = nil, ""
 	x.nack = &nackState{err: in.err, version: in.version, time: in.now}
 	if repeat {
-		return
+		fx.fx &^= fxNotify
 	}
-	werr := c.invalidError(e)
-	c.notifyErrorLocked(e, werr, fc)
+	return fx
 }
 
-// serverErrorLocked applies the error the management server reported for
-// e: the cached value is dropped when the server has
-// fail_on_data_errors and the code is NOT_FOUND or PERMISSION_DENIED
-// except a NOT_FOUND while ignore_resource_deletion keeps the
-// value; watchers get AmbientError when a value remains,
-// ResourceError otherwise. Without a value, NOT_FOUND is a does-not-exist
-// (DOES_NOT_EXIST, an error wrapping ErrResourceNotFound); every other
-// case shows RECEIVED_ERROR in Dump, with the server's status in
-// error_state, and wraps ErrServerReported (and ErrResourceNotFound for
-// NOT_FOUND). The same error twice in a row is reported once.
-func (c *Client) serverErrorLocked(e *entry, in *input, fc *flowControl) {
-	code := codes.Code(in.status.GetCode())
-	hadValue := e.phase.hasValue()
-	if hadValue && (code == codes.NotFound || code == codes.PermissionDenied) && in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) &&
-		(code != codes.NotFound || !in.sc.IgnoreResourceDeletion()) {
-		c.dropValueLocked(e)
-	}
+// serverError records the error the management server reported:
+// with the server's status in error_state; a NOT_FOUND that leaves no
+// value says why the resource does not exist. The same error twice in a
+// row is reported once.
+func (e *entry) serverError(from state, in *input, fx effects) effects {
 	serr := status.ErrorProto(in.status)
 	var err error
-	if code == codes.NotFound {
+	if codes.Code(in.status.GetCode()) == codes.NotFound {
 		err = fmt.Errorf("%w (%w): %w", ErrResourceNotFound, ErrServerReported, serr)
 	} else {
 		err = fmt.Errorf("%w: %w", ErrServerReported, serr)
 	}
-	stillValue := e.value != nil
+	hadValue, stillValue := from.hasValue(), e.state.hasValue()
 	prev := e.ext().serverErr
 	repeat := prev != nil && prev.err.Error() == err.Error() && hadValue == stillValue
 	x := e.extLocked()
 	x.nack, x.dneReason = nil, ""
 	x.serverErr = &serverErrState{err: err, time: in.now}
-	switch {
-	case stillValue && e.phase == phaseSkipOmit:
-		e.phase = phaseCached
-	case stillValue:
-	case code == codes.NotFound:
-		e.phase = phaseMissing
+	if e.state == stMissing {
 		x.dneReason = fmt.Sprintf("reported by the management server (%v)", serr)
-	default:
-		e.phase = phaseErrored
 	}
-	in.ch.logger.Warn("management server reported a resource error", xdslog.KeyTypeURL, e.typ.TypeURL(),
-		xdslog.KeyResource, e.name, xdslog.KeyError, serr, xdslog.KeyCachedValueKept, stillValue)
 	if repeat {
-		return
+		fx.fx &^= fxNotify
 	}
-	c.notifyErrorLocked(e, c.resourceError(e.typ, e.name, err), fc)
-}
-
-// notifyErrorLocked tells every watcher of e of err: through AmbientError
-// while a value is cached, ResourceError otherwise.
-func (c *Client) notifyErrorLocked(e *entry, err error, fc *flowControl) {
-	ambient := e.phase.hasValue()
-	for _, we := range c.watchersLocked(e) {
-		if ambient {
-			c.scheduleLocked(we, fc, func(done func()) { we.ambErr(err, done) })
-		} else {
-			c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
-		}
-	}
-}
-
-// deleteLocked applies the server's deletion of e, which has a value (a
-// SotW omission, R-14.1, or a delta removed_resources entry): ignored when
-// the server has ignore_resource_deletion; otherwise the value is
-// dropped and the resource does not exist.
-func (c *Client) deleteLocked(e *entry, in *input, fc *flowControl) {
-	if in.sc.IgnoreResourceDeletion() {
-		if e.phase != phaseIgnored {
-			in.ch.logger.Warn("ignoring deletion (ignore_resource_deletion)", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-			if e.phase != phaseStale {
-				e.phase = phaseIgnored
-			}
-		}
-		return
-	}
-	c.doesNotExistLocked(e, phaseMissing, in.reason, fc)
-}
-
-// doesNotExistLocked makes e not exist (phase p: phaseMissing or
-// phaseExpired) for reason: the value is dropped, errors cleared, and the
-// watchers get ResourceError wrapping ErrResourceNotFound. A resource
-// already known not to exist is not reported again.
-func (c *Client) doesNotExistLocked(e *entry, p phase, reason string, fc *flowControl) {
-	if (e.phase == phaseMissing || e.phase == phaseExpired) && e.value == nil {
-		return
-	}
-	e.stopTTLLocked()
-	if e.value != nil {
-		c.dropValueLocked(e)
-	}
-	x := e.extLocked()
-	x.nack, x.serverErr = nil, nil
-	x.dneReason = reason
-	e.phase = p
-	err := c.notFoundError(e)
-	for _, we := range c.watchersLocked(e) {
-		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
-	}
-}
-
-// dropValueLocked forgets the cached value of e and deletes its persisted
-// copy. A value served from persistence (stale) goes too, from
-// the store as well: the server's word replaces it, so a later start must
-// not serve it again. The caller sets the phase that follows; until then
-// it is phaseMissing.
-func (c *Client) dropValueLocked(e *entry) {
-	e.value, e.raw, e.version = nil, "", ""
-	if e.phase.hasValue() {
-		e.phase = phaseMissing
-	}
-	c.persistLocked(e)
-}
-
-// replayLocked tells a new watcher we the current state of e at once
-// the cached value, then the last NACK error as an AmbientError
-// (gRFC A88's order), or the error the server reported for it; or,
-// with nothing cached, ResourceError when the resource does not exist, its
-// last version was NACKed or the server reported an error; nothing while it
-// is only requested. These calls are not tied to a response, so their
-// done is not flow control.
-func (c *Client) replayLocked(e *entry, we *watchEntry) {
-	x := e.ext()
-	switch {
-	case e.phase.hasValue():
-		v, version := e.value, e.version
-		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
-		if e.stale() {
-			err := c.staleError(e)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-		if x.nack != nil {
-			err := c.invalidError(e)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-		if x.serverErr != nil {
-			err := c.resourceError(e.typ, e.name, x.serverErr.err)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-	case e.phase == phaseMissing || e.phase == phaseExpired:
-		err := c.notFoundError(e)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case x.nack != nil:
-		err := c.invalidError(e)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case x.serverErr != nil:
-		err := c.resourceError(e.typ, e.name, x.serverErr.err)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case e.phase == phaseTimedOut:
-		err := c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received in time (resource_timer_is_transient_error)", ErrTimeout))
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	}
-}
-
-// watchersLocked returns the watchers of e: its own, in registration
-// order, then the WatchAll and glob collection watchers of its authority
-// that hold its name.
-func (c *Client) watchersLocked(e *entry) []*watchEntry {
-	tc := e.auth.types[e.typ.TypeURL()]
-	if tc == nil || (len(tc.wildcard) == 0 && len(tc.globs) == 0) {
-		return e.watchers
-	}
-	coll := tc.collectionWatchersLocked(e.name)
-	if len(coll) == 0 {
-		return e.watchers
-	}
-	all := make([]*watchEntry, 0, len(e.watchers)+len(coll))
-	return append(append(all, e.watchers...), coll...)
-}
-
-// resourceError wraps err for delivery to a watcher of name.
-func (c *Client) resourceError(typ resources.ResourceType, name string, err error) error {
-	return &ResourceError{TypeURL: typ.TypeURL(), TypeName: typ.TypeName(), Name: name, NodeID: c.node.GetId(), Err: err}
-}
-
-// notFoundError is the error for watchers of a resource that does not exist.
-func (c *Client) notFoundError(e *entry) error {
-	return c.resourceError(e.typ, e.name, fmt.Errorf("%w: %s", ErrResourceNotFound, e.ext().dneReason))
-}
-
-// invalidError is the error for watchers of a resource whose last received
-// version was NACKed.
-func (c *Client) invalidError(e *entry) error {
-	x := e.ext()
-	return c.resourceError(e.typ, e.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, x.nack.version, x.nack.err))
+	return fx
 }

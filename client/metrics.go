@@ -33,39 +33,6 @@ const DefaultTarget = "#standalone"
 // old-style (non-xdstp) names (gRFC A78).
 const OldStyleAuthority = "#old"
 
-// Cache states of a resource, the grpc.xds.cache_state label of the
-// resources gauge (gRFC A78, and gRFC A88 "XdsClient Metric Labels"). The
-// "_but_cached" states are those in which the client still has, and its
-// watchers still use, a previously valid value.
-const (
-	// CacheStateRequested: subscribed, not received yet.
-	CacheStateRequested = "requested"
-	// CacheStateDoesNotExist: the server deleted it, or the watch expiry
-	// timer fired.
-	CacheStateDoesNotExist = "does_not_exist"
-	// CacheStateDoesNotExistButCached: the server deleted it and the
-	// client kept the cached value (ignore_resource_deletion, R-2.1).
-	CacheStateDoesNotExistButCached = "does_not_exist_but_cached"
-	// CacheStateACKed: the last version received was valid.
-	CacheStateACKed = "acked"
-	// CacheStateNACKed: the last version received was invalid, and none was
-	// valid before.
-	CacheStateNACKed = "nacked"
-	// CacheStateNACKedButCached: the last version received was invalid;
-	// an earlier valid one is kept.
-	CacheStateNACKedButCached = "nacked_but_cached"
-	// CacheStateReceivedError: the server sent an error for it (xRFC TP3,
-	// gRFC A88).
-	CacheStateReceivedError = "received_error"
-	// CacheStateReceivedErrorButCached: the server sent an error for it
-	// and an earlier valid version is kept (gRFC A88).
-	CacheStateReceivedErrorButCached = "received_error_but_cached"
-	// CacheStateTimeout: not received in time from a server whose watch
-	// expiry timer is a transient error (gRFC A88,
-	// resource_timer_is_transient_error; ).
-	CacheStateTimeout = "timeout"
-)
-
 // MetricsRecorder receives the client's metrics (gRFC A78 "XdsClient",
 // counters as they change, and a function that reads the gauges,
 // to be called on each collection, as OpenTelemetry's asynchronous gauges
@@ -375,10 +342,8 @@ func (c *Client) Gauges() Gauges {
 	type bucket struct{ authority, typeURL, state string }
 	counts := make(map[bucket]int64)
 	for _, a := range c.auths {
-		for url, tc := range a.types {
-			for _, e := range tc.entries {
-				counts[bucket{nameAuthority(e.name), url, cacheState(e)}]++
-			}
+		for e := range a.allEntriesLocked() {
+			counts[bucket{nameAuthority(e.name), e.typ.TypeURL(), e.cacheState()}]++
 		}
 	}
 	for b, n := range counts {
@@ -388,33 +353,6 @@ func (c *Client) Gauges() Gauges {
 		return cmp.Or(strings.Compare(a.Authority, b.Authority), strings.Compare(a.ResourceType, b.ResourceType), strings.Compare(a.CacheState, b.CacheState))
 	})
 	return g
-}
-
-// cacheState returns the grpc.xds.cache_state of e (gRFC A78, A88): its
-// CSDS status, qualified by whether a valid value is still cached. A
-// deletion the client ignored leaves the value cached and the
-// status ACKED: the server says the resource does not exist.
-func cacheState(e *entry) string {
-	x := e.ext()
-	switch {
-	case e.phase.hasValue() && x.nack != nil:
-		return CacheStateNACKedButCached
-	case e.phase.hasValue() && x.serverErr != nil:
-		return CacheStateReceivedErrorButCached
-	case e.phase == phaseIgnored:
-		return CacheStateDoesNotExistButCached
-	case e.phase.hasValue():
-		return CacheStateACKed
-	case e.phase == phaseMissing || e.phase == phaseExpired:
-		return CacheStateDoesNotExist
-	case e.phase == phaseRejected:
-		return CacheStateNACKed
-	case e.phase == phaseErrored:
-		return CacheStateReceivedError
-	case e.phase == phaseTimedOut:
-		return CacheStateTimeout
-	}
-	return CacheStateRequested
 }
 
 // nameAuthority returns the grpc.xds.authority of a canonical resource

@@ -148,7 +148,7 @@ func (s *slot) retireLocked() {
 	}
 	for url, ct := range ch.types {
 		if s.carries(url) {
-			ch.dropPendingLocked(ct, ct.takePendingLocked())
+			ch.dropPendingLocked(ch.takePendingLocked(ct))
 		}
 	}
 	s.cancel()
@@ -320,7 +320,7 @@ func (ch *channel) startStreamLocked(s *slot, cancel context.CancelFunc) *stream
 		if !s.carries(url) {
 			continue
 		}
-		ch.dropPendingLocked(ct, ct.takePendingLocked())
+		ch.dropPendingLocked(ch.takePendingLocked(ct))
 		ct.nonce = ""
 		ct.sent = false
 		ct.legacy = false
@@ -346,8 +346,10 @@ func (ch *channel) endStreamLocked(s *slot, ss *stream) {
 		if !s.carries(url) {
 			continue
 		}
-		ch.dropPendingLocked(ct, ct.takePendingLocked())
-		ch.servedLocked(url, func(e *entry) { ch.c.transitionLocked(e, evStreamEnded, nil, nil) })
+		ch.dropPendingLocked(ch.takePendingLocked(ct))
+		for e := range ch.servedLocked(url) {
+			ch.c.stepLocked(e, evStreamEnded, &input{}, nil)
+		}
 	}
 }
 
@@ -454,7 +456,7 @@ func (ch *channel) nextRequestLocked(ss *stream) *outgoing {
 			// be a (legacy) wildcard subscription. What was unsubscribed
 			// was never asked for on this stream.
 			ct.dirty = false
-			ch.dropPendingLocked(ct, ct.takePendingLocked())
+			ch.dropPendingLocked(ch.takePendingLocked(ct))
 			continue
 		}
 		if out := ch.proto.requestLocked(ss, ct, nil); out != nil {
@@ -488,7 +490,7 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.XDSStream, ss *str
 			}
 			if err := st.Send(&out.req); err != nil {
 				ch.c.mu.Lock()
-				ch.dropPendingLocked(ch.types[out.typeURL], out.drop)
+				ch.dropPendingLocked(out.drop)
 				ch.c.mu.Unlock()
 				return fmt.Errorf("sending a %s request: %w", out.typeURL, err)
 			}
@@ -517,7 +519,7 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.XDSStream, ss *str
 // wildcard.
 func (ch *channel) requestSentLocked(ss *stream, out *outgoing) {
 	c := ch.c
-	ch.dropPendingLocked(ch.types[out.typeURL], out.drop)
+	ch.dropPendingLocked(out.drop)
 	if ss.s.stream != ss || c.closed {
 		return
 	}
@@ -525,13 +527,11 @@ func (ch *channel) requestSentLocked(ss *stream, out *outgoing) {
 		ss.aging = time.AfterFunc(healthyAfter, func() { ch.streamAged(ss) })
 	}
 	var et *expiryTimer // one timer for the names this request starts timing
-	in := input{et: &et}
+	in := input{et: &et, sc: ch.sc, logger: ch.logger}
 	v := ch.served(out.typeURL)
 	for _, name := range out.requested {
-		if _, tc := v.lookup(name); tc != nil {
-			if e := tc.entries[name]; e != nil {
-				c.transitionLocked(e, evRequested, &in, nil)
-			}
+		if e := v.entry(name); e != nil {
+			c.stepLocked(e, evRequested, &in, nil)
 		}
 	}
 	c.startExpiryLocked(et, ch.sc)

@@ -232,18 +232,12 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	if err != nil {
 		return c.failWatchLocked(we, typ, name, err)
 	}
-	tc := a.typeLocked(rt)
-	e := tc.entries[name]
-	if e == nil {
-		e = a.newEntryLocked(tc, name, phaseRequested)
-	}
-	e.watchers = append(e.watchers, we)
-	if len(e.watchers) == 1 {
+	e, first := a.watchLocked(rt, name, we)
+	if first {
 		// A new entry, one held by a collection only, or one whose
 		// unsubscription is not written yet: its name joins the
 		// subscription.
-		tc.watched++
-		c.transitionLocked(e, evWatched, nil, nil)
+		c.stepLocked(e, evWatched, &input{}, nil)
 		a.subscriptionChangedLocked(rt, name, true)
 	}
 	c.replayLocked(e, we)
@@ -280,14 +274,9 @@ func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool
 func (c *Client) unwatch(e *entry, we *watchEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.removeWatchLocked(&e.watchers, we) {
-		return
+	if !e.auth.unwatchLocked(e, we) {
+		return // not the last, or dropped meanwhile
 	}
-	tc := e.auth.types[e.typ.TypeURL()]
-	if tc.entries[e.name] != e {
-		return // dropped meanwhile
-	}
-	tc.watched--
 	c.unsubscribeEntryLocked(e)
 	e.auth.subscriptionChangedLocked(e.typ, e.name, false)
 }
@@ -297,11 +286,11 @@ func (c *Client) unwatch(e *entry, we *watchEntry) {
 // channel owes the server its unsubscription, and keeps it until that is
 // written; without one, it is released at once.
 func (c *Client) unsubscribeEntryLocked(e *entry) {
-	if ch := e.auth.servingLocked(); ch != nil {
+	ch := e.auth.servingLocked()
+	c.stepLocked(e, evUnwatched, &input{unserved: ch == nil}, nil)
+	if ch != nil && e.guard.owed() {
 		ch.pendingLocked(e)
-		return
 	}
-	c.releaseLocked(e)
 }
 
 // scheduleLocked queues call for watcher we on the serializer. fc, if not
@@ -383,4 +372,59 @@ func (d *delivery) run() {
 	if d.state.CompareAndSwap(deliveryCalled, deliveryDone) {
 		d.fc.release()
 	}
+}
+
+// watchCollectionLocked registers we for a collection: the wildcard ("*",
+// WatchAll) of the top-level servers, or the glob collection name of its
+// authority's servers (glob.go), and returns its cancel. The cached
+// members are delivered at once, in name order. It returns the
+// error of a watch that cannot be served.
+func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, we *watchEntry) (func(), error) {
+	var (
+		a   *authority
+		err error
+	)
+	if name == wildcardName {
+		a = c.authorityOfLocked(c.cfg.Servers)
+	} else {
+		a, err = c.authorityForLocked(name)
+	}
+	if err == nil {
+		err = a.attachLocked()
+	}
+	if err != nil {
+		return nil, err
+	}
+	first := a.watchCollectionLocked(rt, name, we)
+	if first {
+		a.subscriptionChangedLocked(rt, name, true)
+	}
+	for _, e := range a.sortedEntriesLocked(rt.TypeURL()) {
+		if e.value != nil && (name == wildcardName || globMatch(name, e.name)) {
+			c.replayLocked(e, we)
+		}
+	}
+	if first {
+		c.servePersistedCollectionLocked(a, rt)
+	}
+	return func() { c.unwatchCollection(a, rt, name, we) }, nil // idempotent: a second call finds we gone
+}
+
+// unwatchCollection cancels a watch of a collection. The last one
+// unsubscribes from it, and the members that nothing else wants are
+// unsubscribed: forgotten once that is written.
+func (c *Client) unwatchCollection(a *authority, rt resources.ResourceType, name string, we *watchEntry) {
+	we.target.Store(nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	url := rt.TypeURL()
+	if !a.unwatchCollectionLocked(url, name, we) {
+		return
+	}
+	for e := range a.entriesLocked(url) {
+		if len(e.watchers) == 0 && !e.guard.owed() && (name == wildcardName || globMatch(name, e.name)) && !a.wantsLocked(url, e.name) {
+			c.unsubscribeEntryLocked(e)
+		}
+	}
+	a.subscriptionChangedLocked(rt, name, false)
 }
