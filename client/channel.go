@@ -111,6 +111,9 @@ type chanType struct {
 	// version is the version_info last ACKed (SotW); kept across streams
 	//
 	version string
+	// answered: a stream of the channel accepted a response of the type
+	// (awaitingLocked).
+	answered bool
 
 	// The state of the type on the current stream that carries it; reset
 	// when a stream starts.

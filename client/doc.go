@@ -56,10 +56,11 @@
 //   - Streams are retried with exponential backoff (1 s × 1.6ⁿ ± 20 %, at
 //     most 120 s; ), which starts over, and the next stream starts
 //     at once, after a healthy stream: one that accepted a response (as
-//     grpc-go), or stayed open for 1 s after its first request was
-//     written (a delta server to which the client is up to date rightly
-//     sends nothing), the same for every transport and both variants
-//     . A flapping server is reconnected to each time it
+//     grpc-go), or, while the client awaits nothing on it (every
+//     resource watched there received from that server, or known not to
+//     exist), stayed open for 1 s after its first request was written (a
+//     delta server to which the client is up to date rightly sends
+//     nothing); the same for every transport and both variants. A flapping server is reconnected to each time it
 //     answered; a healthy stream, or one that had responses, that ends
 //     is replaced silently. A stream that fails before any response and
 //     before it is healthy is reported to watchers as ErrConnection

@@ -210,6 +210,18 @@ func (e *entry) unanswered() bool {
 	return len(e.watchers) > 0 && stateTable[e.state].unanswered
 }
 
+// settledBy reports whether sc, the server e's watchers are served by,
+// has settled e: e has a value sc sent, or is known not to exist, to be
+// invalid or in error (stateTable's answered). A stale value, one sent by
+// another server of the list, a resource requested or expired is
+// still awaited from sc.
+func (e *entry) settledBy(sc *bootstrap.ServerConfig) bool {
+	if !stateTable[e.state].answered {
+		return false
+	}
+	return !e.state.hasValue() || e.fromURI() == sc.ServerURI
+}
+
 // input is what an event brings: the fields each event reads.
 type input struct {
 	value     any           // evValid, evPersisted: the decoded value

@@ -155,7 +155,8 @@ func (ch *channel) accept(ss *stream, decodeErr error, u *update, typeURL string
 	ch.messageReceivedLocked()
 	defer func() {
 		if ok {
-			ss.accepted, ss.healthy = true, true
+			ss.accepted = true // healthy
+			ch.types[u.typ.TypeURL()].answered = true
 		}
 	}()
 	switch {

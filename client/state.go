@@ -130,6 +130,10 @@ type stateInfo struct {
 	// unanswered: no server of the list sent it: never
 	// received, only served from persistence, or expired.
 	unanswered bool
+	// answered: a server answered for it (a value, a deletion, a NACKed
+	// version, a reported error) or its timer ruled it out: nothing more
+	// is awaited of it.
+	answered bool
 }
 
 // Shorthands of the tables.
@@ -144,27 +148,28 @@ const (
 
 // stateTable is what each value state means: whether a value is cached,
 // the CSDS status and cache state it reports (the same whatever the
-// ambient error without a value), and whether it counts as unreceived for
-// fallback.
+// ambient error without a value), whether it counts as unreceived or
+// unanswered for fallback, and whether the server answered for
+// it, so that a silent stream awaits nothing.
 var stateTable = [numStates]stateInfo{
-	stRequested: {"requested", false, all(csRequested), all(CacheStateRequested), true, true},
-	stTimed:     {"timed", false, all(csRequested), all(CacheStateRequested), true, true},
-	stMissing:   {"missing", false, all(csMissing), all(CacheStateDoesNotExist), false, false},
-	stRejected:  {"rejected", false, all(csNACKed), all(CacheStateNACKed), false, false},
-	stErrored:   {"errored", false, all(csErrored), all(CacheStateReceivedError), false, false},
-	stExpired:   {"expired", false, all(csMissing), all(CacheStateDoesNotExist), false, true},
-	stTimedOut:  {"timed out", false, all(csTimeout), all(CacheStateTimeout), true, true},
-	stStale: {"stale", true,
-		[numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
-		[numAmbients]string{CacheStateACKed, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}, false, true},
-	stCached: {"cached", true,
-		[numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
-		[numAmbients]string{CacheStateACKed, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}, false, false},
+	stRequested: {name: "requested", status: all(csRequested), cache: all(CacheStateRequested), unreceived: true, unanswered: true},
+	stTimed:     {name: "timed", status: all(csRequested), cache: all(CacheStateRequested), unreceived: true, unanswered: true},
+	stMissing:   {name: "missing", status: all(csMissing), cache: all(CacheStateDoesNotExist), answered: true},
+	stRejected:  {name: "rejected", status: all(csNACKed), cache: all(CacheStateNACKed), answered: true},
+	stErrored:   {name: "errored", status: all(csErrored), cache: all(CacheStateReceivedError), answered: true},
+	stExpired:   {name: "expired", status: all(csMissing), cache: all(CacheStateDoesNotExist), unanswered: true},
+	stTimedOut:  {name: "timed out", status: all(csTimeout), cache: all(CacheStateTimeout), unreceived: true, unanswered: true},
+	stStale: {name: "stale", value: true, unanswered: true,
+		status: [numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
+		cache:  [numAmbients]string{CacheStateACKed, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}},
+	stCached: {name: "cached", value: true, answered: true,
+		status: [numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
+		cache:  [numAmbients]string{CacheStateACKed, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}},
 	// The server says it does not exist; the value is kept, ACKED in
 	// CSDS.
-	stIgnored: {"ignored", true,
-		[numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
-		[numAmbients]string{CacheStateDoesNotExistButCached, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}, false, false},
+	stIgnored: {name: "ignored", value: true, answered: true,
+		status: [numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
+		cache:  [numAmbients]string{CacheStateDoesNotExistButCached, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}},
 }
 
 // all returns v for every ambient error.

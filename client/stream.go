@@ -57,19 +57,19 @@ type stream struct {
 	gotResponse bool               // a message was received
 	accepted    bool               // a response of a requested type was processed (ACKed or NACKed)
 	restart     bool               // ended on purpose, to be replaced at once (see chanType.legacy)
-	// healthy: the stream accepted a response, or stayed open for
-	// healthyAfter after its first request was written.
-	healthy bool
-	aging   *time.Timer // makes the stream healthy healthyAfter after its first request; nil before it
+	// aged: the stream stayed open for healthyAfter after its first
+	// request was written; with nothing awaited, it is healthy.
+	aged  bool
+	aging *time.Timer // sets aged healthyAfter after the first request; nil before it
 }
 
 // healthyAfter is how long a stream must stay open after its first
-// request was written to be healthy without a response: the
-// backoff's first step, so that streams replaced at once for
-// being healthy that way start at most once per step. A delta server to
-// which the client is up to date (its initial_resource_versions current)
-// rightly sends nothing; a server that is down or refuses the stream ends
-// it sooner.
+// request was written to be healthy without a response, when the client
+// awaits nothing on it: the backoff's first step, so
+// that streams replaced at once for being healthy that way start at most
+// once per step. A delta server to which the client is up to date (its
+// initial_resource_versions current) rightly sends nothing; a server that
+// is down or refuses the stream ends it sooner.
 const healthyAfter = backoff.InitialInterval
 
 // ackIntent is the answer owed to one response.
@@ -168,9 +168,10 @@ func (s *slot) restartLocked() {
 // run opens streams until the slot is retired or the client closed.
 // Streams are retried after a backoff of 1 s × 1.6ⁿ ± 20 %, at most 120 s
 // which starts over, and the next stream starts at once, after a
-// healthy stream: one that accepted a response (ACKed or NACKed
-// it), as grpc-go does, or stayed open for healthyAfter after its first
-// request: a server that closes streams now and then, or restarts, is
+// healthy stream (R-11.2, healthyLocked): one that accepted a response
+// (ACKed or NACKed it), as grpc-go does, or that stayed open for
+// healthyAfter after its first request while the client awaited nothing
+// on it: a server that closes streams now and then, or restarts, is
 // reconnected to at once, and a flapping one each time it has answered.
 // Except a stream that failed on a size limit (the client's own, or the
 // server's for a request), which is reported to the watchers whenever it
@@ -272,7 +273,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 
 	ch.c.mu.Lock()
 	defer ch.c.mu.Unlock()
-	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, healthy: ss.healthy, restart: ss.restart}
+	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, healthy: ch.healthyLocked(ss), restart: ss.restart}
 	if errors.Is(res.err, transport.ErrMessageTooLarge) && ch.c.opts.transportBuilder == nil {
 		res.err = ch.tooLargeError(res.err)
 	}
@@ -353,18 +354,56 @@ func (ch *channel) endStreamLocked(s *slot, ss *stream) {
 	}
 }
 
-// streamAged makes ss healthy once it has stayed open for healthyAfter
-// after its first request was written: its server counts as
-// healthy and connected again.
+// streamAged records that ss stayed open for healthyAfter after its
+// first request was written: if the client awaits nothing on it, it is
+// healthy, and its server counts as healthy and connected again (R-11.2,
+//
 func (ch *channel) streamAged(ss *stream) {
 	c := ch.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if ss.s.stream != ss || c.closed || ss.healthy {
+	if ss.s.stream != ss || c.closed {
 		return
 	}
-	ss.healthy = true
-	ch.serverHealthyLocked()
+	ss.aged = true
+	if ch.healthyLocked(ss) {
+		ch.serverHealthyLocked()
+	}
+}
+
+// healthyLocked reports whether ss is healthy: it accepted a
+// response, or it stayed open for healthyAfter after its first request
+// and the client awaits nothing on it (awaitingLocked): a silent server
+// is then the up-to-date case, not a failing one.
+func (ch *channel) healthyLocked(ss *stream) bool {
+	return ss.accepted || (ss.aged && !ch.awaitingLocked(ss.s))
+}
+
+// awaitingLocked reports whether the client awaits an answer from ch's
+// server on s: a watched resource of a type s carries, of an authority ch
+// serves, that this server has not settled (sent, or said it does not
+// exist or is invalid: entry.settledBy), or a collection (the wildcard, a
+// glob) of a type this server never answered on this channel.
+func (ch *channel) awaitingLocked(s *slot) bool {
+	for url, ct := range ch.types {
+		if !s.carries(url) {
+			continue
+		}
+		for _, a := range ch.auths {
+			if !a.servesLocked(ch) {
+				continue
+			}
+			if !ct.answered && a.hasCollectionsLocked(url) {
+				return true
+			}
+			for e := range a.entriesLocked(url) {
+				if len(e.watchers) > 0 && !e.settledBy(ch.sc) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // recvLoop reads responses until the stream fails. After each one it
@@ -523,7 +562,7 @@ func (ch *channel) requestSentLocked(ss *stream, out *outgoing) {
 	if ss.s.stream != ss || c.closed {
 		return
 	}
-	if ss.aging == nil && !ss.healthy {
+	if ss.aging == nil {
 		ss.aging = time.AfterFunc(healthyAfter, func() { ch.streamAged(ss) })
 	}
 	var et *expiryTimer // one timer for the names this request starts timing
