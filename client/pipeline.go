@@ -33,7 +33,7 @@ import (
 //     client's lock, so that a large response does not hold up Watch,
 //     Dump or the streams of other servers, and decoders (which may be
 //     user code, R-23) never run under it.
-//  4. apply (locked): each resource's step (entry.go, state.go), in
+//  4. apply (locked): each resource's step (entry.go), in
 //     response order; then the errors the server reported; then
 //     the deletions (delta removed_resources, or SotW omissions, R-14.1),
 //     so watchers hear of deletions after updates.

@@ -19,7 +19,7 @@ import (
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
-// The tests of the entry's life (state.go): every value state and guard
+// The tests of the entry's life (entry.go): every value state and guard
 // against every event and variant, three ways.
 //
 //  1. TestStep_EveryPair runs the real step (entry.step and the effects
