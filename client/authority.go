@@ -329,7 +329,7 @@ func (a *authority) watchLocked(typ resources.ResourceType, name string, we *wat
 // was the last of an entry still cached, the client being open: the name
 // then leaves what a subscribes.
 func (a *authority) unwatchLocked(e *entry, we *watchEntry) (last bool) {
-	if !a.c.removeWatchLocked(&e.watchers, we) || !a.holdsLocked(e) {
+	if !a.removeWatchLocked(&e.watchers, we) || !a.holdsLocked(e) {
 		return false
 	}
 	a.types[e.typ.TypeURL()].watched--
@@ -358,10 +358,10 @@ func (a *authority) watchCollectionLocked(typ resources.ResourceType, name strin
 func (a *authority) unwatchCollectionLocked(typeURL, name string, we *watchEntry) (last bool) {
 	tc := a.types[typeURL]
 	if name == wildcardName {
-		return a.c.removeWatchLocked(&tc.wildcard, we)
+		return a.removeWatchLocked(&tc.wildcard, we)
 	}
 	ws := tc.globs[name]
-	last = a.c.removeWatchLocked(&ws, we)
+	last = a.removeWatchLocked(&ws, we)
 	if len(ws) > 0 {
 		tc.globs[name] = ws
 	} else {
@@ -375,6 +375,17 @@ func (a *authority) unwatchCollectionLocked(typeURL, name string, we *watchEntry
 func (a *authority) hasCollectionsLocked(typeURL string) bool {
 	tc := a.types[typeURL]
 	return tc != nil && (len(tc.wildcard) > 0 || len(tc.globs) > 0)
+}
+
+// removeWatchLocked removes we from *ws and reports whether it was the
+// last watch there, the client being open: the subscription then changes.
+func (a *authority) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool) {
+	i := slices.Index(*ws, we)
+	if i < 0 {
+		return false
+	}
+	*ws = slices.Delete(*ws, i, i+1)
+	return len(*ws) == 0 && !a.c.closed
 }
 
 // wantsLocked reports whether a received resource of typeURL named name

@@ -25,11 +25,11 @@ import (
 // client for the caller to carry out (Client.stepLocked, watch.go).
 
 // The life of a cache entry, declared as data: two independent
-// dimensions, the value state (what the client knows of the
-// resource) and the wire guard (where its subscription stands on the wire,
-// ), and the tables of what each event does to each. Code reads
-// them: entry.step applies them, entry.status and cacheState report them,
-// and the tests walk every pair of them (entry_test.go).
+// dimensions, the value state (what the client knows of the resource) and
+// the wire guard (where its subscription stands on the wire, R-10.3), and
+// the tables of what each event does to each. Code reads them: entry.step
+// applies them, entry.status and cacheState report them, and the tests
+// walk every pair of them (entry_test.go).
 //
 // # Value states
 //

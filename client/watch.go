@@ -265,17 +265,6 @@ func (c *Client) failWatchLocked(we *watchEntry, typ resources.ResourceType, nam
 	return func() {}
 }
 
-// removeWatchLocked removes we from *ws and reports whether it was the
-// last watch there, the client being open: the subscription then changes.
-func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool) {
-	i := slices.Index(*ws, we)
-	if i < 0 {
-		return false
-	}
-	*ws = slices.Delete(*ws, i, i+1)
-	return len(*ws) == 0 && !c.closed
-}
-
 // unwatch removes we, just cancelled, from the watchers of e. The last
 // one unsubscribes e's name; the entry stays until that is written
 // . The does-not-exist timer keeps running meanwhile: if the name
