@@ -490,29 +490,31 @@ func (c *Client) notifyLocked(e *entry, ev event, in *input, n notice, fc *flowC
 	if ev == evTimerFired {
 		ws = e.watchers
 	}
-	var err error
 	switch n {
 	case noticeChanged:
 		v, version := e.value, e.version
 		for _, we := range ws {
 			c.scheduleChangedLocked(we, fc, v, version)
 		}
-		return
 	case noticeReplay:
 		for _, we := range ws {
 			c.replayLocked(e, we)
 		}
-		return
 	case noticeInvalid:
-		err = c.invalidError(e)
+		c.notifyErrorLocked(ws, e.value != nil, c.invalidError(e), fc)
 	case noticeServer:
-		err = c.resourceError(e.typ, e.name, e.ext().serverErr.err)
+		c.notifyErrorLocked(ws, e.value != nil, c.resourceError(e.typ, e.name, e.ext().serverErr.err), fc)
 	case noticeNotFound:
-		err = c.notFoundError(e)
+		c.notifyErrorLocked(ws, e.value != nil, c.notFoundError(e), fc)
 	case noticeTimeout:
-		err = c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received within %v of being requested (resource_timer_is_transient_error)", ErrTimeout, in.timeout))
+		err := fmt.Errorf("%w: not received within %v of being requested (resource_timer_is_transient_error)", ErrTimeout, in.timeout)
+		c.notifyErrorLocked(ws, e.value != nil, c.resourceError(e.typ, e.name, err), fc)
 	}
-	ambient := e.value != nil
+}
+
+// notifyErrorLocked gives err to the watchers ws: through AmbientError
+// when a value is cached, ResourceError otherwise.
+func (c *Client) notifyErrorLocked(ws []*watchEntry, ambient bool, err error, fc *flowControl) {
 	for _, we := range ws {
 		if ambient {
 			c.scheduleLocked(we, fc, func(done func()) { we.ambErr(err, done) })
