@@ -116,9 +116,9 @@ func (ch *channel) handleResponse(ss *stream, resp *transport.Response) *flowCon
 	u.topErrs = append(u.topErrs, decodeAll(u)...)
 
 	c.mu.Lock()
-	defer c.unlockAndRecord() // the metrics of the response
 	ct := ch.types[u.typ.TypeURL()]
 	if ss.s.stream != ss || c.closed || ct == nil {
+		c.mu.Unlock()
 		return nil
 	}
 	ct.nonce = u.nonce
@@ -132,6 +132,9 @@ func (ch *channel) handleResponse(ss *stream, resp *transport.Response) *flowCon
 			xdslog.KeyNonce, u.nonce, xdslog.KeyError, a.detail.GetMessage())
 	}
 	ss.acks = append(ss.acks, a)
+	// The response's metrics are reported outside the lock, and before
+	// the stream is woken to send its answer.
+	c.unlockAndRecord()
 	ss.s.kick()
 	return fc
 }
