@@ -14,8 +14,8 @@ import (
 
 // conformanceServer starts a management server with two Listeners,
 // RouteConfigurations, Clusters and ClusterLoadAssignments (l<i> → r<i>
-// → c<i> → c<i>) and returns its address.
-func conformanceServer(t *testing.T, opts testutil.ServerOptions) string {
+// → c<i> → c<i>) for every node.
+func conformanceServer(t *testing.T, opts testutil.ServerOptions) *testutil.ManagementServer {
 	t.Helper()
 	ms := testutil.NewManagementServer(t, opts)
 	var r testutil.Resources
@@ -26,7 +26,7 @@ func conformanceServer(t *testing.T, opts testutil.ServerOptions) string {
 		r.Endpoints = append(r.Endpoints, testutil.Endpoints(fmt.Sprint("c", i), "10.0.0.1", 8080))
 	}
 	ms.Update("", r)
-	return ms.Address()
+	return ms
 }
 
 // TestConformance_JSON checks xdsctl conformance against testutil's
@@ -34,7 +34,7 @@ func conformanceServer(t *testing.T, opts testutil.ServerOptions) string {
 // variant with the keys of the contract, no failure, the checks that need
 // a Change callback skipped, and a summary last.
 func TestConformance_JSON(t *testing.T) {
-	addr := conformanceServer(t, testutil.ServerOptions{})
+	addr := conformanceServer(t, testutil.ServerOptions{}).Address()
 	code, stdout, stderr := runSync(t.Context(), "conformance", "--server", addr, "--per-type", "--quiet", "200ms", "-o", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
@@ -82,7 +82,8 @@ func TestConformance_JSON(t *testing.T) {
 // (a server that never answers), 2 when the run cannot be made (no
 // server at the address, bad flags), and the table for people.
 func TestConformance_ExitCodes(t *testing.T) {
-	silent := conformanceServer(t, testutil.ServerOptions{Manual: true})
+	silent := conformanceServer(t, testutil.ServerOptions{Manual: true}).Address()
+	boot := writeBootstrap(t, conformanceServer(t, testutil.ServerOptions{}), testutil.BootstrapOptions{NodeID: "from-bootstrap"})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +100,9 @@ func TestConformance_ExitCodes(t *testing.T) {
 	}{
 		{"a check fails", []string{"--server", silent, "--timeout", "300ms", "--quiet", "100ms"}, exitFailure,
 			"missing_resource_reported      delta           fail", "checks failed"},
+		{"bootstrap", []string{"--bootstrap", boot, "--variant", "sotw", "--quiet", "100ms"}, exitOK,
+			"0 failed", ""},
+		{"bootstrap and server", []string{"--bootstrap", boot, "--server", silent}, exitUsage, "", "--server and --bootstrap exclude each other"},
 		{"no server", []string{"--server", closed, "--timeout", "300ms"}, exitUsage, "", "reaching the management server"},
 		{"no --server", nil, exitUsage, "", "--server or --bootstrap is needed"},
 		{"bad variant", []string{"--server", silent, "--variant", "both-ways"}, exitUsage, "", "--variant: want sotw, delta or both"},
