@@ -42,8 +42,8 @@ import (
 // kitQuiet and kitTimeout are the kit's waits here: loopback servers
 // answer within milliseconds.
 const (
-	kitQuiet   = 300 * time.Millisecond
-	kitTimeout = 2 * time.Second
+	kitQuiet   = 750 * time.Millisecond
+	kitTimeout = 3 * time.Second
 )
 
 // kitWorld is the resources the kit works with on every server: three
