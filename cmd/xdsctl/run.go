@@ -62,7 +62,7 @@ type command struct {
 
 // commands lists the subcommands, in the order usage shows them. Each
 // command lives in its own file.
-var commands = []*command{demoCommand, watchCommand, resolveCommand, statusCommand, validateCommand}
+var commands = []*command{demoCommand, watchCommand, resolveCommand, statusCommand, validateCommand, conformanceCommand}
 
 // env is what a command writes to and reads the time from.
 type env struct {
@@ -207,9 +207,9 @@ func printUsage(w io.Writer) {
 	}
 	b.WriteString("  xdsctl help [COMMAND]\n\nCommands:\n\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(&b, "  %-8s %s\n", "help", "print this text, or the help of a command")
+	fmt.Fprintf(&b, "  %-11s %s\n", "help", "print this text, or the help of a command")
 	b.WriteString("\n" + resourceArgHelp + "\n")
 	b.WriteString(outputHelp + "\n")
 	b.WriteString("Exit status: 0 on success (also when demo, watch or resolve is interrupted),\n")
