@@ -23,7 +23,6 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/file"
-	"github.com/proxyless/xds/transport/grpctransport"
 	"github.com/proxyless/xds/transport/mixed"
 	"github.com/proxyless/xds/transport/rest"
 )
@@ -528,11 +527,7 @@ func (f *clientFlags) source() (*bootstrap.Config, transport.Builder, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var gopts []grpctransport.Option
-	if f.maxRecvMsgSize > 0 {
-		gopts = append(gopts, grpctransport.WithMaxRecvMsgSize(f.maxRecvMsgSize))
-	}
-	mopts := []mixed.Option{mixed.WithGRPC(grpctransport.NewBuilder(gopts...))}
+	var mopts []mixed.Option // the client's options (--max-recv-msg-size, its logger) reach every transport
 	if f.perType {
 		mopts = append(mopts, mixed.WithPerType())
 	}
