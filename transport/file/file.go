@@ -259,10 +259,11 @@ func (t *Transport) NewLRSStream(context.Context) (transport.Stream, error) {
 
 // watchAndLoad loads the source, then again each time it may have
 // changed, until Close. The watch starts first, so that a change between
-// the two is not missed.
+// the two is not missed; its goroutine is in t.wg too, so that Close
+// returns once the file-system notifications are released.
 func (t *Transport) watchAndLoad() {
 	defer t.wg.Done()
-	changes := watch(t.ctx, t.loader.path, t.opts.poll)
+	changes := watch(t.ctx, &t.wg, t.loader.path, t.opts.poll)
 	for {
 		snap, err := t.loader.load(t.ctx)
 		t.mu.Lock()
@@ -285,7 +286,9 @@ func (t *Transport) watchAndLoad() {
 }
 
 // Close ends every stream of the Transport and waits for the load in
-// progress, if any. Idempotent.
+// progress, if any, and for the watch of the source to end (the
+// file-system notifications released, the polling timer stopped).
+// Idempotent.
 func (t *Transport) Close() {
 	t.mu.Lock()
 	t.closed = true
