@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exitUsage for a *usageError, the code of an *exitError, exitFailure
 // otherwise.
 func fail(e *env, err error) int {
-	fmt.Fprintf(e.stderr, "xdsctl: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(e.stderr, "xdsctl: %s\n", oneLine(errString(err)))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
