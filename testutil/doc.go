@@ -101,17 +101,19 @@
 // binary run again on a helper test that calls ServeProcess), so that the
 // heap of the test process is the client's alone.
 // Subpackage leakcheck finds goroutines a test left running; subpackage
-// clienttest tests a transport.Builder with the real client; subpackage
-// faultproxy is a TCP proxy that resets, refuses or stalls connections on
-// command, to put a flaky network between a client and the server.
+// clienttest tests a transport.Builder or transport.Dialer with the real
+// client; subpackage faultproxy is a TCP proxy that resets, refuses or
+// stalls connections on command, to put a flaky network between a client
+// and the server.
 // Subpackage transporttest is the conformance suite that every transport
 // passes (ADS, per-type, REST, file, or your own: implement its Harness
 // and call transporttest.Run).
 //
 // # In-memory transport
 //
-// The TransportBuilder of an in-memory server builds transports
-// (transport.Transport) that reach the server without a network: a stream
+// The TransportBuilder of an in-memory server builds transports (ADS over
+// the transport.Transports of its Dialer) that reach the server without a
+// network: a stream
 // is a pair of message queues between the client and the server's ADS
 // handler, the same handler the gRPC path uses, and messages cross it
 // serialized, as on the wire. The client is given the builder with
