@@ -56,6 +56,10 @@ type Cluster struct {
 	// LRSServerSelf reports whether lrs_server is set (it must be "self"):
 	// load reports go to the management server that sent the cluster.
 	LRSServerSelf bool
+	// LRSReportEndpointMetrics is lrs_report_endpoint_metrics: the fields
+	// of the backends' ORCA load reports that load reports carry (gRFC
+	// A85); the keys of BackendMetricsNamed are LRSNamedMetrics().
+	LRSReportEndpointMetrics BackendMetrics
 	// OverrideHostStatus is common_lb_config.override_host_status: the
 	// health statuses of the endpoints a session may be pinned to (gRFC
 	// A55). Only UNKNOWN, HEALTHY and DRAINING count; the zero value,
@@ -197,6 +201,7 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
 		}
 		out.LRSServerSelf = true
 	}
+	out.LRSReportEndpointMetrics = parseBackendMetrics(c.GetLrsReportEndpointMetrics())
 
 	switch dt := c.GetClusterDiscoveryType().(type) {
 	case *v3clusterpb.Cluster_Type:

@@ -36,8 +36,11 @@ report "interface{}: use any" "$(printf '%s\n' $gofiles | xargs grep -n 'interfa
 report "func init() in library code: no init side effects" \
 	"$(printf '%s\n' $libfiles | xargs grep -n '^func init()' 2>/dev/null || true)"
 
-report "library code imports testutil (production code never does)" \
-	"$(printf '%s\n' $libfiles | grep -v '^testutil/' | xargs grep -n '"github.com/proxyless/xds/testutil' 2>/dev/null || true)"
+# Every non-test file outside testutil/ and the interop module: the library,
+# cmd/ (xdsctl demo serves with package mgmtserver) and the examples.
+report "non-test code imports testutil (testutil is for tests; programs use mgmtserver)" \
+	"$(printf '%s\n' $gofiles | grep -v '_test\.go$' | grep -v -E '^(testutil|interop)/' |
+		xargs grep -n '"github.com/proxyless/xds/testutil' 2>/dev/null || true)"
 
 report "envoy proto import without a v3…pb / v3…grpc alias" \
 	"$(printf '%s\n' $gofiles | xargs grep -n -E '^\s*"github\.com/envoyproxy/go-control-plane/envoy/' 2>/dev/null || true)"
@@ -46,9 +49,10 @@ report "fmt.Errorf wrapping an error with %v: use %w" \
 	"$(printf '%s\n' $libfiles | xargs grep -n -E 'fmt\.Errorf\(.*%v.*, err\)' 2>/dev/null || true)"
 
 # Public packages: the directories of non-test library files outside
-# internal/ and testutil/ (so the library's packages and otelxds).
+# internal/ (at any depth, as Go's rule) and testutil/ (so the library's
+# packages and otelxds).
 report "public package without a doc.go (docs/style.md, Documentation)" \
-	"$(printf '%s\n' $libfiles | grep -v -E '^(internal|testutil)/' | xargs -r -n1 dirname | sort -u |
+	"$(printf '%s\n' $libfiles | grep -v -E '(^|/)internal/|^testutil/' | xargs -r -n1 dirname | sort -u |
 		while read -r d; do [ -f "$d/doc.go" ] || echo "$d"; done)"
 
 # staticcheck (honnef.co/go/tools), pinned as grpc-go pins it, fetched by

@@ -22,8 +22,8 @@
 //     the engine and make fakes (in-memory transports, fuzzers) cheap.
 //     ADS and PerTypeStreams implement XDS over any Transport, and
 //     ADSBuilder is the Builder of ADS over any Dialer.
-//     grpctransport.Builder is both a Builder and a Dialer; the
-//     in-memory management server of package testutil has one too.
+//     grpctransport.Builder is both a Builder and a Dialer, and so is
+//     the in-memory transport of package mgmtserver.
 //
 // The client reaches every transport the same way, through Builder.Build
 // and the XDS it returns, never by asking what else a transport is: a
