@@ -4,6 +4,7 @@ package mixed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -155,7 +156,8 @@ func streamName(x transport.XDS) string {
 }
 
 // TestBuild checks the choice of transport by server_uri and features,
-// by the name each gives its Cluster stream.
+// by the name each gives its Cluster stream, and that file and REST
+// sources have no load reporting stream.
 func TestBuild(t *testing.T) {
 	b := mixed.NewBuilder()
 	for _, tc := range []struct {
@@ -175,6 +177,11 @@ func TestBuild(t *testing.T) {
 		}
 		if got := streamName(tr); got != tc.want {
 			t.Errorf("Build(%q, %v): %q, want %q", tc.uri, tc.features, got, tc.want)
+		}
+		if tc.want == fileCDS || tc.want == restCDS {
+			if _, err := tr.NewLRSStream(t.Context()); !errors.Is(err, transport.ErrLRSUnsupported) {
+				t.Errorf("Build(%q).NewLRSStream: %v, want an error wrapping transport.ErrLRSUnsupported", tc.uri, err)
+			}
 		}
 		tr.Close()
 	}
