@@ -131,9 +131,8 @@ type chanType struct {
 	delta  deltaWire // the delta protocol's part
 }
 
-func newChannel(c *Client, sc *bootstrap.ServerConfig, key string, tr transport.Transport) *channel {
+func newChannel(c *Client, sc *bootstrap.ServerConfig, key string, xds transport.XDS) *channel {
 	ctx, cancel := context.WithCancel(c.ctx)
-	xds := transport.AsXDS(tr)
 	ch := &channel{
 		c:       c,
 		sc:      sc,
@@ -157,20 +156,20 @@ func newChannel(c *Client, sc *bootstrap.ServerConfig, key string, tr transport.
 // channelLocked returns the channel of server sc (key sc.Key()), creating
 // it (and its transport) if needed: on first use, and again after the
 // last one was retired because nothing it served was watched any more
-// the transport (one gRPC connection) is kept until Close.
+// the transport (for gRPC, one connection) is kept until Close.
 func (c *Client) channelLocked(sc *bootstrap.ServerConfig, key string) (*channel, error) {
 	if ch, ok := c.channels[key]; ok {
 		return ch, nil
 	}
-	tr := c.transports[key]
-	if tr == nil {
+	x := c.transports[key]
+	if x == nil {
 		var err error
-		if tr, err = c.builder.Build(sc); err != nil {
+		if x, err = c.builder.Build(sc, c.buildOptions(sc)); err != nil {
 			return nil, fmt.Errorf("%w: building transport to %s: %w", ErrConnection, sc.ServerURI, err)
 		}
-		c.transports[key] = tr
+		c.transports[key] = x
 	}
-	ch := newChannel(c, sc, key, tr)
+	ch := newChannel(c, sc, key, x)
 	c.channels[key] = ch
 	return ch, nil
 }
@@ -376,7 +375,7 @@ func (ch *channel) retireLocked() {
 		a.tidyLocked()
 	}
 	ch.cancel()
-	ch.logger.Info("nothing is watched on this management server any more: closing the ADS stream")
+	ch.logger.Info("nothing is watched on this management server any more: closing its streams")
 }
 
 // pendingLocked records that e, which ch serves, lost its last watcher
@@ -446,7 +445,7 @@ func (ch *channel) connectivityFailure(s *slot, err error) {
 	}
 	ch.serverFailedLocked()
 	fell := ch.fallbackLocked(s)
-	cerr := fmt.Errorf("%w: ADS stream to %s: %w", ErrConnection, ch.sc.ServerURI, err)
+	cerr := fmt.Errorf("%w: %s, server %s: %w", ErrConnection, s.name(), ch.sc.ServerURI, err)
 	for _, t := range c.registry.Types() {
 		if !s.carries(t.TypeURL()) {
 			continue

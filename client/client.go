@@ -43,13 +43,13 @@ type Client struct {
 	// channels, slots, streams and entries marked "guarded by c.mu". It is
 	// never held while calling a watcher, a transport or a decoder.
 	mu         sync.Mutex
-	closed     bool                           // set by Close
-	auths      map[listKey]*authority         // the authorities in use, by server list (authority.go)
-	top        *authority                     // the authority of the top-level servers, once made
-	xdstp      map[string]*authority          // the authority of each xdstp authority name watched
-	channels   map[string]*channel            // the current channel of each server, by bootstrap.ServerConfig.Key()
-	transports map[string]transport.Transport // by bootstrap.ServerConfig.Key(); kept until Close
-	persist    *persister                     // nil without WithStore (persist.go)
+	closed     bool                     // set by Close
+	auths      map[listKey]*authority   // the authorities in use, by server list (authority.go)
+	top        *authority               // the authority of the top-level servers, once made
+	xdstp      map[string]*authority    // the authority of each xdstp authority name watched
+	channels   map[string]*channel      // the current channel of each server, by bootstrap.ServerConfig.Key()
+	transports map[string]transport.XDS // by bootstrap.ServerConfig.Key(); kept until Close
+	persist    *persister               // nil without WithStore (persist.go)
 }
 
 // New returns a Client for the management servers of cfg. It does not
@@ -86,7 +86,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		auths:      make(map[listKey]*authority),
 		xdstp:      make(map[string]*authority),
 		channels:   make(map[string]*channel),
-		transports: make(map[string]transport.Transport),
+		transports: make(map[string]transport.XDS),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
 	c.startMetrics()
@@ -113,7 +113,7 @@ func (c *Client) Close() {
 		if c.persist != nil {
 			c.persist.timer.Stop()
 		}
-		trs := make([]transport.Transport, 0, len(c.transports))
+		trs := make([]transport.XDS, 0, len(c.transports))
 		for _, tr := range c.transports {
 			trs = append(trs, tr)
 		}

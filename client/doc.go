@@ -107,14 +107,19 @@
 //
 // # Transports
 //
-// The engine reaches each server through its transport's
-// transport.XDS: one aggregated stream for every type (ADS, the default,
-// over gRPC), or one stream per type (package transport/pertype, REST-JSON
-// polling, files). The engine keeps every piece of protocol state, for
-// either layout: subscriptions, versions and nonces, ACK/NACK, the
-// subscription sent again on a new stream, backoff and flow control, per
-// stream; a per-type stream's failures are reported to the watchers of
-// its type.
+// The engine reaches each server through the transport.XDS that the
+// transport builder (WithTransportBuilder; by default ADS over gRPC)
+// builds for it, and through nothing else: one aggregated stream for every
+// type (ADS), or one stream per type (package transport/pertype, REST-JSON
+// polling, files), as the transport says. A builder that decorates
+// another keeps its layout. The engine keeps every piece of protocol
+// state, for either layout: subscriptions, versions and nonces, ACK/NACK,
+// the subscription sent again on a new stream, backoff and flow control,
+// per stream; a per-type stream's failures are reported to the watchers
+// of its type. Logs (the "stream" attribute) and connection errors name a
+// stream as its transport does ("ADS stream", "REST-JSON polling of
+// /v3/discovery:clusters"), with the server. The transports log through
+// the client's logger unless given their own.
 //
 // # Incremental
 //
@@ -166,18 +171,20 @@
 //
 // # Limits
 //
-// Over the default gRPC transport a response may be at most 4 MiB
-// (grpctransport.DefaultMaxRecvMsgSize; raise it with WithMaxRecvMsgSize;
-// a transport of WithTransportBuilder sets its own limits). A SotW
-// response carries every resource of its type that the client asked for,
-// so a large subscription (or a wildcard) makes large responses. Requests are limited by the
+// A response may be at most 4 MiB over the default gRPC transport, and
+// over this module's other transports (a REST-JSON body, a file); raise
+// the limit with WithMaxRecvMsgSize, which the transports apply unless
+// built with a limit of their own. A SotW response carries every
+// resource of its type that the client asked for, so a large subscription
+// (or a wildcard) makes large responses. Requests are limited by the
 // management server (4 MiB by default for a gRPC server): a SotW request
 // names every subscribed resource of its type, so some 100 000 names of 40
 // bytes reach it. A stream that fails on either limit is reported to the
 // watchers with an error wrapping ErrConnection and
-// transport.ErrMessageTooLarge that names the receive limit and the size
-// of the largest request sent, and is retried with the backoff above; it
-// fails again until the limit is raised or the subscription shrinks.
+// transport.ErrMessageTooLarge, in which the transport names its receive
+// limit and the option that raises it, or the size of the largest request
+// sent, and is retried with the backoff above; it fails again until the
+// limit is raised or the subscription shrinks.
 //
 // # Metrics
 //

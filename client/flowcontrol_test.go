@@ -189,7 +189,7 @@ func TestFlowControl_PerStream(t *testing.T) {
 				Listeners: []*v3listenerpb.Listener{testutil.Listener("l", "r")},
 				Clusters:  []*v3clusterpb.Cluster{testutil.Cluster("a", "eds"), testutil.Cluster("b", "eds")},
 			})
-			c := newClient(t, ms, testutil.BootstrapOptions{}, append(opts, client.WithTransportBuilder(pertype.NewBuilder(ms.TransportBuilder())))...)
+			c := newClient(t, ms, testutil.BootstrapOptions{}, append(opts, client.WithTransportBuilder(pertype.NewBuilder(ms.Dialer())))...)
 			wa := newRecorder[*resources.Cluster]()
 			defer client.Watch(c, resources.ClusterType, "a", wa)()
 			wa.wantKind(ctx, t, changed, nil)

@@ -361,12 +361,12 @@ func newSteppedBuilder(inner transport.Builder) *steppedBuilder {
 	return &steppedBuilder{inner: inner, sending: make(chan struct{}), proceed: make(chan struct{})}
 }
 
-func (b *steppedBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.inner.Build(sc)
+func (b *steppedBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.inner.Build(sc, o)
 	if err != nil {
 		return nil, err
 	}
-	return steppedTransport{Transport: tr, b: b}, nil
+	return steppedTransport{XDS: x, b: b}, nil
 }
 
 // waiting waits for a request to be built and held at the gate.
@@ -387,25 +387,25 @@ func (b *steppedBuilder) step() {
 }
 
 type steppedTransport struct {
-	transport.Transport
+	transport.XDS
 	b *steppedBuilder
 }
 
-func (tr steppedTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	s, err := tr.Transport.NewStream(ctx, method)
+func (tr steppedTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	s, err := tr.XDS.NewXDSStream(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	return steppedStream{Stream: s, b: tr.b, ctx: ctx}, nil
+	return steppedStream{XDSStream: s, b: tr.b, ctx: ctx}, nil
 }
 
 type steppedStream struct {
-	transport.Stream
+	transport.XDSStream
 	b   *steppedBuilder
 	ctx context.Context
 }
 
-func (s steppedStream) Send(msg []byte) error {
+func (s steppedStream) Send(req *transport.Request) error {
 	if s.b.gated.Load() {
 		select {
 		case s.b.sending <- struct{}{}:
@@ -418,7 +418,7 @@ func (s steppedStream) Send(msg []byte) error {
 			return s.ctx.Err()
 		}
 	}
-	return s.Stream.Send(msg)
+	return s.XDSStream.Send(req)
 }
 
 // TestLifecycle_RewatchWhileRequestNamingItIsWritten pins down a race of
@@ -748,11 +748,37 @@ func TestLifecycle_RewatchKeepsAnIgnoredDeletion(t *testing.T) {
 			w1.wantNone(t, time.Minute)
 			wantState("a", client.CacheStateDoesNotExistButCached, 1)
 
+			// Cancel and watch again while a Listener response is handled
+			// (its watcher holds done), so that no CDS request is written
+			// in between: flow control holds subscription changes until
+			// the response is handled. Otherwise the unsubscription may be
+			// written first, and the entry, with its mark, is rightly
+			// dropped.
+			wl := newRecorder[*resources.Listener]()
+			wl.holdDone = true
+			defer client.Watch(c, resources.ListenerType, "l", wl)()
+			synctest.Wait()
+			var err error
+			if delta {
+				_, err = ms.SendDeltaResponse(t.Context(), deltaResponse(resources.ListenerType.TypeURL(), nil,
+					deltaResource{name: "l", version: "1", msg: testutil.Listener("l", "r")}))
+			} else {
+				resp := discoveryResponse(resources.ListenerType.TypeURL(), "1")
+				resp.Resources = append(resp.Resources, testutil.MarshalAny(testutil.Listener("l", "r")))
+				_, err = ms.SendResponse(t.Context(), resp)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := wl.wantKind(t.Context(), t, changed, nil)
+			synctest.Wait()
+
 			cancel1()
 			w2 := newRecorder[*resources.Cluster]()
 			defer client.Watch(c, resources.ClusterType, "a", w2)()
 			wantValueWithin(t, w2, "re-watch") // from the cache
-			synctest.Wait()                    // the request naming "a" again is written
+			held.done()
+			synctest.Wait() // the held change, if any, is written
 			wantState("a", client.CacheStateDoesNotExistButCached, 1)
 
 			send("3", []string{"a", "b"})             // present again

@@ -214,11 +214,11 @@ func TestMetrics_ResourceUpdates_Delta(t *testing.T) {
 	}
 }
 
-// failingBuilder builds transports whose NewStream always fails.
+// failingBuilder builds ADS transports whose streams always fail to open.
 type failingBuilder struct{}
 
-func (failingBuilder) Build(*bootstrap.ServerConfig) (transport.Transport, error) {
-	return failingTransport{}, nil
+func (failingBuilder) Build(*bootstrap.ServerConfig, transport.BuildOptions) (transport.XDS, error) {
+	return transport.ADS(failingTransport{}), nil
 }
 
 type failingTransport struct{}
@@ -228,30 +228,30 @@ func (failingTransport) NewStream(context.Context, string) (transport.Stream, er
 }
 func (failingTransport) Close() {}
 
-// gatedBuilder wraps a transport.Builder: NewStream waits until gate is
-// closed.
+// gatedBuilder wraps a transport.Builder: NewXDSStream waits until gate
+// is closed.
 type gatedBuilder struct {
 	transport.Builder
 	gate chan struct{}
 }
 
-func (b gatedBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.Builder.Build(sc)
-	return gatedTransport{tr, b.gate}, err
+func (b gatedBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.Builder.Build(sc, o)
+	return gatedTransport{x, b.gate}, err
 }
 
 type gatedTransport struct {
-	transport.Transport
+	transport.XDS
 	gate chan struct{}
 }
 
-func (tr gatedTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
+func (tr gatedTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
 	select {
 	case <-tr.gate:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return tr.Transport.NewStream(ctx, method)
+	return tr.XDS.NewXDSStream(ctx, spec)
 }
 
 // waitChanged waits for ResourceChanged, skipping the errors of the

@@ -18,7 +18,6 @@ import (
 	"github.com/proxyless/xds/internal/backoff"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
-	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // slot is where a channel's streams of some types run, one stream after
@@ -102,6 +101,15 @@ func (ch *channel) slotLocked(typeURL string) *slot {
 	return s
 }
 
+// spec returns the stream s opens.
+func (s *slot) spec() transport.StreamSpec {
+	return transport.StreamSpec{TypeURL: s.typeURL, Delta: s.ch.proto.delta(), Node: s.ch.c.node}
+}
+
+// name returns what logs and errors call the streams of s: what the
+// transport calls them ("ADS stream", "REST-JSON polling of …").
+func (s *slot) name() string { return s.ch.xds.StreamName(s.spec()) }
+
 // slotKey returns the key in ch.slots of the slot that carries typeURL:
 // typeURL with one stream per type, "" for the aggregated stream.
 func (ch *channel) slotKey(typeURL string) string {
@@ -183,29 +191,30 @@ func (s *slot) run() {
 	ch := s.ch
 	defer ch.c.wg.Done()
 	ctx := s.ctx
+	logger := ch.logger.With(xdslog.KeyStream, s.name())
 	bo := backoff.NewStreamBackoff()
 	for {
 		if ctx.Err() != nil {
 			return
 		}
-		res := s.runStream(ctx)
+		res := s.runStream(ctx, logger)
 		tooLarge := errors.Is(res.err, transport.ErrMessageTooLarge)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case res.restart:
-			ch.logger.Info("restarting the ADS stream")
+			logger.Info("restarting the stream")
 			continue
 		case res.healthy && !tooLarge:
-			ch.logger.Info("ADS stream ended after it was healthy; reconnecting", xdslog.KeyError, res.err)
+			logger.Info("stream ended after it was healthy; reconnecting", xdslog.KeyError, res.err)
 			bo.Reset()
 			continue
 		case res.gotResponse && !tooLarge:
 			// not reported; nothing accepted, so not healthy
 			// either: backoff.
-			ch.logger.Warn("ADS stream failed after receiving only responses it ignored", xdslog.KeyError, res.err)
+			logger.Warn("stream failed after receiving only responses it ignored", xdslog.KeyError, res.err)
 		default:
-			ch.logger.Warn("ADS stream failed", xdslog.KeyError, res.err)
+			logger.Warn("stream failed", xdslog.KeyError, res.err)
 			ch.connectivityFailure(s, res.err)
 		}
 		d := bo.NextBackOff()
@@ -233,13 +242,13 @@ type streamResult struct {
 }
 
 // runStream runs one stream until it fails or ctx ends.
-func (s *slot) runStream(parent context.Context) streamResult {
+func (s *slot) runStream(parent context.Context, logger *slog.Logger) streamResult {
 	ch := s.ch
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	st, err := ch.xds.NewXDSStream(ctx, transport.StreamSpec{TypeURL: s.typeURL, Delta: ch.proto.delta(), Node: ch.c.node})
+	st, err := ch.xds.NewXDSStream(ctx, s.spec())
 	if err != nil {
-		return streamResult{err: fmt.Errorf("creating ADS stream: %w", err)}
+		return streamResult{err: fmt.Errorf("creating the stream: %w", err)}
 	}
 	ch.c.mu.Lock()
 	if s.retired || ch.c.closed {
@@ -248,7 +257,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 	}
 	ss := ch.startStreamLocked(s, cancel)
 	ch.c.mu.Unlock()
-	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, s.typeURL, xdslog.KeyDelta, ch.proto.delta())
+	logger.Info("stream started", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, s.typeURL, xdslog.KeyDelta, ch.proto.delta())
 
 	recvDone := make(chan struct{})
 	var recvErr error
@@ -274,9 +283,6 @@ func (s *slot) runStream(parent context.Context) streamResult {
 	ch.c.mu.Lock()
 	defer ch.c.mu.Unlock()
 	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, healthy: ch.healthyLocked(ss), restart: ss.restart}
-	if errors.Is(res.err, transport.ErrMessageTooLarge) && ch.c.opts.transportBuilder == nil {
-		res.err = ch.tooLargeError(res.err)
-	}
 	ch.endStreamLocked(s, ss)
 	return res
 }
@@ -291,20 +297,6 @@ func streamError(ctx context.Context, sendErr, recvErr error) error {
 		return sendErr
 	}
 	return recvErr
-}
-
-// tooLargeError explains a stream failure caused by a message above a size
-// limit, a response above the client's receive limit or a request above
-// the server's, when the receive limit is the client's: its own gRPC
-// transport, which WithMaxRecvMsgSize configures. A transport of
-// WithTransportBuilder names its own limits (a file's, a REST body's),
-// and WithMaxRecvMsgSize has no effect on it.
-func (ch *channel) tooLargeError(err error) error {
-	limit := ch.c.opts.maxRecvMsgSize
-	if limit <= 0 {
-		limit = grpctransport.DefaultMaxRecvMsgSize
-	}
-	return fmt.Errorf("%w (the client accepts responses of at most %d bytes: raise the limit with client.WithMaxRecvMsgSize)", err, limit)
 }
 
 // startStreamLocked makes a new stream of s current: nonces are reset,

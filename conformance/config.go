@@ -94,7 +94,7 @@ type Config struct {
 
 	// Transport reaches the management server instead of Server: for
 	// credentials, a transport built from a bootstrap server entry
-	// (grpctransport.NewBuilder(…).Build(&cfg.Servers[0])); for an
+	// (grpctransport.NewBuilder(…).Dial(&cfg.Servers[0], transport.BuildOptions{})); for an
 	// in-process server, its in-memory transport. The kit opens streams
 	// with NewStream (transport.ADSMethod, transport.DeltaADSMethod and the
 	// per-type methods) and does not close it.

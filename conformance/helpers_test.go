@@ -14,6 +14,7 @@ import (
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/leakcheck"
+	"github.com/proxyless/xds/transport"
 )
 
 func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
@@ -109,7 +110,7 @@ func inMemoryConfig(t *testing.T, handler func(http.Handler) http.Handler) (conf
 	if err := ms.Update("", w.resources()); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := ms.TransportBuilder().Build(nil)
+	tr, err := ms.Dialer().Dial(nil, transport.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,9 +191,9 @@ func newKit(cfg Config) (*kit, error) {
 		k.http = &http.Client{}
 	}
 	if cfg.Server != "" {
-		tr, err := grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(cfg.MaxResponseBytes)).Build(&bootstrap.ServerConfig{
+		tr, err := grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(cfg.MaxResponseBytes)).Dial(&bootstrap.ServerConfig{
 			ServerURI: cfg.Server, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure},
-		})
+		}, transport.BuildOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("conformance: %s: %w", cfg.Server, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proxyless/xds/conformance"
+	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/grpctransport"
 )
 
@@ -158,7 +159,7 @@ func (f *conformanceFlags) config() (conformance.Config, func(), error) {
 		boot.Node.ID = conformance.DefaultNodeID
 	}
 	cfg.Node = boot.Node.Proto()
-	tr, err := grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(conformance.DefaultMaxResponseBytes)).Build(boot.Servers[0])
+	tr, err := grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(conformance.DefaultMaxResponseBytes)).Dial(boot.Servers[0], transport.BuildOptions{})
 	if err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", boot.Servers[0].ServerURI, err)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/file"
-	"github.com/proxyless/xds/transport/grpctransport"
 	"github.com/proxyless/xds/transport/mixed"
 	"github.com/proxyless/xds/transport/rest"
 )
@@ -135,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exitUsage for a *usageError, the code of an *exitError, exitFailure
 // otherwise.
 func fail(e *env, err error) int {
-	fmt.Fprintf(e.stderr, "xdsctl: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(e.stderr, "xdsctl: %s\n", oneLine(errString(err)))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -528,11 +527,7 @@ func (f *clientFlags) source() (*bootstrap.Config, transport.Builder, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var gopts []grpctransport.Option
-	if f.maxRecvMsgSize > 0 {
-		gopts = append(gopts, grpctransport.WithMaxRecvMsgSize(f.maxRecvMsgSize))
-	}
-	mopts := []mixed.Option{mixed.WithGRPC(grpctransport.NewBuilder(gopts...))}
+	var mopts []mixed.Option // the client's options (--max-recv-msg-size, its logger) reach every transport
 	if f.perType {
 		mopts = append(mopts, mixed.WithPerType())
 	}

@@ -181,7 +181,7 @@ func TestBuilder_ConcurrentBuildAndClose(t *testing.T) {
 	errc := make(chan error, n)
 	for range n {
 		go func() {
-			tr, err := b.Build(insecureConfig(lis.Addr().String()))
+			tr, err := b.Dial(insecureConfig(lis.Addr().String()), transport.BuildOptions{})
 			if err != nil {
 				errc <- err
 				return
@@ -258,7 +258,7 @@ func TestBuild_Errors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := grpctransport.NewBuilder()
-			tr, err := b.Build(tc.sc)
+			tr, err := b.Dial(tc.sc, transport.BuildOptions{})
 			if err == nil {
 				tr.Close()
 				t.Fatalf("Build succeeded, want error containing %q", tc.wantErr)
