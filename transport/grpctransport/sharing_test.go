@@ -78,8 +78,10 @@ func TestBuilder_SharesConnForEqualServers(t *testing.T) {
 	if err := verifyNewStreamEcho(ctx, tr2); err != nil {
 		t.Fatalf("new stream on the remaining Transport: %v", err)
 	}
-	if got := grpctransport.ConnState(tr2); got != connectivity.Ready {
-		t.Fatalf("conn state = %v, want READY", got)
+	// The ClientConn publishes its state asynchronously: READY may lag
+	// the stream that just succeeded by a moment under load.
+	if err := waitFor(ctx, func() bool { return grpctransport.ConnState(tr2) == connectivity.Ready }); err != nil {
+		t.Fatalf("conn state = %v, want READY", grpctransport.ConnState(tr2))
 	}
 	if got := lis.accepted.Load(); got != 1 {
 		t.Fatalf("server accepted %d connections, want 1", got)
