@@ -14,6 +14,7 @@ package handshake
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 
@@ -54,6 +55,15 @@ type ClientHandshakeInfo struct {
 	SystemRoots bool
 	// SANMatchers is match_subject_alt_names; empty accepts any SAN.
 	SANMatchers []resources.StringMatcher
+	// SNI, AutoHostSNI and AutoSNISANValidation are those of the
+	// cluster's UpstreamTlsContext (gRFC A101): the server name of a
+	// handshake is the host name of its address (HostnameFromAttributes)
+	// with AutoHostSNI when it has one, else SNI, else none; with
+	// AutoSNISANValidation and a server name, the server certificate must
+	// be valid for that name, in place of SANMatchers.
+	SNI                  string
+	AutoHostSNI          bool
+	AutoSNISANValidation bool
 
 	closeOnce sync.Once
 }
@@ -70,6 +80,10 @@ func NewClientHandshakeInfo(cluster string, sc *resources.SecurityConfig, acquir
 		IdentityInstance: sc.IdentityInstanceName,
 		SystemRoots:      sc.SystemRootCerts,
 		SANMatchers:      sc.SubjectAltNameMatchers,
+
+		SNI:                  sc.SNI,
+		AutoHostSNI:          sc.AutoHostSNI,
+		AutoSNISANValidation: sc.AutoSNISANValidation,
 	}
 	if !sc.SystemRootCerts {
 		p, err := acquire(sc.RootInstanceName, certprovider.BuildOptions{CertName: sc.RootCertName, WantRoot: true})
@@ -115,7 +129,31 @@ func (hi *ClientHandshakeInfo) String() string {
 		fmt.Fprintf(&b, ", identity %q", hi.IdentityInstance)
 	}
 	fmt.Fprintf(&b, ", %d SAN matchers", len(hi.SANMatchers))
+	if hi.SNI != "" {
+		fmt.Fprintf(&b, ", SNI %q", hi.SNI)
+	}
+	if hi.AutoHostSNI {
+		b.WriteString(", auto host SNI")
+	}
+	if hi.AutoSNISANValidation {
+		b.WriteString(", SAN validated against the SNI")
+	}
 	return b.String()
+}
+
+// ServerName returns the server name of a handshake to an address whose
+// host name (HostnameFromAttributes) is hostname (gRFC A101): with
+// AutoHostSNI, hostname without its port, if any; else SNI; "" for none.
+func (hi *ClientHandshakeInfo) ServerName(hostname string) string {
+	if hi.AutoHostSNI && hostname != "" {
+		// A LOGICAL_DNS cluster's host name has its port (gRFC A81); a
+		// server name has none (RFC 6066 §3).
+		if h, _, err := net.SplitHostPort(hostname); err == nil {
+			return h
+		}
+		return hostname
+	}
+	return hi.SNI
 }
 
 // handshakeKey is the address attribute key of *ClientHandshakeInfo.
@@ -126,6 +164,28 @@ type handshakeKey struct{}
 func SetClientHandshakeInfo(addr grpcresolver.Address, hi *ClientHandshakeInfo) grpcresolver.Address {
 	addr.Attributes = addr.Attributes.WithValue(handshakeKey{}, hi)
 	return addr
+}
+
+// hostnameKey is the address attribute key of an endpoint's host name.
+type hostnameKey struct{}
+
+// SetHostname returns addr with the host name of its endpoint in its
+// Attributes (gRFC A101 auto_host_sni): Endpoint.Hostname of an EDS
+// cluster, the DNS name (with port) of a LOGICAL_DNS cluster. addr is
+// returned unchanged when hostname is "".
+func SetHostname(addr grpcresolver.Address, hostname string) grpcresolver.Address {
+	if hostname == "" {
+		return addr
+	}
+	addr.Attributes = addr.Attributes.WithValue(hostnameKey{}, hostname)
+	return addr
+}
+
+// HostnameFromAttributes returns the host name SetHostname put in a, ""
+// when there is none.
+func HostnameFromAttributes(a *attributes.Attributes) string {
+	h, _ := a.Value(hostnameKey{}).(string)
+	return h
 }
 
 // ClientHandshakeInfoFromAttributes returns the handshake info in a, nil
