@@ -249,7 +249,7 @@ func (f *fakeStream) Header() (metadata.MD, error) {
 	return nil, nil
 }
 
-func (f *fakeStream) Trailer() metadata.MD       { return f.o.trailer() }
+func (f *fakeStream) Trailer() metadata.MD     { return f.o.trailer() }
 func (f *fakeStream) Context() context.Context { return f.ctx }
 
 // streams plays a script as streams, keeping each attempt's stream.
