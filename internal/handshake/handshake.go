@@ -9,7 +9,10 @@
 // handshake. On the server side, package server gives each accepted
 // connection the ServerHandshakeInfo of its filter chain (the connection
 // implements ServerConn), which package xdscreds reads in
-// ServerHandshake. Neither package imports the other.
+// ServerHandshake. Neither package imports the other. The same address
+// attributes carry what else a connection to an endpoint needs: its host
+// name (SNI, gRFC A101) and its HTTP CONNECT proxy (gRFC A86), which the
+// dialer of xdsresolver.DialOptions reads.
 package handshake
 
 import (
@@ -186,6 +189,29 @@ func SetHostname(addr grpcresolver.Address, hostname string) grpcresolver.Addres
 func HostnameFromAttributes(a *attributes.Attributes) string {
 	h, _ := a.Value(hostnameKey{}).(string)
 	return h
+}
+
+// proxyKey is the address attribute key of an endpoint's HTTP CONNECT
+// proxy.
+type proxyKey struct{}
+
+// SetProxyAddress returns addr with the address ("host:port") of the HTTP
+// CONNECT proxy its connections go through (gRFC A86) in its Attributes,
+// where the channel's dialer reads it. addr is returned unchanged when
+// proxy is "".
+func SetProxyAddress(addr grpcresolver.Address, proxy string) grpcresolver.Address {
+	if proxy == "" {
+		return addr
+	}
+	addr.Attributes = addr.Attributes.WithValue(proxyKey{}, proxy)
+	return addr
+}
+
+// ProxyAddressFromAttributes returns the proxy SetProxyAddress put in a,
+// "" when there is none.
+func ProxyAddressFromAttributes(a *attributes.Attributes) string {
+	p, _ := a.Value(proxyKey{}).(string)
+	return p
 }
 
 // ClientHandshakeInfoFromAttributes returns the handshake info in a, nil

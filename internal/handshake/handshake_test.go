@@ -117,3 +117,14 @@ func TestServerName(t *testing.T) {
 		t.Errorf("SetHostname(\"\") set attributes %v", a.Attributes)
 	}
 }
+
+// TestProxyAddress checks the proxy attribute's round trip.
+func TestProxyAddress(t *testing.T) {
+	a := SetProxyAddress(grpcresolver.Address{Addr: "10.0.0.1:80"}, "10.9.9.9:3128")
+	if got := ProxyAddressFromAttributes(a.Attributes); got != "10.9.9.9:3128" {
+		t.Errorf("ProxyAddressFromAttributes = %q", got)
+	}
+	if a := SetProxyAddress(grpcresolver.Address{Addr: "x"}, ""); a.Attributes != nil || ProxyAddressFromAttributes(a.Attributes) != "" {
+		t.Errorf("SetProxyAddress(\"\") set attributes %v", a.Attributes)
+	}
+}
