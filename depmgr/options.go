@@ -41,8 +41,9 @@ func defaultOptions() options {
 
 // WithDataPlaneAuthority sets the authority the virtual host is selected
 // for. The default is the Listener name. A gRPC resolver passes
-// the path of its target without the leading "/", which differs
-// from the Listener name when a listener name template applies.
+// its channel's authority (R-5.5: by default the target's path,
+// percent-encoded), which differs from the Listener name when a listener
+// name template applies.
 func WithDataPlaneAuthority(authority string) Option {
 	return func(o *options) { o.authority = authority }
 }

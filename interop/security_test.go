@@ -4,7 +4,10 @@ package interop
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +149,83 @@ func TestSecurity_SideBySide_GRPCGo(t *testing.T) {
 		if ours != tc.want || theirs != tc.want {
 			t.Errorf("%s: proxyless/xds %+v, grpc-go %+v; want both %+v", tc.target, ours, theirs, tc.want)
 		}
+	}
+}
+
+// TestSecurity_GRPCGoCredentialsRefused checks that a channel of this
+// library's resolver with grpc-go's credentials/xds, which a program
+// moving from grpc-go's xDS channel keeps by mistake, fails loudly rather
+// than connecting in plaintext: grpc-go's credentials cannot read this
+// resolver's TLS configuration of a cluster and use their fallback
+// credentials for every cluster. Its RPCs fail with UNAVAILABLE naming
+// xdscreds.NewClientCredentials; Build fails with ErrGRPCXDSCredentials.
+// The cluster asks for TLS to a plaintext backend, so plaintext would
+// succeed.
+func TestSecurity_GRPCGoCredentialsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	mesh, err := certs.NewMesh(t.TempDir(), "mesh.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := testutil.StartBackend(testutil.BackendOptions{ID: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plain.Stop)
+	res := testutil.Chain(testutil.ChainOptions{Listener: "svc", Ports: []uint32{plain.Port}})
+	testutil.WithUpstreamTLS(res.Clusters[0], testutil.UpstreamTLSOptions{RootInstance: "mesh", IdentityInstance: "mesh", SubjectAltNames: []*v3matcherpb.StringMatcher{testutil.ExactSAN(mesh.ID("backend"))}})
+	s := startGCPServer(t)
+	s.setSnapshot(ctx, t, "1", res)
+	bootstrapJSON, err := testutil.WithCertificateProviders([]byte(fmt.Sprintf(`{
+		"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}],
+		"node": {"id": %q}
+	}`, s.Addr, nodeID)), map[string]testutil.FileWatcher{
+		"mesh": {CertificateFile: mesh.ClientCertFile, PrivateKeyFile: mesh.ClientKeyFile, CACertificateFile: mesh.CAFile},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := bootstrap.Parse(bootstrapJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	theirCreds, err := grpcxdscreds.NewClientCredentials(grpcxdscreds.ClientOptions{FallbackCreds: insecure.NewCredentials()})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for name, opts := range map[string][]grpc.DialOption{
+		"NewBuilder":  {grpc.WithResolvers(xdsresolver.NewBuilder(c)), grpc.WithTransportCredentials(theirCreds)},
+		"DialOptions": append(xdsresolver.DialOptions(c), grpc.WithTransportCredentials(theirCreds)),
+	} {
+		cc, err := grpc.NewClient("xds:///svc", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := testgrpc.NewTestServiceClient(cc).UnaryCall(rctx, &testgrpc.SimpleRequest{})
+		rcancel()
+		cc.Close()
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "xdscreds.NewClientCredentials") {
+			t.Errorf("%s with grpc-go's credentials/xds: server %q, error %v; want UNAVAILABLE naming xdscreds.NewClientCredentials", name, resp.GetServerId(), err)
+		}
+	}
+
+	u, err := url.Parse("xds:///svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := xdsresolver.NewBuilder(c).Build(grpcresolver.Target{URL: *u}, nil, grpcresolver.BuildOptions{DialCreds: theirCreds})
+	if !errors.Is(err, xdsresolver.ErrGRPCXDSCredentials) {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("Build with grpc-go's credentials/xds: %v; want ErrGRPCXDSCredentials", err)
 	}
 }

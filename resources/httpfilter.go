@@ -16,8 +16,6 @@ import (
 	v1udpatypepb "github.com/cncf/xds/go/udpa/type/v1"
 	v3xdstypepb "github.com/cncf/xds/go/xds/type/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	v3faultpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
-	v3rbacpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	v3routerpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 )
 
@@ -39,7 +37,7 @@ const (
 )
 
 // httpFilterImpl is what this package knows of one HTTP filter type: how
-// to validate its configs and where it may be used.
+// to validate and decode its configs and where it may be used.
 type httpFilterImpl struct {
 	// terminal filters must be last in the chain, and only they (A39).
 	terminal bool
@@ -47,44 +45,38 @@ type httpFilterImpl struct {
 	// Listener with a filter that clients do not run is rejected unless the
 	// filter is optional.
 	client bool
-	// parse validates the config of the filter in a Listener; cfg is
-	// typed_config as received. A config inside a TypedStruct (typedStruct
-	// true) is rejected by every built-in filter: they need the proto.
-	parse func(cfg *anypb.Any, typedStruct bool) error
-	// parseOverride validates a typed_per_filter_config entry.
-	parseOverride func(cfg *anypb.Any, typedStruct bool) error
+	// parse validates and decodes the config of the filter in a Listener;
+	// cfg is typed_config as received. A config inside a TypedStruct
+	// (typedStruct true) is rejected by every built-in filter: they need
+	// the proto.
+	parse func(cfg *anypb.Any, typedStruct bool) (filterConfig, error)
+	// parseOverride validates and decodes a typed_per_filter_config entry
+	//
+	parseOverride func(cfg *anypb.Any, typedStruct bool) (filterConfig, error)
 }
 
-// The filters gRPC clients know, by config type. They are never modified.
-var (
-	routerImpl = &httpFilterImpl{
-		terminal: true,
-		client:   true,
-		parse: func(cfg *anypb.Any, typedStruct bool) error {
-			return checkFilterConfig(cfg, typedStruct, routerDesc, routerPlan)
-		},
-		parseOverride: func(*anypb.Any, bool) error {
-			// grpc-go's router rejects any override.
-			return invalid("", "the router filter takes no per-route override")
-		},
-	}
-	faultImpl = &httpFilterImpl{
-		client: true,
-		parse: func(cfg *anypb.Any, typedStruct bool) error {
-			return checkFilterConfig(cfg, typedStruct, faultDesc, faultPlan)
-		},
-		parseOverride: func(cfg *anypb.Any, typedStruct bool) error {
-			return checkFilterConfig(cfg, typedStruct, faultDesc, faultPlan)
-		},
-	}
-	// RBAC is a server-side filter (gRFC A41). Its configs are validated
-	// wherever they appear, as grpc-go does: an RBAC per-route override in
-	// a RouteConfiguration shared with servers must be valid.
-	rbacImpl = &httpFilterImpl{
-		parse:         parseRBACConfig,
-		parseOverride: parseRBACOverride,
-	}
-)
+// filterConfig is a filter config decoded: at most one field is set, the
+// one of the filter's type (HTTPFilter and FilterOverride carry them).
+type filterConfig struct {
+	fault   *HTTPFault
+	rbac    *RBACRules
+	session *CookieSession
+}
+
+// routerImpl is the router, the terminal filter. The fault filter is in
+// fault.go, RBAC in rbac.go, the stateful session filter in
+// statefulsession.go.
+var routerImpl = &httpFilterImpl{
+	terminal: true,
+	client:   true,
+	parse: func(cfg *anypb.Any, typedStruct bool) (filterConfig, error) {
+		return filterConfig{}, checkFilterConfig(cfg, typedStruct, routerDesc, routerPlan)
+	},
+	parseOverride: func(*anypb.Any, bool) (filterConfig, error) {
+		// grpc-go's router rejects any override.
+		return filterConfig{}, invalid("", "the router filter takes no per-route override")
+	},
+}
 
 // httpFilterFor returns the filter whose configs have type typeURL, nil if
 // gRPC clients do not know it. A switch rather than a map: the type URLs
@@ -95,9 +87,9 @@ func httpFilterFor(typeURL string) *httpFilterImpl {
 	case routerTypeURL:
 		return routerImpl
 	case faultTypeURL:
-		return faultImpl
+		return faultImpl // fault.go
 	case rbacTypeURL, rbacPerRouteTypeURL:
-		return rbacImpl
+		return rbacImpl // rbac.go
 	case statefulSessionTypeURL, statefulSessionPerRouteTypeURL:
 		return statefulSessionImpl // statefulsession.go
 	case gcpAuthnTypeURL:
@@ -108,26 +100,8 @@ func httpFilterFor(typeURL string) *httpFilterImpl {
 
 var (
 	routerDesc = (*v3routerpb.Router)(nil).ProtoReflect().Descriptor()
-	faultDesc  = (*v3faultpb.HTTPFault)(nil).ProtoReflect().Descriptor()
 	routerPlan = sync.OnceValue(func() *wirePlan { return planFor(routerDesc) })
-	faultPlan  = sync.OnceValue(func() *wirePlan { return planFor(faultDesc) })
 )
-
-func parseRBACConfig(cfg *anypb.Any, typedStruct bool) error {
-	m := &v3rbacpb.RBAC{}
-	if err := unmarshalFilterConfig(cfg, typedStruct, m); err != nil {
-		return err
-	}
-	return withFieldPrefix("rules", checkRBACRules(m.GetRules()))
-}
-
-func parseRBACOverride(cfg *anypb.Any, typedStruct bool) error {
-	m := &v3rbacpb.RBACPerRoute{}
-	if err := unmarshalFilterConfig(cfg, typedStruct, m); err != nil {
-		return err
-	}
-	return withFieldPrefix("rbac.rules", checkRBACRules(m.GetRbac().GetRules()))
-}
 
 // unmarshalFilterConfig decodes cfg into m, which must be the message
 // cfg's type URL names; error fields are relative to the config.
@@ -211,6 +185,8 @@ func filterConfigType(cfg *anypb.Any) (typeURL string, typedStruct bool, err err
 // that replaces, for one virtual host, route or weighted cluster, the
 // config of the HTTP filter of the same name in the Listener (gRFC A39).
 // Entries for optional filters this package does not know are left out.
+// The override of a filter this package decodes is held decoded too: at
+// most one of Fault, RBAC and Session is set, by TypeURL.
 type FilterOverride struct {
 	// TypeURL is the type of the config, after removing a FilterConfig
 	// wrapper and resolving a TypedStruct.
@@ -218,6 +194,19 @@ type FilterOverride struct {
 	// Config is the config as received, inside any FilterConfig wrapper.
 	// It must not be modified.
 	Config *anypb.Any
+	// Fault is the override of a fault injection filter (TypeURL
+	// HTTPFault, gRFC A33) decoded; nil for other types.
+	Fault *HTTPFault
+	// RBAC is the rules of an RBAC override (TypeURL RBACPerRoute, gRFC
+	// A41) decoded; nil for other types, and for an override that
+	// enforces nothing (no rbac: the filter is off for the route; or
+	// rules that are absent or of action LOG).
+	RBAC *RBACRules
+	// Session is the session state of a stateful session override
+	// (TypeURL StatefulSessionPerRoute, gRFC A55) decoded; nil for other
+	// types, and for an override that keeps no session (disabled, or no
+	// session_state).
+	Session *CookieSession
 }
 
 // filterOverridesFromProto validates a typed_per_filter_config map (R-17.3,
@@ -261,10 +250,11 @@ func filterOverridesFromProto(cfgs map[string]*anypb.Any) (map[string]FilterOver
 			}
 			return nil, invalid(field, "unsupported filter config type %q", typeURL)
 		}
-		if err := impl.parseOverride(cfg, typedStruct); err != nil {
+		fc, err := impl.parseOverride(cfg, typedStruct)
+		if err != nil {
 			return nil, withFieldPrefix(field, err)
 		}
-		out[name] = FilterOverride{TypeURL: typeURL, Config: cfg}
+		out[name] = FilterOverride{TypeURL: typeURL, Config: cfg, Fault: fc.fault, RBAC: fc.rbac, Session: fc.session}
 	}
 	if len(out) == 0 {
 		return nil, nil

@@ -85,10 +85,12 @@ type Listener struct {
 func (l *Listener) Raw() *anypb.Any { return l.raw.toAny(ListenerTypeURL) }
 
 // HTTPFilter is one filter of the HttpConnectionManager's chain: one the
-// gRPC client runs, with a valid config. The filters a client runs are
-// the router (envoy.extensions.filters.http.router.v3.Router) and fault
-// injection (envoy.extensions.filters.http.fault.v3.HTTPFault, gRFC A33),
-// the set of a default grpc-go build.
+// gRPC client (or, in a server Listener, the server) runs, with a valid
+// config. The filters a client runs are the router
+// (envoy.extensions.filters.http.router.v3.Router), fault injection
+// (envoy.extensions.filters.http.fault.v3.HTTPFault, gRFC A33), the set of
+// a default grpc-go build, and the stateful session filter (gRFC A55);
+// a server runs the router and RBAC (gRFC A41).
 type HTTPFilter struct {
 	// Name is the filter instance name, non-empty and unique in the chain;
 	// typed_per_filter_config entries of the RouteConfig refer to it.
@@ -103,6 +105,21 @@ type HTTPFilter struct {
 	Config *anypb.Any
 	// Optional is is_optional.
 	Optional bool
+
+	// The config of a filter this package decodes, decoded: at most one
+	// is set, by TypeURL. A data path reads these, never Config.
+
+	// Fault is the config of a fault injection filter (gRFC A33); nil for
+	// other filters.
+	Fault *HTTPFault
+	// RBAC is the rules of an RBAC filter (a server's, gRFC A41); nil for
+	// other filters, and for an RBAC filter that enforces nothing (rules
+	// absent, or of action LOG).
+	RBAC *RBACRules
+	// Session is the session state of a stateful session filter (gRFC
+	// A55); nil for other filters, and for one that keeps no session (no
+	// session_state).
+	Session *CookieSession
 }
 
 // decodeListener decodes a client-side Listener. The usual
@@ -386,7 +403,8 @@ func httpFiltersFromView(field string, fs []filterView, out []HTTPFilter, side f
 		// As grpc-go: the config is validated before it is known whether
 		// the client runs the filter, so an optional filter with a bad
 		// config is still an error.
-		if err := impl.parse(cfg, typedStruct); err != nil {
+		fc, err := impl.parse(cfg, typedStruct)
+		if err != nil {
 			return nil, withFieldPrefix(indexed(field, i)+".typed_config", err)
 		}
 		if !impl.runsOn(side) {
@@ -399,7 +417,7 @@ func httpFiltersFromView(field string, fs []filterView, out []HTTPFilter, side f
 			firstTerminal = len(out)
 		}
 		lastTerminal = impl.terminal
-		out = append(out, HTTPFilter{Name: name, TypeURL: typeURL, Config: cfg, Optional: f.optional})
+		out = append(out, HTTPFilter{Name: name, TypeURL: typeURL, Config: cfg, Optional: f.optional, Fault: fc.fault, RBAC: fc.rbac, Session: fc.session})
 	}
 	// index returns the position in fs of a kept filter, for messages;
 	// names are unique.

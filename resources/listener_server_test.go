@@ -191,9 +191,20 @@ func serverListenerCases(t testing.TB) []decodeCase[*Listener] {
 				if err := l.FilterChains[0].Filters[0].GetTypedConfig().UnmarshalTo(h); err != nil {
 					t.Fatal(err)
 				}
+				// The RBAC filters' rules, decoded.
+				rules := func(allow bool, principal string) *RBACRules {
+					return &RBACRules{Allow: allow, Policies: []RBACPolicy{{
+						Name:        "ns-policy-0",
+						Permissions: []RBACMatcher{{Kind: RBACAny}},
+						Principals: []RBACMatcher{{Kind: RBACAnd, Rules: []RBACMatcher{{Kind: RBACOr, Rules: []RBACMatcher{
+							{Kind: RBACAuthenticated, String: &StringMatcher{Kind: StringMatchExact, Value: principal}},
+						}}}}},
+					}}}
+				}
+				decoded := []*RBACRules{rules(false, "spiffe://cluster.local/ns/default/sa/evil"), rules(true, "spiffe://cluster.local/ns/default/sa/client"), nil}
 				var fs []HTTPFilter
-				for _, f := range h.GetHttpFilters() {
-					fs = append(fs, HTTPFilter{Name: f.GetName(), TypeURL: f.GetTypedConfig().GetTypeUrl(), Config: f.GetTypedConfig()})
+				for i, f := range h.GetHttpFilters() {
+					fs = append(fs, HTTPFilter{Name: f.GetName(), TypeURL: f.GetTypedConfig().GetTypeUrl(), Config: f.GetTypedConfig(), RBAC: decoded[i]})
 				}
 				return &Listener{Name: l.Name, Server: &ServerListener{Address: "10.0.0.7", Port: 8080, FilterChains: []FilterChain{{
 					Name:              "inbound-mtls",

@@ -144,14 +144,14 @@ func listenerCases(t testing.TB) []decodeCase[*Listener] {
 			rule: "R-17.1",
 			name: "fault filter before the router",
 			give: listener(t, "l", hcm(t, "r", withFilters(fault, routerFilter(t)))),
-			want: lis(HTTPFilter{Name: "fault", TypeURL: faultTypeURL, Config: faultCfg}, router),
+			want: lis(HTTPFilter{Name: "fault", TypeURL: faultTypeURL, Config: faultCfg, Fault: &HTTPFault{}}, router),
 		},
 		{
 			// grpc-go v3_with_two_filters_same_type_different_name.
 			rule: "R-17.1",
 			name: "two filters of one type with different names",
 			give: listener(t, "l", hcm(t, "r", withFilters(fault, httpFilter(t, "fault2", &v3faultpb.HTTPFault{}), routerFilter(t)))),
-			want: lis(HTTPFilter{Name: "fault", TypeURL: faultTypeURL, Config: faultCfg}, HTTPFilter{Name: "fault2", TypeURL: faultTypeURL, Config: faultCfg}, router),
+			want: lis(HTTPFilter{Name: "fault", TypeURL: faultTypeURL, Config: faultCfg, Fault: &HTTPFault{}}, HTTPFilter{Name: "fault2", TypeURL: faultTypeURL, Config: faultCfg, Fault: &HTTPFault{}}, router),
 		},
 		{
 			// grpc-go v3_with_optional_custom_filter: a known optional
@@ -159,7 +159,7 @@ func listenerCases(t testing.TB) []decodeCase[*Listener] {
 			rule: "R-17.1",
 			name: "optional known filter kept",
 			give: listener(t, "l", hcm(t, "r", withFilters(optional(httpFilter(t, "fault", &v3faultpb.HTTPFault{})), routerFilter(t)))),
-			want: lis(HTTPFilter{Name: "fault", TypeURL: faultTypeURL, Config: faultCfg, Optional: true}, router),
+			want: lis(HTTPFilter{Name: "fault", TypeURL: faultTypeURL, Config: faultCfg, Optional: true, Fault: &HTTPFault{}}, router),
 		},
 		{
 			// unknown type → dropped when is_optional.

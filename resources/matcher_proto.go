@@ -7,13 +7,12 @@ import (
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
 
-// The two functions below are public for the code that reads an
-// HTTPFilter's Config, which stays the typed_config the server sent: the
-// decoders validate the matchers inside the filter configs they know (the
-// fault filter's headers, gRFC A33; RBAC rules, gRFC A41) with these rules,
-// and code that then acts on such a config, this module's resolver and
-// server or an application reading Listeners for its own filters, converts
-// the matchers with them to get exactly what validation accepted.
+// The two functions below are public for the code that reads the config
+// of a filter this package does not decode (an application reading
+// Listeners for its own filters), so that it converts the matchers inside
+// with the rules the decoders apply to the filter configs they know (the
+// fault filter's headers, gRFC A33; RBAC rules, gRFC A41), which they hold
+// decoded (HTTPFilter.Fault, HTTPFilter.RBAC).
 
 // HeaderMatcherFromProto converts and validates one envoy HeaderMatcher
 // with the rules of route matchers, for header matchers embedded

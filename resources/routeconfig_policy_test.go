@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -140,8 +141,8 @@ func withOverride(name string, cfg *anypb.Any) func(*v3routepb.Route) {
 	}
 }
 
-// filterConfig wraps cfg in an envoy.config.route.v3.FilterConfig.
-func filterConfig(t testing.TB, cfg *anypb.Any, optional bool) *anypb.Any {
+// wrapFilterConfig wraps cfg in an envoy.config.route.v3.FilterConfig.
+func wrapFilterConfig(t testing.TB, cfg *anypb.Any, optional bool) *anypb.Any {
 	return mustAny(t, &v3routepb.FilterConfig{Config: cfg, IsOptional: optional})
 }
 
@@ -272,8 +273,8 @@ func routePolicyCases(t testing.TB) []decodeCase[*RouteConfig] {
 			name: "per-filter overrides",
 			give: func() proto.Message {
 				rc := routeConfig("r", vhost("v", clusterRoute("", withWeighted(cw("a", 1)),
-					withOverride("fault", filterConfig(t, fault, false)),
-					withOverride("unknown", filterConfig(t, unknownCfg, true)),
+					withOverride("fault", wrapFilterConfig(t, fault, false)),
+					withOverride("unknown", wrapFilterConfig(t, unknownCfg, true)),
 				)))
 				rc.VirtualHosts[0].TypedPerFilterConfig = map[string]*anypb.Any{"fault": fault, "rbac": rbacOverride(&v3rbacconfigpb.Policy{
 					Permissions: []*v3rbacconfigpb.Permission{{Rule: &v3rbacconfigpb.Permission_DestinationIp{DestinationIp: &v3corepb.CidrRange{AddressPrefix: "10.0.0.0", PrefixLen: wrapperspb.UInt32(8)}}}},
@@ -285,15 +286,19 @@ func routePolicyCases(t testing.TB) []decodeCase[*RouteConfig] {
 			want: func() *RouteConfig {
 				rc := rc1(Route{
 					Match:           prefixMatch,
-					Action:          RouteAction{Kind: RouteActionWeightedClusters, WeightedClusters: []WeightedCluster{{Name: "a", Weight: 1, FilterOverrides: map[string]FilterOverride{"fault": {TypeURL: faultTypeURL, Config: fault}}}}},
-					FilterOverrides: map[string]FilterOverride{"fault": {TypeURL: faultTypeURL, Config: fault}},
+					Action:          RouteAction{Kind: RouteActionWeightedClusters, WeightedClusters: []WeightedCluster{{Name: "a", Weight: 1, FilterOverrides: map[string]FilterOverride{"fault": {TypeURL: faultTypeURL, Config: fault, Fault: &HTTPFault{}}}}}},
+					FilterOverrides: map[string]FilterOverride{"fault": {TypeURL: faultTypeURL, Config: fault, Fault: &HTTPFault{}}},
 				})
 				rc.VirtualHosts[0].FilterOverrides = map[string]FilterOverride{
-					"fault": {TypeURL: faultTypeURL, Config: fault},
+					"fault": {TypeURL: faultTypeURL, Config: fault, Fault: &HTTPFault{}},
 					"rbac": {TypeURL: rbacPerRouteTypeURL, Config: rbacOverride(&v3rbacconfigpb.Policy{
 						Permissions: []*v3rbacconfigpb.Permission{{Rule: &v3rbacconfigpb.Permission_DestinationIp{DestinationIp: &v3corepb.CidrRange{AddressPrefix: "10.0.0.0", PrefixLen: wrapperspb.UInt32(8)}}}},
 						Principals:  anyPrincipal,
-					})},
+					}), RBAC: &RBACRules{Allow: true, Policies: []RBACPolicy{{
+						Name:        "p",
+						Permissions: []RBACMatcher{{Kind: RBACDestinationIP, CIDR: netip.MustParsePrefix("10.0.0.0/8")}},
+						Principals:  []RBACMatcher{{Kind: RBACAny}},
+					}}}},
 				}
 				return rc
 			}(),
@@ -303,7 +308,7 @@ func routePolicyCases(t testing.TB) []decodeCase[*RouteConfig] {
 			// TypedStruct: resolved, unknown, optional, dropped.
 			rule: "R-17.3",
 			name: "optional unknown override in a TypedStruct dropped",
-			give: routeConfig("r", vhost("v", clusterRoute("c", withOverride("x", filterConfig(t, mustAny(t, &v3xdstypepb.TypedStruct{TypeUrl: "type.googleapis.com/example.Custom"}), true))))),
+			give: routeConfig("r", vhost("v", clusterRoute("c", withOverride("x", wrapFilterConfig(t, mustAny(t, &v3xdstypepb.TypedStruct{TypeUrl: "type.googleapis.com/example.Custom"}), true))))),
 			want: rc1(Route{Match: prefixMatch, Action: toCluster("c")}),
 		},
 
@@ -382,7 +387,7 @@ func routePolicyCases(t testing.TB) []decodeCase[*RouteConfig] {
 			// grpc-go "with optional erroring custom HTTP filter config".
 			rule:    "R-17.3",
 			name:    "optional override with a bad config",
-			give:    routeConfig("r", vhost("v", clusterRoute("c", withOverride("fault", filterConfig(t, &anypb.Any{TypeUrl: faultTypeURL, Value: []byte{0x0a}}, true))))),
+			give:    routeConfig("r", vhost("v", clusterRoute("c", withOverride("fault", wrapFilterConfig(t, &anypb.Any{TypeUrl: faultTypeURL, Value: []byte{0x0a}}, true))))),
 			wantErr: "routes[0].typed_per_filter_config[fault].config: decoding envoy.extensions.filters.http.fault.v3.HTTPFault",
 		},
 		{

@@ -26,13 +26,13 @@ const (
 // requires it).
 var statefulSessionImpl = &httpFilterImpl{
 	client: true,
-	parse: func(cfg *anypb.Any, typedStruct bool) error {
-		_, err := statefulSession(cfg, typedStruct)
-		return err
+	parse: func(cfg *anypb.Any, typedStruct bool) (filterConfig, error) {
+		cs, err := statefulSession(cfg, typedStruct)
+		return filterConfig{session: cs}, err
 	},
-	parseOverride: func(cfg *anypb.Any, typedStruct bool) error {
-		_, err := statefulSession(cfg, typedStruct)
-		return err
+	parseOverride: func(cfg *anypb.Any, typedStruct bool) (filterConfig, error) {
+		cs, err := statefulSession(cfg, typedStruct)
+		return filterConfig{session: cs}, err
 	},
 }
 
@@ -55,7 +55,8 @@ type CookieSession struct {
 // as validated in a Listener or a RouteConfiguration:
 // nil when it keeps no session (no session_state, or an override with
 // disabled set). It returns an error for any other config, or an invalid
-// one.
+// one. The filters and overrides of decoded resources hold it already
+// (HTTPFilter.Session, FilterOverride.Session).
 func StatefulSession(cfg *anypb.Any) (*CookieSession, error) {
 	return statefulSession(cfg, false)
 }

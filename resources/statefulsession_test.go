@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -61,9 +62,12 @@ func TestStatefulSession(t *testing.T) {
 			// In a Listener (the override types only as overrides).
 			if _, isOverride := tt.cfg.(*v3statefulsessionpb.StatefulSessionPerRoute); !isOverride {
 				l := listener(t, "l", hcm(t, "r", withFilters(httpFilter(t, "session", tt.cfg), routerFilter(t))))
-				_, _, err := ListenerType.DecodeTyped(mustAny(t, l))
+				_, lis, err := ListenerType.DecodeTyped(mustAny(t, l))
 				if tt.wantErr == "" && err != nil {
 					t.Errorf("Listener with the filter: %v; want valid (gRPC C++ runs the filter)", err)
+				}
+				if err == nil && !cmp.Equal(lis.HTTPFilters[0].Session, tt.want) {
+					t.Errorf("Listener with the filter: HTTPFilter.Session = %+v; want %+v", lis.HTTPFilters[0].Session, tt.want)
 				}
 				if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 					t.Errorf("Listener with the filter: %v; want an error containing %q", err, tt.wantErr)
@@ -76,9 +80,14 @@ func TestStatefulSession(t *testing.T) {
 				TypedPerFilterConfig: map[string]*anypb.Any{"session": mustAny(t, tt.cfg)},
 			}
 			rc := &v3routepb.RouteConfiguration{Name: "r", VirtualHosts: []*v3routepb.VirtualHost{{Name: "vh", Domains: []string{"*"}, Routes: []*v3routepb.Route{rt}}}}
-			_, _, err = RouteConfigType.DecodeTyped(mustAny(t, rc))
+			_, got2, err := RouteConfigType.DecodeTyped(mustAny(t, rc))
 			if tt.wantErr == "" && err != nil {
 				t.Errorf("override: %v; want valid", err)
+			}
+			if err == nil {
+				if o := got2.VirtualHosts[0].Routes[0].FilterOverrides["session"]; !cmp.Equal(o.Session, tt.want) {
+					t.Errorf("override: FilterOverride.Session = %+v; want %+v", o.Session, tt.want)
+				}
 			}
 			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("override: %v; want an error containing %q", err, tt.wantErr)

@@ -46,9 +46,10 @@ report "fmt.Errorf wrapping an error with %v: use %w" \
 	"$(printf '%s\n' $libfiles | xargs grep -n -E 'fmt\.Errorf\(.*%v.*, err\)' 2>/dev/null || true)"
 
 # Public packages: the directories of non-test library files outside
-# internal/ and testutil/ (so the library's packages and otelxds).
+# internal/ (at any depth, as Go's rule) and testutil/ (so the library's
+# packages and otelxds).
 report "public package without a doc.go (docs/style.md, Documentation)" \
-	"$(printf '%s\n' $libfiles | grep -v -E '^(internal|testutil)/' | xargs -r -n1 dirname | sort -u |
+	"$(printf '%s\n' $libfiles | grep -v -E '(^|/)internal/|^testutil/' | xargs -r -n1 dirname | sort -u |
 		while read -r d; do [ -f "$d/doc.go" ] || echo "$d"; done)"
 
 # staticcheck (honnef.co/go/tools), pinned as grpc-go pins it, fetched by

@@ -19,8 +19,9 @@ import (
 
 	v1udpatypepb "github.com/cncf/xds/go/udpa/type/v1"
 	v3xdstypepb "github.com/cncf/xds/go/xds/type/v3"
-	v3rbacconfigpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	v3streampb "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
+
+	"github.com/proxyless/xds/resources"
 )
 
 // StdoutAuditLoggerName is the name of the standard audit logger of gRFC
@@ -96,7 +97,7 @@ func (l stdoutLogger) Log(e *audit.Event) {
 // auditConfig is the audit logging of one RBAC filter config (gRFC A59):
 // when to log and the loggers.
 type auditConfig struct {
-	condition v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditCondition
+	condition resources.RBACAuditCondition
 	loggers   []audit.Logger
 }
 
@@ -104,19 +105,19 @@ type auditConfig struct {
 // config of a type no builder serves is skipped when is_optional and an
 // error otherwise; a config a builder rejects is an error even when
 // optional (gRFC A59). It returns nil when nothing is to be logged.
-func buildAudit(opts *v3rbacconfigpb.RBAC_AuditLoggingOptions, byName map[string]audit.LoggerBuilder) (*auditConfig, error) {
-	if opts == nil || opts.GetAuditCondition() == v3rbacconfigpb.RBAC_AuditLoggingOptions_NONE {
+func buildAudit(opts *resources.RBACAudit, byName map[string]audit.LoggerBuilder) (*auditConfig, error) {
+	if opts == nil || opts.Condition == resources.RBACAuditNone {
 		return nil, nil
 	}
-	ac := &auditConfig{condition: opts.GetAuditCondition()}
-	for i, lc := range opts.GetLoggerConfigs() {
-		name, cfg, err := auditLoggerConfig(lc.GetAuditLogger().GetTypedConfig())
+	ac := &auditConfig{condition: opts.Condition}
+	for i, lc := range opts.Loggers {
+		name, cfg, err := auditLoggerConfig(lc.Config)
 		if err != nil {
 			return nil, fmt.Errorf("audit_logging_options.logger_configs[%d]: %w", i, err)
 		}
 		b := byName[name]
 		if b == nil {
-			if lc.GetIsOptional() {
+			if lc.Optional {
 				continue
 			}
 			return nil, fmt.Errorf("audit_logging_options.logger_configs[%d]: no audit logger %q (give one with server.WithAuditLoggers)", i, name)
@@ -187,15 +188,15 @@ func auditLoggerConfig(tc *anypb.Any) (name string, cfg json.RawMessage, err err
 // condition says so.
 func (ac *auditConfig) log(e *audit.Event) {
 	switch ac.condition {
-	case v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY:
+	case resources.RBACAuditOnDeny:
 		if e.Authorized {
 			return
 		}
-	case v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_ALLOW:
+	case resources.RBACAuditOnAllow:
 		if !e.Authorized {
 			return
 		}
-	case v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY_AND_ALLOW:
+	case resources.RBACAuditOnDenyAndAllow:
 	default:
 		return
 	}

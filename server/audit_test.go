@@ -17,6 +17,8 @@ import (
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3rbacconfigpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	v3streampb "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
+
+	"github.com/proxyless/xds/resources"
 )
 
 func loggerConfig(t testing.TB, tc *anypb.Any, optional bool) *v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig {
@@ -99,11 +101,11 @@ func TestBuildAudit(t *testing.T) {
 		return &v3rbacconfigpb.RBAC_AuditLoggingOptions{AuditCondition: cond, LoggerConfigs: cfgs}
 	}
 
-	ac, err := buildAudit(opts(v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY,
+	ac, err := buildAudit(decodedAudit(t, opts(v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY,
 		stdoutLoggerConfig(t),
 		typedStructConfig(t, "type.googleapis.com/my_logger", map[string]any{"level": "high"}, false),
 		typedStructConfig(t, "example.com/not_registered", nil, true),
-	), byName)
+	)), byName)
 	if err != nil {
 		t.Fatalf("buildAudit: %v", err)
 	}
@@ -132,12 +134,12 @@ func TestBuildAudit(t *testing.T) {
 		{name: "rejected config of an optional logger", opts: opts(v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_ALLOW, typedStructConfig(t, "x/my_logger", map[string]any{"fail": true}, true)), wantErr: "bad config"},
 		{name: "no typed config", opts: opts(v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_ALLOW, loggerConfig(t, nil, false)), wantErr: "typed_config: missing"},
 	} {
-		if _, err := buildAudit(tc.opts, byName); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+		if _, err := buildAudit(decodedAudit(t, tc.opts), byName); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: buildAudit() error = %v, want one containing %q", tc.name, err, tc.wantErr)
 		}
 	}
 	for _, o := range []*v3rbacconfigpb.RBAC_AuditLoggingOptions{nil, opts(v3rbacconfigpb.RBAC_AuditLoggingOptions_NONE, stdoutLoggerConfig(t)), opts(v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY)} {
-		if ac, err := buildAudit(o, byName); ac != nil || err != nil {
+		if ac, err := buildAudit(decodedAudit(t, o), byName); ac != nil || err != nil {
 			t.Errorf("buildAudit(%v) = %v, %v; want nothing to log", o, ac, err)
 		}
 	}
@@ -148,7 +150,7 @@ func TestBuildAudit(t *testing.T) {
 		v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY_AND_ALLOW: 2,
 	} {
 		custom.events = nil
-		ac, err := buildAudit(opts(cond, typedStructConfig(t, "x/my_logger", nil, false)), byName)
+		ac, err := buildAudit(decodedAudit(t, opts(cond, typedStructConfig(t, "x/my_logger", nil, false))), byName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,4 +160,11 @@ func TestBuildAudit(t *testing.T) {
 			t.Errorf("%s: %d events logged, want %d", cond, len(custom.events), want)
 		}
 	}
+}
+
+// decodedAudit returns opts as package resources decodes them: the audit
+// logging of ALLOW rules.
+func decodedAudit(t *testing.T, opts *v3rbacconfigpb.RBAC_AuditLoggingOptions) *resources.RBACAudit {
+	t.Helper()
+	return decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, AuditLoggingOptions: opts}).Audit
 }

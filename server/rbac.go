@@ -5,22 +5,14 @@ package server
 import (
 	"crypto/x509"
 	"encoding/base64"
-	"fmt"
-	"maps"
 	"net"
 	"net/netip"
-	"slices"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
-
-	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	v3rbacconfigpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
-	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
@@ -43,38 +35,18 @@ type rbacPolicy struct {
 }
 
 // newRBACEngine compiles rules, the rules of the RBAC filter named filter
-// (its config or a per-route override). It returns nil for rules that
-// enforce nothing: absent, or of action LOG (gRFC A41). The rules were
-// validated by package resources; an error here is an audit logger the
-// server lacks, or a matcher gRPC cannot build.
-func newRBACEngine(filter string, rules *v3rbacconfigpb.RBAC, auditors map[string]audit.LoggerBuilder) (*rbacEngine, error) {
-	if rules == nil || rules.GetAction() == v3rbacconfigpb.RBAC_LOG {
+// (its config or a per-route override), as package resources decoded
+// them. It returns nil for rules that enforce nothing (nil: absent, or of
+// action LOG, gRFC A41). An error is an audit logger the server lacks.
+func newRBACEngine(filter string, rules *resources.RBACRules, auditors map[string]audit.LoggerBuilder) (*rbacEngine, error) {
+	if rules == nil {
 		return nil, nil
 	}
-	e := &rbacEngine{filter: filter, allow: rules.GetAction() == v3rbacconfigpb.RBAC_ALLOW}
-	if !e.allow && rules.GetAction() != v3rbacconfigpb.RBAC_DENY {
-		return nil, fmt.Errorf("unsupported action %s", rules.GetAction())
+	e := &rbacEngine{filter: filter, allow: rules.Allow}
+	for _, p := range rules.Policies {
+		e.policies = append(e.policies, rbacPolicy{name: p.Name, permissions: matchers(p.Permissions), principals: matchers(p.Principals)})
 	}
-	for _, name := range slices.Sorted(maps.Keys(rules.GetPolicies())) {
-		p := rules.GetPolicies()[name]
-		rp := rbacPolicy{name: name}
-		for i, perm := range p.GetPermissions() {
-			m, err := permissionMatcher(perm)
-			if err != nil {
-				return nil, fmt.Errorf("policies[%q].permissions[%d]: %w", name, i, err)
-			}
-			rp.permissions = append(rp.permissions, m)
-		}
-		for i, pr := range p.GetPrincipals() {
-			m, err := principalMatcher(pr)
-			if err != nil {
-				return nil, fmt.Errorf("policies[%q].principals[%d]: %w", name, i, err)
-			}
-			rp.principals = append(rp.principals, m)
-		}
-		e.policies = append(e.policies, rp)
-	}
-	ac, err := buildAudit(rules.GetAuditLoggingOptions(), auditors)
+	ac, err := buildAudit(rules.Audit, auditors)
 	if err != nil {
 		return nil, err
 	}
@@ -308,143 +280,52 @@ func matchPrincipalName(sm *resources.StringMatcher, cert *x509.Certificate) boo
 	return sm.Match(cert.Subject.String())
 }
 
-// permissionMatcher compiles a permission (gRFC A41): metadata never
-// matches (inverted, always), requested_server_name matches when its
-// matcher matches "".
-func permissionMatcher(p *v3rbacconfigpb.Permission) (rbacMatcher, error) {
-	switch r := p.GetRule().(type) {
-	case *v3rbacconfigpb.Permission_AndRules:
-		ms, err := permissionList(r.AndRules.GetRules())
-		return andMatcher(ms), err
-	case *v3rbacconfigpb.Permission_OrRules:
-		ms, err := permissionList(r.OrRules.GetRules())
-		return orMatcher(ms), err
-	case *v3rbacconfigpb.Permission_NotRule:
-		m, err := permissionMatcher(r.NotRule)
-		return notMatcher{m}, err
-	case *v3rbacconfigpb.Permission_Any:
-		return constant(true), nil
-	case *v3rbacconfigpb.Permission_Header:
-		return newHeaderMatcher(r.Header)
-	case *v3rbacconfigpb.Permission_UrlPath:
-		sm, err := resources.StringMatcherFromProto(r.UrlPath.GetPath())
-		return pathMatcher{sm}, err
-	case *v3rbacconfigpb.Permission_DestinationIp:
-		return newIPMatcher(r.DestinationIp, true)
-	case *v3rbacconfigpb.Permission_DestinationPort:
-		return portMatcher(r.DestinationPort), nil
-	case *v3rbacconfigpb.Permission_Metadata:
-		//lint:ignore SA1019 gRFC A41: gRPC RBAC reads metadata (as never matching)
-		return constant(r.Metadata.GetInvert()), nil
-	case *v3rbacconfigpb.Permission_RequestedServerName:
-		sm, err := resources.StringMatcherFromProto(r.RequestedServerName)
-		return constant(err == nil && sm.Match("")), err
-	default:
-		return nil, fmt.Errorf("unsupported permission rule %T", r)
-	}
-}
-
-func permissionList(ps []*v3rbacconfigpb.Permission) ([]rbacMatcher, error) {
-	out := make([]rbacMatcher, 0, len(ps))
-	for _, p := range ps {
-		m, err := permissionMatcher(p)
-		if err != nil {
-			return nil, err
+// matcherOf compiles a permission or principal (gRFC A41): metadata
+// never matches (inverted, always); requested_server_name matches when
+// its matcher matches ""; source_ip, direct_remote_ip and remote_ip are
+// the peer's address; a header named "host" is matched as ":authority"
+// (Envoy aliases them).
+func matcherOf(m *resources.RBACMatcher) rbacMatcher {
+	switch m.Kind {
+	case resources.RBACAnd:
+		return andMatcher(matchers(m.Rules))
+	case resources.RBACOr:
+		return orMatcher(matchers(m.Rules))
+	case resources.RBACNot:
+		if len(m.Rules) != 1 {
+			return constant(false) // cannot happen: resources gives one
 		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
-// principalMatcher compiles a principal (gRFC A41): source_ip,
-// direct_remote_ip and remote_ip are the peer's address.
-func principalMatcher(p *v3rbacconfigpb.Principal) (rbacMatcher, error) {
-	switch id := p.GetIdentifier().(type) {
-	case *v3rbacconfigpb.Principal_AndIds:
-		ms, err := principalList(id.AndIds.GetIds())
-		return andMatcher(ms), err
-	case *v3rbacconfigpb.Principal_OrIds:
-		ms, err := principalList(id.OrIds.GetIds())
-		return orMatcher(ms), err
-	case *v3rbacconfigpb.Principal_NotId:
-		m, err := principalMatcher(id.NotId)
-		return notMatcher{m}, err
-	case *v3rbacconfigpb.Principal_Any:
-		return constant(true), nil
-	case *v3rbacconfigpb.Principal_Authenticated_:
-		if id.Authenticated.GetPrincipalName() == nil {
-			return authenticatedMatcher{}, nil
+		return notMatcher{matcherOf(&m.Rules[0])}
+	case resources.RBACAny:
+		return constant(true)
+	case resources.RBACHeader:
+		hm := m.Header
+		if hm.Name == "host" {
+			hm.Name = ":authority"
 		}
-		sm, err := resources.StringMatcherFromProto(id.Authenticated.GetPrincipalName())
-		return authenticatedMatcher{&sm}, err
-	case *v3rbacconfigpb.Principal_SourceIp:
-		//lint:ignore SA1019 gRFC A41: gRPC RBAC still reads the deprecated source_ip (as direct_remote_ip)
-		return newIPMatcher(id.SourceIp, false)
-	case *v3rbacconfigpb.Principal_DirectRemoteIp:
-		return newIPMatcher(id.DirectRemoteIp, false)
-	case *v3rbacconfigpb.Principal_RemoteIp:
-		return newIPMatcher(id.RemoteIp, false)
-	case *v3rbacconfigpb.Principal_Header:
-		return newHeaderMatcher(id.Header)
-	case *v3rbacconfigpb.Principal_UrlPath:
-		sm, err := resources.StringMatcherFromProto(id.UrlPath.GetPath())
-		return pathMatcher{sm}, err
-	case *v3rbacconfigpb.Principal_Metadata:
-		//lint:ignore SA1019 gRFC A41: gRPC RBAC reads metadata (as never matching)
-		return constant(id.Metadata.GetInvert()), nil
-	default:
-		return nil, fmt.Errorf("unsupported principal identifier %T", id)
+		return headerMatcher{hm}
+	case resources.RBACURLPath:
+		return pathMatcher{*m.String}
+	case resources.RBACDestinationIP:
+		return ipMatcher{prefix: m.CIDR, local: true}
+	case resources.RBACDestinationPort:
+		return portMatcher(m.Port)
+	case resources.RBACRequestedServerName:
+		return constant(m.String.Match(""))
+	case resources.RBACMetadata:
+		return constant(m.Invert)
+	case resources.RBACAuthenticated:
+		return authenticatedMatcher{m.String}
+	case resources.RBACDirectRemoteIP, resources.RBACRemoteIP:
+		return ipMatcher{prefix: m.CIDR}
 	}
+	return constant(false) // cannot happen: resources rejects the others
 }
 
-func principalList(ps []*v3rbacconfigpb.Principal) ([]rbacMatcher, error) {
-	out := make([]rbacMatcher, 0, len(ps))
-	for _, p := range ps {
-		m, err := principalMatcher(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
+func matchers(ms []resources.RBACMatcher) []rbacMatcher {
+	out := make([]rbacMatcher, 0, len(ms))
+	for i := range ms {
+		out = append(out, matcherOf(&ms[i]))
 	}
-	return out, nil
-}
-
-// newHeaderMatcher compiles an RBAC header matcher (gRFC A41): the name
-// lowercased, "host" matched as ":authority" (Envoy aliases them); the
-// deprecated prefix, suffix and contains forms may be empty (then any
-// present value matches), as RBAC validation takes them as they are.
-func newHeaderMatcher(h *v3routepb.HeaderMatcher) (rbacMatcher, error) {
-	var (
-		hm  resources.HeaderMatcher
-		err error
-	)
-	switch s := h.GetHeaderMatchSpecifier().(type) {
-	case *v3routepb.HeaderMatcher_PrefixMatch:
-		//lint:ignore SA1019 gRFC A41: gRPC RBAC accepts the deprecated header match forms
-		hm = resources.HeaderMatcher{Kind: resources.HeaderMatchPrefix, Value: s.PrefixMatch}
-	case *v3routepb.HeaderMatcher_SuffixMatch:
-		//lint:ignore SA1019 gRFC A41: gRPC RBAC accepts the deprecated header match forms
-		hm = resources.HeaderMatcher{Kind: resources.HeaderMatchSuffix, Value: s.SuffixMatch}
-	case *v3routepb.HeaderMatcher_ContainsMatch:
-		//lint:ignore SA1019 gRFC A41: gRPC RBAC accepts the deprecated header match forms
-		hm = resources.HeaderMatcher{Kind: resources.HeaderMatchContains, Value: s.ContainsMatch}
-	default:
-		if hm, err = resources.HeaderMatcherFromProto(h); err != nil {
-			return nil, err
-		}
-	}
-	hm.Name, hm.Invert = strings.ToLower(h.GetName()), h.GetInvertMatch()
-	if hm.Name == "host" {
-		hm.Name = ":authority"
-	}
-	return headerMatcher{hm}, nil
-}
-
-// newIPMatcher compiles a CIDR range, of the local address when local.
-func newIPMatcher(c *v3corepb.CidrRange, local bool) (rbacMatcher, error) {
-	p, err := netip.ParsePrefix(c.GetAddressPrefix() + "/" + strconv.FormatUint(uint64(c.GetPrefixLen().GetValue()), 10))
-	if err != nil {
-		return nil, fmt.Errorf("CIDR range: %w", err)
-	}
-	return ipMatcher{prefix: p.Masked(), local: local}, nil
+	return out
 }

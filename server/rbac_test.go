@@ -18,12 +18,16 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3rbacconfigpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	v3rbacpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+
+	"github.com/proxyless/xds/resources"
 )
 
 func exactSM(s string) *v3matcherpb.StringMatcher {
@@ -226,9 +230,9 @@ func TestRBAC_Matchers(t *testing.T) {
 			if pr == nil {
 				pr = anyPrincipal
 			}
-			e, err := newRBACEngine("rbac", &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, Policies: map[string]*v3rbacconfigpb.Policy{
+			e, err := newRBACEngine("rbac", decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, Policies: map[string]*v3rbacconfigpb.Policy{
 				"p": {Permissions: []*v3rbacconfigpb.Permission{perm(p)}, Principals: []*v3rbacconfigpb.Principal{pr}},
-			}}, nil)
+			}}), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +270,7 @@ func TestRBAC_Actions(t *testing.T) {
 		AuditCondition: v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY_AND_ALLOW,
 		LoggerConfigs:  []*v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{stdoutLoggerConfig(t)},
 	}
-	allow, err := newRBACEngine("allow-filter", &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, Policies: policies, AuditLoggingOptions: auditOpts}, auditors)
+	allow, err := newRBACEngine("allow-filter", decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, Policies: policies, AuditLoggingOptions: auditOpts}), auditors)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +280,7 @@ func TestRBAC_Actions(t *testing.T) {
 	if ok, p := allow.authorize(none); ok || p != "" {
 		t.Errorf("ALLOW: authorize(none) = %v, %q; want false, no policy", ok, p)
 	}
-	deny, err := newRBACEngine("deny-filter", &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_DENY, Policies: policies}, auditors)
+	deny, err := newRBACEngine("deny-filter", decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_DENY, Policies: policies}), auditors)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +291,7 @@ func TestRBAC_Actions(t *testing.T) {
 		t.Errorf("DENY: authorize(none) = false, want true")
 	}
 	for _, rules := range []*v3rbacconfigpb.RBAC{nil, {Action: v3rbacconfigpb.RBAC_LOG, Policies: policies}} {
-		if e, err := newRBACEngine("f", rules, auditors); e != nil || err != nil {
+		if e, err := newRBACEngine("f", decodedRules(t, rules), auditors); e != nil || err != nil {
 			t.Errorf("newRBACEngine(%v) = %v, %v; want nil, nil (nothing enforced)", rules, e, err)
 		}
 	}
@@ -304,4 +308,27 @@ func TestRBAC_Actions(t *testing.T) {
 			t.Errorf("audit line %d = %s\nwant prefix %s", i, lines[i], want)
 		}
 	}
+}
+
+// decodedRules returns rules as package resources decodes them, in an
+// RBACPerRoute override of a RouteConfiguration: the form the server
+// compiles. nil for rules that enforce nothing.
+func decodedRules(t *testing.T, rules *v3rbacconfigpb.RBAC) *resources.RBACRules {
+	t.Helper()
+	override, err := anypb.New(&v3rbacpb.RBACPerRoute{Rbac: &v3rbacpb.RBAC{Rules: rules}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &v3routepb.RouteConfiguration{Name: "r", VirtualHosts: []*v3routepb.VirtualHost{{
+		Name: "vh", Domains: []string{"*"}, TypedPerFilterConfig: map[string]*anypb.Any{"rbac": override},
+	}}}
+	a, err := anypb.New(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := resources.RouteConfigType.DecodeTyped(a)
+	if err != nil {
+		t.Fatalf("decoding the rules: %v", err)
+	}
+	return got.VirtualHosts[0].FilterOverrides["rbac"].RBAC
 }

@@ -12,11 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
-
-	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	v3rbacpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
@@ -117,6 +113,7 @@ type tableBuilder struct {
 // override, else the virtual host's, else the filter's own config (gRFC
 // A39; a server has no cluster level). An RBACPerRoute replaces the
 // filter's config; without rbac, it disables the filter on the route.
+// Package resources decoded the filter's rules and the overrides'.
 func (b *tableBuilder) engine(f resources.HTTPFilter, route, vhost map[string]resources.FilterOverride) (*rbacEngine, error) {
 	o, ok := route[f.Name]
 	if !ok {
@@ -129,12 +126,7 @@ func (b *tableBuilder) engine(f resources.HTTPFilter, route, vhost map[string]re
 		if e, done := b.base[f.Name]; done {
 			return e, b.baseErr[f.Name]
 		}
-		cfg := &v3rbacpb.RBAC{}
-		err := proto.Unmarshal(f.Config.GetValue(), cfg)
-		var e *rbacEngine
-		if err == nil {
-			e, err = newRBACEngine(f.Name, cfg.GetRules(), b.auditors)
-		}
+		e, err := newRBACEngine(f.Name, f.RBAC, b.auditors)
 		b.base[f.Name], b.baseErr[f.Name] = e, err
 		return e, err
 	}
@@ -144,19 +136,7 @@ func (b *tableBuilder) engine(f resources.HTTPFilter, route, vhost map[string]re
 	if o.TypeURL != rbacPerRouteTypeURL {
 		return nil, fmt.Errorf("typed_per_filter_config of type %q for an RBAC filter, want RBACPerRoute", o.TypeURL)
 	}
-	cfg := o.Config
-	if cfg.MessageIs((*v3routepb.FilterConfig)(nil)) {
-		fc := &v3routepb.FilterConfig{}
-		if err := proto.Unmarshal(cfg.GetValue(), fc); err != nil {
-			return nil, err
-		}
-		cfg = fc.GetConfig()
-	}
-	pr := &v3rbacpb.RBACPerRoute{}
-	if err := proto.Unmarshal(cfg.GetValue(), pr); err != nil {
-		return nil, err
-	}
-	e, err := newRBACEngine(f.Name, pr.GetRbac().GetRules(), b.auditors)
+	e, err := newRBACEngine(f.Name, o.RBAC, b.auditors)
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func TestRouteTable(t *testing.T) {
 		},
 	}})
 	filters := []resources.HTTPFilter{
-		{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: denyPath("/pkg.Svc/")})},
+		{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: denyPath("/pkg.Svc/")}), RBAC: decodedRules(t, denyPath("/pkg.Svc/"))},
 		{Name: "router", TypeURL: "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router", Config: anyOf(t, &v3routerpb.Router{})},
 	}
 	rt := buildRouteTable(filters, rc, nil, "node-1")
@@ -154,7 +154,7 @@ func TestRouteTable_Errors(t *testing.T) {
 		{"override of another filter type", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{})}}, decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{
 			Domains: []string{"*"}, Routes: []*v3routepb.Route{route("/", true, map[string]*anypb.Any{"rbac": anyOf(t, &v3faultpb.HTTPFault{})})},
 		}}}), nil, "n"), "want RBACPerRoute"},
-		{"unknown audit logger", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: withLogger})}}, rc, map[string]audit.LoggerBuilder{}, "n"), `no audit logger "missing"`},
+		{"unknown audit logger", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: withLogger}), RBAC: decodedRules(t, withLogger)}}, rc, map[string]audit.LoggerBuilder{}, "n"), `no audit logger "missing"`},
 	} {
 		err := tc.rt.check(rpcCtx("a"), "/p/m")
 		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), tc.want) {

@@ -4,7 +4,7 @@ package xdsresolver
 
 import (
 	"fmt"
-	"sync/atomic"
+	"strings"
 
 	"google.golang.org/grpc/resolver"
 
@@ -19,9 +19,11 @@ import (
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
 
 // NewBuilder returns a grpc resolver.Builder for the targets
@@ -48,7 +50,7 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 	if c == nil {
 		panic("xdsresolver: NewBuilder with a nil client")
 	}
-	registerRouter()
+	router.Register()
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
@@ -67,7 +69,7 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 		client:   c,
 		opts:     o,
 		load:     &loadReporter{store: lrs.NewStore(), builder: o.lrsBuilder, cfg: c.BootstrapConfig(), logger: o.logger},
-		breakers: &breakers{counters: make(map[string]*atomic.Int64)},
+		breakers: &dataplane.Breakers{},
 	}
 }
 
@@ -77,26 +79,32 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 type builder struct {
 	client   *client.Client
 	opts     options
-	load     *loadReporter // the load of its channels, reported per management server
-	breakers *breakers     // the circuit breakers of its channels (gRFC A32)
+	load     *loadReporter       // the load of its channels, reported per management server
+	breakers *dataplane.Breakers // the circuit breakers of its channels (gRFC A32)
 }
 
 // Scheme returns the scheme of the targets b resolves.
 func (b *builder) Scheme() string { return b.opts.scheme }
 
 // Build starts resolving target: it maps the target to a Listener name
-// (R-5.5, gRFC A47) and starts a dependency manager on it. It returns
+// (R-5.5, gRFC A47) and starts a dependency manager on it, which selects
+// the virtual host for the channel's authority. It returns
 // without waiting for any resource. It fails if the target names no
 // service, if its authority is not in the bootstrap's authorities (the
 // error wraps bootstrap.ErrUnknownAuthority), or if the ring hash header
 // option is invalid. It fails with ErrServiceConfigDisabled when the
 // channel ignores service configs (grpc.WithDisableServiceConfig): the
 // router, which does the per-RPC routing, is named by the service config
-// the resolver produces, as with gRPC Go's own xDS resolver.
+// the resolver produces, as with gRPC Go's own xDS resolver. It fails
+// with ErrGRPCXDSCredentials on a channel whose transport credentials are
+// grpc-go's credentials/xds.
 func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts resolver.BuildOptions) (resolver.Resolver, error) {
 	t := target.String()
 	if bopts.DisableServiceConfig {
 		return nil, fmt.Errorf("xdsresolver: target %q: %w", t, ErrServiceConfigDisabled)
+	}
+	if c, ok := bopts.DialCreds.(interface{ UsesXDS() bool }); ok && c.UsesXDS() {
+		return nil, fmt.Errorf("xdsresolver: target %q: %w", t, ErrGRPCXDSCredentials)
 	}
 	endpoint := target.Endpoint()
 	if endpoint == "" {
@@ -117,7 +125,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		// Cannot happen: pick_first is always registered.
 		return nil, fmt.Errorf("xdsresolver: grpc rejects the pick_first service config: %w", failSC.Err)
 	}
-	routerSC := cc.ParseServiceConfig(routerServiceConfig)
+	routerSC := cc.ParseServiceConfig(router.ServiceConfig)
 	if routerSC.Err != nil {
 		// Cannot happen: NewBuilder registered the router.
 		return nil, fmt.Errorf("xdsresolver: grpc rejects the router's service config: %w", routerSC.Err)
@@ -135,10 +143,55 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 	}
 	r.load, r.breakers = b.load, b.breakers
 	r.load.acquire()
+	authority := dataPlaneAuthority(endpoint, bopts)
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
-	dopts = append(dopts, depmgr.WithDataPlaneAuthority(endpoint), depmgr.WithLogger(b.opts.logger.With(xdslog.KeyTarget, t)))
+	dopts = append(dopts, depmgr.WithDataPlaneAuthority(authority), depmgr.WithLogger(b.opts.logger.With(xdslog.KeyTarget, t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)
-	r.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, endpoint)
+	r.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, authority)
 	r.manager = depmgr.New(b.client, listener, r, dopts...)
 	return r, nil
+}
+
+// dataPlaneAuthority returns the authority the virtual host is selected
+// for: the channel's authority, as gRPC's xDS resolvers use it
+// (grpc.WithAuthority, else the transport credentials' server name, else
+// the target's endpoint percent-encoded); when grpc did not give it (a
+// Build called by hand), the endpoint percent-encoded as grpc encodes a
+// channel's default authority.
+func dataPlaneAuthority(endpoint string, bopts resolver.BuildOptions) string {
+	if bopts.Authority != "" {
+		return bopts.Authority
+	}
+	if strings.HasPrefix(endpoint, ":") {
+		return "localhost" + encodeAuthority(endpoint)
+	}
+	return encodeAuthority(endpoint)
+}
+
+// encodeAuthority percent-encodes s as a URI authority (RFC 3986 section
+// 3.2), as grpc encodes a channel's default authority: every byte but
+// the unreserved characters, the sub-delimiters and ":", "[", "]", "@".
+func encodeAuthority(s string) string {
+	const hex = "0123456789ABCDEF"
+	keep := func(c byte) bool {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_.~!$&'()*+,;=:[]@", c) >= 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !keep(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; keep(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
 }

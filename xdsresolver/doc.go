@@ -19,7 +19,15 @@
 // with its internal config selector and LB tree, using only gRPC's public
 // balancer API. NewBuilder registers the router with grpc (once per
 // process, under the name "proxyless_xds_router_experimental"); nothing
-// is registered by an init function.
+// is registered by an init function. The router lives in the package's
+// internal/router; the data-plane configuration it routes with (routes,
+// clusters, priorities, localities, endpoints) and every per-RPC decision
+// that is not gRPC's (route matching, weighted clusters, drops, circuit
+// breaking, the request hash, faults, session cookies, outlier
+// detection's algorithm) are the module's internal/dataplane, which the
+// module's other data paths share: this package holds the resolver, its
+// dial options and interceptors, the conversion of a configuration for
+// the router, retries and load reporting.
 //
 // DialOptions(c) returns the resolver (NewBuilder(c)), interceptors for
 // what a resolver and a balancer cannot do (route timeouts, fault
@@ -40,11 +48,13 @@
 // gRFC A47; see bootstrap.Config.ListenerResourceName). Build fails
 // when the authority is not in the bootstrap's "authorities" (the error
 // wraps bootstrap.ErrUnknownAuthority), or when the target has no name.
-// The virtual host is selected for the data-plane authority "name": the
-// target's path without its leading "/", whatever the channel's
-// own authority (grpc.WithAuthority) is; gRPC Go uses the channel's
-// authority, which is the same unless overridden. WithScheme serves
-// another scheme.
+// The virtual host is selected for the channel's authority, as
+// gRPC Go's and gRPC C++'s xDS resolvers select it: grpc.WithAuthority
+// when given, else the target's path without its leading "/",
+// percent-encoded as gRPC encodes a channel's default authority (so
+// "xds:///svc/v2 beta" selects the domain "svc%2Fv2%20beta", while its
+// Listener is "svc/v2%20beta" with an xdstp template, "svc/v2 beta"
+// with "%s"). WithScheme serves another scheme.
 //
 // # What is honoured
 //
@@ -180,6 +190,16 @@
 // other transport credentials, use the channel's credentials (for xDS
 // credentials, their fallback).
 //
+// Moving from gRPC Go's xDS channel: replace grpc-go's credentials/xds
+// with xdscreds.NewClientCredentials (the same ClientOptions), or use
+// DialOptions. grpc-go's credentials/xds read a cluster's TLS
+// configuration only from grpc-go's own xDS balancers; with this
+// resolver they would connect to every cluster with their fallback
+// credentials, plaintext where the cluster asks for TLS. So Build
+// refuses them (credentials whose UsesXDS reports true): the channel's
+// RPCs fail with UNAVAILABLE and ErrGRPCXDSCredentials, which names
+// xdscreds.NewClientCredentials.
+//
 // Retries (gRFC A44), with NewBuilder alone or DialOptions. The retry
 // policy of a route (else of its virtual host) becomes the retryPolicy of
 // gRPC's service config (gRFC A6) for the methods of its RPCs:
@@ -288,7 +308,10 @@
 // client. The router's picker is safe for concurrent picks and takes no
 // lock; grpc calls the router's other methods one at a time, and its
 // failover, child retention and outlier detection timers fire on their
-// own goroutines, under the router's lock.
+// own goroutines, under the router's lock. The router's goroutines (its
+// timers', and those it starts for work it cannot do where it is found)
+// are its own: the router's Close, which grpc calls when the channel
+// closes or changes policy, waits for them.
 // Close also ends the resolver's LRS streams after a final report.
 //
 // # Experimental

@@ -2,10 +2,15 @@
 
 package xdsresolver
 
-import "time"
+import (
+	"time"
+
+	"github.com/proxyless/xds/internal/dataplane"
+)
 
 // FakeTimer is a timer started by a router under test: a failover timer
-// (D 10 s) or a child retention timer (D 15 min).
+// (D 10 s), a child retention timer (D 15 min) or an outlier detection
+// interval.
 type FakeTimer struct {
 	D       time.Duration
 	f       func()
@@ -21,8 +26,8 @@ func (t *FakeTimer) Fire() {
 	}
 }
 
-// WithFakeTimers makes the routers of the Builder send each failover and
-// child retention timer they start to timers instead of starting it.
+// WithFakeTimers makes the routers of the Builder send each timer they
+// start to timers instead of starting it.
 func WithFakeTimers(timers chan<- *FakeTimer) Option {
 	return func(o *options) {
 		o.timer = func(d time.Duration, f func()) func() bool {
@@ -43,4 +48,4 @@ func WithFakeTimers(timers chan<- *FakeTimer) Option {
 
 // ActiveFaults returns the number of RPCs with an injected fault in
 // progress in the process (max_active_faults, gRFC A33).
-func ActiveFaults() int64 { return activeFaults.Load() }
+func ActiveFaults() int64 { return dataplane.ActiveFaults() }

@@ -4,125 +4,34 @@ package xdsresolver
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"strconv"
-	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
-
-	v3faultcommonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
-	v3faultpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
-	v3typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 )
 
-// faultTypeURL is the type URL of the fault injection filter's config.
-const faultTypeURL = "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault"
+// faultMessage is the message of the status of an injected abort.
+const faultMessage = "RPC terminated due to fault injection"
 
-// The headers of gRFC A33 that let an RPC ask for a fault.
-const (
-	headerDelay             = "x-envoy-fault-delay-request"
-	headerDelayPercentage   = "x-envoy-fault-delay-request-percentage"
-	headerAbortGRPC         = "x-envoy-fault-abort-grpc-request"
-	headerAbortHTTP         = "x-envoy-fault-abort-request"
-	headerAbortPercentage   = "x-envoy-fault-abort-request-percentage"
-	faultMessage            = "RPC terminated due to fault injection"
-	percentageDenomMillions = 1_000_000
-)
-
-// faultConfig is one fault injection filter's config for a route (gRFC
-// A33), decoded.
-type faultConfig struct {
-	headers []resources.HeaderMatcher
-
-	delay           time.Duration
-	delayFromHeader bool
-	delayPerMillion uint32
-	delayMult       uint32 // per million of one unit of the delay percentage's denominator
-	hasDelay        bool
-	abort           codes.Code
-	abortFromHeader bool
-	abortPerMillion uint32
-	abortMult       uint32
-	hasAbort        bool
-	maxActiveFaults uint32 // when hasMaxActive: at most this many faults at once (0: none); no limit without it
-	hasMaxActive    bool
-	filterName      string
-}
-
-// activeFaults counts the RPCs with an injected fault in progress, in the
-// whole process: max_active_faults limits "the maximum number of
-// concurrent active fault injected RPC for the entire process" (gRFC A33,
-// "Maximum active faults"), whatever filter, route, configuration or
-// channel injected them, as grpc-go and gRPC C++ count them. It is a
-// gauge, not a registry: nothing is registered in it.
-var activeFaults atomic.Int64
-
-// decodeFault decodes an HTTPFault config (cfg's type must be
-// faultTypeURL; package resources rejects TypedStruct ones).
-func decodeFault(name string, cfg *anypb.Any) (*faultConfig, error) {
-	m := &v3faultpb.HTTPFault{}
-	if err := cfg.UnmarshalTo(m); err != nil {
-		return nil, fmt.Errorf("fault filter %q: decoding %s: %w", name, cfg.GetTypeUrl(), err)
+// injectFault runs fault f for one RPC with headers h (gRFC A33,
+// dataplane.InjectFault) and returns the status that ends the RPC, or nil
+// to let it proceed: the abort's code (an HTTP status mapped as gRPC maps
+// responses without grpc-status), or the status of ctx's end during the
+// delay. release must be called when the RPC ends.
+func injectFault(ctx context.Context, f *resources.HTTPFault, h *routing.Headers) (release func(), err error) {
+	abort, release, err := dataplane.InjectFault(ctx, f, h)
+	switch {
+	case err != nil:
+		return release, status.FromContextError(err).Err()
+	case abort == nil:
+		return release, nil
+	case abort.GRPC:
+		return release, status.Error(codes.Code(abort.Code), faultMessage)
 	}
-	f := &faultConfig{filterName: name}
-	for i, h := range m.GetHeaders() {
-		hm, err := resources.HeaderMatcherFromProto(h)
-		if err != nil {
-			return nil, fmt.Errorf("fault filter %q: headers[%d]: %w", name, i, err)
-		}
-		f.headers = append(f.headers, hm)
-	}
-	if d := m.GetDelay(); d != nil {
-		f.hasDelay = true
-		f.delayPerMillion, f.delayMult = perMillion(d.GetPercentage())
-		switch s := d.GetFaultDelaySecifier().(type) {
-		case *v3faultcommonpb.FaultDelay_FixedDelay:
-			f.delay = s.FixedDelay.AsDuration()
-		case *v3faultcommonpb.FaultDelay_HeaderDelay_:
-			f.delayFromHeader = true
-		default:
-			f.hasDelay = false
-		}
-	}
-	if a := m.GetAbort(); a != nil {
-		f.hasAbort = true
-		f.abortPerMillion, f.abortMult = perMillion(a.GetPercentage())
-		switch s := a.GetErrorType().(type) {
-		case *v3faultpb.FaultAbort_GrpcStatus:
-			f.abort = codes.Code(s.GrpcStatus)
-		case *v3faultpb.FaultAbort_HttpStatus:
-			f.abort = httpToGRPC(s.HttpStatus)
-		case *v3faultpb.FaultAbort_HeaderAbort_:
-			f.abortFromHeader = true
-		default:
-			f.hasAbort = false
-		}
-	}
-	if mx := m.GetMaxActiveFaults(); mx != nil {
-		f.hasMaxActive, f.maxActiveFaults = true, mx.GetValue()
-	}
-	return f, nil
-}
-
-// perMillion converts a FractionalPercent to parts per million, capped at
-// 100 %, and returns the multiplier of its denominator (a numerator sent
-// in a header is in the same unit); unset is 0 %, as in gRPC.
-func perMillion(p *v3typepb.FractionalPercent) (pm, mult uint32) {
-	mult = 10_000 // HUNDRED, the default denominator
-	switch p.GetDenominator() {
-	case v3typepb.FractionalPercent_TEN_THOUSAND:
-		mult = 100
-	case v3typepb.FractionalPercent_MILLION:
-		mult = 1
-	}
-	return uint32(min(uint64(p.GetNumerator())*uint64(mult), percentageDenomMillions)), mult
+	return release, status.Error(httpToGRPC(abort.Code), faultMessage)
 }
 
 // httpToGRPC maps an HTTP status to a gRPC code as gRPC does for
@@ -141,152 +50,4 @@ func httpToGRPC(h uint32) codes.Code {
 		return codes.Unavailable
 	}
 	return codes.Unknown
-}
-
-// routeFaults returns the fault configs that apply to the RPCs of route
-// r of virtual host vh sent to a weighted cluster whose overrides are
-// wc (nil for none), one per fault filter of the Listener's chain, in
-// order: the weighted cluster's override, else the route's, else the
-// virtual host's, else the filter's own config (gRFC A39).
-func routeFaults(filters []resources.HTTPFilter, vh *resources.VirtualHost, r *resources.Route, wc map[string]resources.FilterOverride) ([]*faultConfig, error) {
-	var out []*faultConfig
-	for _, f := range filters {
-		if f.TypeURL != faultTypeURL {
-			continue
-		}
-		cfg := f.Config
-		if o, ok := wc[f.Name]; ok {
-			cfg = o.Config
-		} else if o, ok := r.FilterOverrides[f.Name]; ok {
-			cfg = o.Config
-		} else if o, ok := vh.FilterOverrides[f.Name]; ok {
-			cfg = o.Config
-		}
-		if cfg.GetTypeUrl() != faultTypeURL {
-			// Package resources accepts a fault filter's config or
-			// override only as an HTTPFault (a TypedStruct is rejected,
-			// as by gRPC): this is an override of another filter type.
-			return nil, fmt.Errorf("fault filter %q: override of type %q, not %s: %w", f.Name, cfg.GetTypeUrl(), faultTypeURL, ErrUnsupported)
-		}
-		fc, err := decodeFault(f.Name, cfg)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fc)
-	}
-	return out, nil
-}
-
-// overridesFault reports whether overrides has an entry for a fault
-// filter of filters.
-func overridesFault(filters []resources.HTTPFilter, overrides map[string]resources.FilterOverride) bool {
-	for _, f := range filters {
-		if _, ok := overrides[f.Name]; ok && f.TypeURL == faultTypeURL {
-			return true
-		}
-	}
-	return false
-}
-
-// apply runs the fault of f for one RPC with headers h (gRFC A33): when
-// the headers match and max_active_faults allows (counting the faults
-// in progress in the process, activeFaults), a delay (waiting for
-// it, or ctx's end), then an abort. It returns the error that ends the
-// RPC, or nil to let it proceed; release must be called when the RPC
-// ends (it counts the RPC as an active fault while it runs).
-func (f *faultConfig) apply(ctx context.Context, h *routing.Headers) (release func(), err error) {
-	release = func() {}
-	for i := range f.headers {
-		if !routing.MatchHeader(&f.headers[i], h) {
-			return release, nil
-		}
-	}
-	if f.hasMaxActive && activeFaults.Load() >= int64(f.maxActiveFaults) {
-		return release, nil
-	}
-	delay, doDelay := f.delayFor(h)
-	code, doAbort := f.abortFor(h)
-	if !doDelay && !doAbort {
-		return release, nil
-	}
-	activeFaults.Add(1)
-	release = func() { activeFaults.Add(-1) }
-	if doDelay && delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return release, status.FromContextError(ctx.Err()).Err()
-		}
-	}
-	if doAbort {
-		return release, status.Error(code, faultMessage)
-	}
-	return release, nil
-}
-
-func (f *faultConfig) delayFor(h *routing.Headers) (time.Duration, bool) {
-	if !f.hasDelay {
-		return 0, false
-	}
-	d, pm := f.delay, f.delayPerMillion
-	if f.delayFromHeader {
-		v, ok := h.Get(headerDelay)
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if !ok || err != nil || ms < 0 {
-			return 0, false
-		}
-		d = time.Duration(ms) * time.Millisecond
-		pm = headerPercentage(h, headerDelayPercentage, pm, f.delayMult)
-	}
-	return d, chance(pm)
-}
-
-func (f *faultConfig) abortFor(h *routing.Headers) (codes.Code, bool) {
-	if !f.hasAbort {
-		return codes.OK, false
-	}
-	code, pm := f.abort, f.abortPerMillion
-	if f.abortFromHeader {
-		if v, ok := h.Get(headerAbortGRPC); ok {
-			n, err := strconv.ParseUint(v, 10, 32)
-			if err != nil {
-				return codes.OK, false
-			}
-			code = codes.Code(n)
-		} else if v, ok := h.Get(headerAbortHTTP); ok {
-			n, err := strconv.ParseUint(v, 10, 32)
-			if err != nil {
-				return codes.OK, false
-			}
-			code = httpToGRPC(uint32(n))
-		} else {
-			return codes.OK, false
-		}
-		pm = headerPercentage(h, headerAbortPercentage, pm, f.abortMult)
-	}
-	if code == codes.OK {
-		return codes.OK, false
-	}
-	return code, chance(pm)
-}
-
-// headerPercentage returns the share an RPC asks for in header (the
-// numerator over the config's denominator, whose unit is mult parts per
-// million), capped by the configured share (gRFC A33).
-func headerPercentage(h *routing.Headers, header string, configured, mult uint32) uint32 {
-	v, ok := h.Get(header)
-	if !ok {
-		return configured
-	}
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil {
-		return configured
-	}
-	return min(uint32(min(n*uint64(mult), percentageDenomMillions)), configured)
-}
-
-func chance(perMillion uint32) bool {
-	return perMillion >= percentageDenomMillions || rand.Uint32N(percentageDenomMillions) < perMillion
 }

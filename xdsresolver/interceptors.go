@@ -8,12 +8,18 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
+
+func unavailable(msg string) error { return status.Error(codes.Unavailable, msg) }
 
 // DialOptions returns everything a ClientConn needs for xDS targets
 // served by c, and is the one way to make such a channel:
@@ -58,7 +64,7 @@ import (
 // from being retried when their method has one (see the package doc,
 // "Retries"). cluster_specifier_plugin (RLS) is not supported.
 func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
-	holder := new(atomic.Pointer[routerConfig])
+	holder := new(atomic.Pointer[channelConfig])
 	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })
 	var o options
 	for _, opt := range opts {
@@ -79,20 +85,19 @@ func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	}
 }
 
-// routeChoiceKey is the context key of the route the interceptor matched.
-type routeChoiceKey struct{}
-
-// routeChoice is the route an interceptor matched for an RPC, in the
-// configuration cfg; the picker uses it when its configuration is cfg.
-type routeChoice struct {
-	cfg     *routerConfig
-	route   *route
-	target  *weightedTarget // the route's cluster for the RPC
-	session *rpcSession     // the RPC's session (session.go); nil for none
+// channelConfig is a configuration of a channel as its interceptors read
+// it: the router's, and the retry policy of each route (retry.go).
+type channelConfig struct {
+	rc *router.Config
+	// retry are the retry policies of the routes, by route index.
+	retry []retryKey
+	// retrying: the service config has retry policies; the interceptors
+	// turn retries off for the RPCs of routes without one.
+	retrying bool
 }
 
 type interceptor struct {
-	holder *atomic.Pointer[routerConfig]
+	holder *atomic.Pointer[channelConfig]
 }
 
 // prepared is what before prepared for an RPC.
@@ -107,7 +112,7 @@ type prepared struct {
 	noRetry bool
 	// session is the RPC's session (gRFC A55, session.go): the caller
 	// adds its cookie to the response. nil for none.
-	session *rpcSession
+	session *dataplane.Session
 }
 
 func noop() {}
@@ -117,42 +122,31 @@ func noop() {}
 // injected abort), after which nothing is to be released.
 func (ic *interceptor) before(ctx context.Context, method string) (prepared, error) {
 	p := prepared{ctx: ctx, done: noop}
-	cfg := ic.holder.Load()
-	if cfg == nil {
+	cc := ic.holder.Load()
+	if cc == nil {
 		return p, nil
 	}
+	dp := cc.rc.DP
 	h := routing.Headers{Ctx: ctx}
-	var rt *route
-	for i := range cfg.routes {
-		if cfg.routes[i].match.Matches(method, &h) {
-			rt = &cfg.routes[i]
-			break
-		}
-	}
+	rt := dp.Route(method, &h)
 	if rt == nil {
 		return p, nil // the picker fails it
 	}
-	p.noRetry = cfg.retrying && rt.retry == ""
+	p.noRetry = cc.retrying && cc.retry[rt.Index] == ""
 	// The cluster is chosen here, not at pick time, so that the fault
 	// filter overrides of a weighted cluster apply (gRFC A39).
-	var target *weightedTarget // nil for a route that forwards to no cluster
-	if len(rt.targets) > 0 {
-		target = rt.pickTarget()
+	target := rt.PickTarget() // nil for a route that forwards to no cluster
+	if rt.SessionErr != nil {
+		return p, unavailable(rt.Desc + ": " + rt.SessionErr.Error())
 	}
-	if rt.sessionErr != nil {
-		return p, unavailable(rt.desc + ": " + rt.sessionErr.Error())
-	}
-	if rt.session != nil && target != nil && cookiePathMatches(rt.session.Path, method) {
+	if rt.Session != nil && target != nil && dataplane.CookiePathMatches(rt.Session.Path, method) {
 		// The session's cookie may name the cluster (gRFC A60).
-		p.session, target = sessionFromHeaders(rt.session, &h, rt, target)
+		p.session, target = dataplane.NewSession(rt.Session, cookies(&h), rt, target)
 	}
-	ctx = context.WithValue(ctx, routeChoiceKey{}, &routeChoice{cfg: cfg, route: rt, target: target, session: p.session})
-	faults, faultErr := rt.faults, rt.faultErr
-	if target != nil && target.ownFaults {
-		faults, faultErr = target.faults, target.faultErr
-	}
+	ctx = router.WithRouteChoice(ctx, &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session})
+	faults, faultErr := target.FaultsFor(rt)
 	done := noop
-	if d := cfg.maxStreamDuration(rt); d > 0 {
+	if d := dp.MaxStreamDuration(rt); d > 0 {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, d)
@@ -161,10 +155,10 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 	}
 	if faultErr != nil {
 		done()
-		return p, unavailable(rt.desc + ": " + faultErr.Error())
+		return p, unavailable(rt.Desc + ": " + faultErr.Error())
 	}
 	for _, f := range faults {
-		release, err := f.apply(ctx, &h)
+		release, err := injectFault(ctx, f, &h)
 		prev := done
 		done = func() { release(); prev() }
 		if err != nil {
@@ -195,7 +189,7 @@ func (ic *interceptor) unary(ctx context.Context, method string, req, reply any,
 	}
 	defer p.done()
 	if p.session != nil {
-		return p.session.unary(func(opts []grpc.CallOption) error {
+		return sessionUnary(p.session, func(opts []grpc.CallOption) error {
 			return invoker(p.ctx, method, req, reply, cc, opts...)
 		}, p.callOptions(opts))
 	}

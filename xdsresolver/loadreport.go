@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
@@ -45,12 +46,12 @@ type lrsConn struct {
 
 // ensure starts reporting to the management server of every leaf cluster
 // of cfg with lrs_server "self", if not done yet.
-func (l *loadReporter) ensure(cfg *routerConfig) {
-	for _, cc := range cfg.clusters {
-		for _, p := range cc.priorities {
-			if p.lrs {
-				if err := l.ensureFor(p.leaf); err != nil {
-					l.logger.Warn("cannot report load", xdslog.KeyCluster, p.leaf, xdslog.KeyError, err)
+func (l *loadReporter) ensure(cfg *dataplane.Config) {
+	for _, c := range cfg.Clusters {
+		for _, p := range c.Priorities {
+			if p.LoadReported {
+				if err := l.ensureFor(p.Leaf); err != nil {
+					l.logger.Warn("cannot report load", xdslog.KeyCluster, p.Leaf, xdslog.KeyError, err)
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
 
 // DefaultScheme is the URI scheme of the targets a Builder resolves when
@@ -25,10 +26,10 @@ type options struct {
 	scheme         string
 	logger         *slog.Logger
 	depmgrOpts     []depmgr.Option
-	ringHashHeader string    // "" for none: a random hash
-	timer          timerFunc // failover timers; nil for time.AfterFunc
+	ringHashHeader string           // "" for none: a random hash
+	timer          router.TimerFunc // the routers' timers; nil for time.AfterFunc
 	lrsBuilder     transport.Builder
-	holder         *atomic.Pointer[routerConfig]    // set by DialOptions: the interceptors' configuration
+	holder         *atomic.Pointer[channelConfig]   // set by DialOptions: the interceptors' configuration
 	providers      *xdscreds.ProviderStore          // nil: NewBuilder makes one from the client's bootstrap
 	fallback       credentials.TransportCredentials // DialOptions' fallback; nil: plaintext
 }

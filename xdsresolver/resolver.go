@@ -8,15 +8,16 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
 	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
 
 // failServiceConfig is the service config pushed, with no endpoint, when
@@ -46,10 +47,10 @@ type xdsResolver struct {
 	logger         *slog.Logger
 	manager        *depmgr.Manager
 
-	timer    timerFunc                     // failover timers; nil for time.AfterFunc
-	load     *loadReporter                 // the Builder's; set by Build
-	breakers *breakers                     // the Builder's; set by Build
-	holder   *atomic.Pointer[routerConfig] // DialOptions' interceptors' configuration; nil without them
+	timer    router.TimerFunc               // the router's timers; nil for time.AfterFunc
+	load     *loadReporter                  // the Builder's; set by Build
+	breakers *dataplane.Breakers            // the Builder's; set by Build
+	holder   *atomic.Pointer[channelConfig] // DialOptions' interceptors' configuration; nil without them
 	// providers are the certificate providers of clusters with a
 	// transport socket (the Builder's).
 	providers *xdscreds.ProviderStore
@@ -77,47 +78,51 @@ func (r *xdsResolver) Close() {
 
 // ResourceChanged turns a complete configuration into a State for the
 // channel: the router's service config, and the configuration
-// (routerConfig) in its attributes; or fails the channel when the
+// (router.Config) in its attributes; or fails the channel when the
 // configuration cannot be used (see the package doc, "Errors").
 func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 	defer done()
-	rc, err := buildConfig(snapshotOf(cfg), r.ringHashHeader, r.providers)
+	rc, err := buildConfig(dataplane.SnapshotOf(cfg), r.ringHashHeader, r.providers)
 	if err != nil {
 		r.fail(err)
 		return
 	}
 	r.version++
-	rc.version, rc.source, rc.timer, rc.load, rc.breakers = r.version, cfg, r.timer, r.load.store, r.breakers
-	rc.intercepted = r.holder != nil
-	r.load.ensure(rc)
-	r.warnUnsupported(rc)
-	sc := r.serviceConfig(rc) // sets rc.retrying
-	if r.holder != nil {
-		r.holder.Store(rc)
+	rc.Version, rc.Timer, rc.Load, rc.Breakers = r.version, r.timer, r.load.store, r.breakers
+	rc.Intercepted = r.holder != nil
+	r.load.ensure(rc.DP)
+	r.warnUnsupported(rc.DP)
+	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes))}
+	for i := range rc.DP.Routes {
+		cc.retry[i] = routePolicy(&rc.DP.Routes[i], rc.DP.VirtualHost)
 	}
-	r.logger.Debug("updating the channel", xdslog.KeyVersionInfo, rc.version, xdslog.KeyRoutes, len(rc.routes), xdslog.KeyClusters, len(rc.clusters))
-	for name, c := range rc.clusters {
-		if c.err != nil {
-			r.logger.Warn("RPCs routed to a cluster will fail", xdslog.KeyCluster, name, xdslog.KeyError, c.err)
+	sc := r.serviceConfig(cc) // sets cc.retrying
+	if r.holder != nil {
+		r.holder.Store(cc)
+	}
+	r.logger.Debug("updating the channel", xdslog.KeyVersionInfo, rc.Version, xdslog.KeyRoutes, len(rc.DP.Routes), xdslog.KeyClusters, len(rc.DP.Clusters))
+	for name, c := range rc.DP.Clusters {
+		if c.Err != nil {
+			r.logger.Warn("RPCs routed to a cluster will fail", xdslog.KeyCluster, name, xdslog.KeyError, c.Err)
 		}
 	}
-	if err := r.cc.UpdateState(resolver.State{ServiceConfig: sc, Attributes: attributes.New(routerConfigKey{}, rc)}); err != nil {
+	if err := r.cc.UpdateState(resolver.State{ServiceConfig: sc, Attributes: router.Attributes(rc)}); err != nil {
 		r.logger.Debug("the channel rejected the state", xdslog.KeyError, err)
 	}
 }
 
-// serviceConfig returns the service config for rc: the router, with
+// serviceConfig returns the service config for cc: the router, with
 // method configs for the retry policies of its routes (gRFC A44, see
 // retry.go). It logs, once per set, routes whose policies cannot be
 // told apart by method.
-func (r *xdsResolver) serviceConfig(rc *routerConfig) *serviceconfig.ParseResult {
-	classes, conflicts := retryClasses(rc.routes, rc.intercepted)
-	rc.retrying = len(classes) > 0
+func (r *xdsResolver) serviceConfig(cc *channelConfig) *serviceconfig.ParseResult {
+	classes, conflicts := retryClasses(cc.rc.DP.Routes, cc.retry, cc.rc.Intercepted)
+	cc.retrying = len(classes) > 0
 	if len(conflicts) > 0 {
 		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; with xdsresolver.DialOptions, routes without a policy do not conflict)", xdslog.KeyRoutes, conflicts)
 	}
 	js := serviceConfigJSON(classes)
-	if js == routerServiceConfig {
+	if js == router.ServiceConfig {
 		return r.routerSC
 	}
 	if js != r.scJSON {
@@ -178,20 +183,20 @@ func (r *xdsResolver) warnOnce(key, msg string, args ...any) {
 // what the resolver does not support: cluster_specifier_plugin (RLS),
 // whose RPCs fail; and, without DialOptions' interceptors, fault
 // injection filters, max_stream_duration and stateful sessions, ignored.
-func (r *xdsResolver) warnUnsupported(rc *routerConfig) {
-	for i := range rc.routes {
-		rt := &rc.routes[i]
-		if rt.action == resources.RouteActionClusterSpecifierPlugin {
-			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", xdslog.KeyRoute, rt.desc, xdslog.KeyPlugin, rt.plugin)
+func (r *xdsResolver) warnUnsupported(dp *dataplane.Config) {
+	for i := range dp.Routes {
+		rt := &dp.Routes[i]
+		if rt.Action == resources.RouteActionClusterSpecifierPlugin {
+			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", xdslog.KeyRoute, rt.Desc, xdslog.KeyPlugin, rt.Plugin)
 		}
-		if r.holder == nil && len(rt.faults) > 0 {
-			r.warnOnce("fault", "fault injection needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.desc)
+		if r.holder == nil && len(rt.Faults) > 0 {
+			r.warnOnce("fault", "fault injection needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.Desc)
 		}
-		if r.holder == nil && rc.maxStreamDuration(rt) > 0 {
-			r.warnOnce("msd", "max_stream_duration needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.desc)
+		if r.holder == nil && dp.MaxStreamDuration(rt) > 0 {
+			r.warnOnce("msd", "max_stream_duration needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.Desc)
 		}
-		if r.holder == nil && rt.session != nil {
-			r.warnOnce("session", "stateful session affinity needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.desc)
+		if r.holder == nil && rt.Session != nil {
+			r.warnOnce("session", "stateful session affinity needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.Desc)
 		}
 	}
 }

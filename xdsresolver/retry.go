@@ -9,7 +9,9 @@ import (
 	"strings"
 
 	"github.com/proxyless/xds/internal/asciifold"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
 
 // Retries (gRFC A44) are gRPC's own (gRFC A6): the resolver gives the
@@ -76,13 +78,11 @@ func retryPolicyJSON(p *resources.RetryPolicy) retryKey {
 
 // routePolicy returns the retry policy of the RPCs of rt: the route's,
 // else the virtual host's.
-func routePolicy(rt *route, vh *resources.VirtualHost) retryKey {
-	switch rt.action {
-	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
-	default:
+func routePolicy(rt *dataplane.Route, vh *resources.VirtualHost) retryKey {
+	if !rt.Forwards() {
 		return anyPolicy
 	}
-	p := rt.res.Action.RetryPolicy
+	p := rt.Res.Action.RetryPolicy
 	if p == nil && vh != nil {
 		p = vh.RetryPolicy
 	}
@@ -191,23 +191,23 @@ func pathMatch(m *resources.RouteMatch, c *methodClass, services, methods map[st
 	}
 }
 
-// retryClasses maps the retry policies of routes (route.retry, in order)
+// retryClasses maps the retry policies of routes (retry, by route index)
 // onto method classes (see the comment at the top of this file);
 // canDisable says that RPCs of routes without a policy are not retried
 // whatever their method's policy (DialOptions' interceptors). It returns
 // the classes, most specific first, and the routes whose policies
 // conflict, for the log; nil classes when no route has a retry policy.
-func retryClasses(routes []route, canDisable bool) (classes []methodClass, conflicts []string) {
+func retryClasses(routes []dataplane.Route, retry []retryKey, canDisable bool) (classes []methodClass, conflicts []string) {
 	some := false
-	for i := range routes {
-		some = some || (routes[i].retry != "" && routes[i].retry != anyPolicy)
+	for _, p := range retry {
+		some = some || (p != "" && p != anyPolicy)
 	}
 	if !some {
 		return nil, nil
 	}
 	services, methods := map[string]bool{}, map[string]bool{}
 	for i := range routes {
-		m := &routes[i].res.Match
+		m := &routes[i].Res.Match
 		switch m.PathKind {
 		case resources.PathKindPath:
 			if s, meth, ok := splitMethod(m.Path); ok {
@@ -236,13 +236,13 @@ func retryClasses(routes []route, canDisable bool) (classes []methodClass, confl
 			conflict   bool
 		)
 		for i := range routes {
-			rm := &routes[i].res.Match
+			rm := &routes[i].Res.Match
 			pm := pathMatch(rm, c, services, methods)
 			if pm == matchNone {
 				continue
 			}
 			candidates = append(candidates, i)
-			switch p := routes[i].retry; {
+			switch p := retry[i]; {
 			case p == anyPolicy, p == policy:
 			case policy == anyPolicy:
 				policy = p
@@ -258,7 +258,7 @@ func retryClasses(routes []route, canDisable bool) (classes []methodClass, confl
 		}
 		if conflict {
 			for _, i := range candidates {
-				conflicting[routes[i].desc] = true
+				conflicting[routes[i].Desc] = true
 			}
 			policy = ""
 		}
@@ -286,14 +286,14 @@ func mapKeys(m map[string]bool) func(func(string) bool) {
 // find anyway (their service's class, else the default).
 func serviceConfigJSON(classes []methodClass) string {
 	if len(classes) == 0 {
-		return routerServiceConfig
+		return router.ServiceConfig
 	}
 	byKey := make(map[string]retryKey, len(classes))
 	for _, c := range classes {
 		byKey[c.key] = c.policy
 	}
 	var b strings.Builder
-	b.WriteString(`{"loadBalancingConfig":[{"` + routerName + `":{}}],"methodConfig":[`)
+	b.WriteString(`{"loadBalancingConfig":[{"` + router.Name + `":{}}],"methodConfig":[`)
 	first := true
 	for _, c := range classes {
 		fallback, ok := retryKey(""), false
@@ -323,7 +323,7 @@ func serviceConfigJSON(classes []methodClass) string {
 		b.WriteByte('}')
 	}
 	if first {
-		return routerServiceConfig // every method's policy is none
+		return router.ServiceConfig // every method's policy is none
 	}
 	b.WriteString("]}")
 	return b.String()

@@ -10,7 +10,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
 
 // TestRetryServiceConfig checks how the retry policies of routes become
@@ -49,8 +52,8 @@ func TestRetryServiceConfig(t *testing.T) {
 		wantConflicts int
 		canDisable    bool // DialOptions' interceptors
 	}{
-		{"no policy", []r{{m: prefix("")}}, nil, routerServiceConfig, 0, false},
-		{"retry_on without a gRPC code", []r{{m: prefix(""), p: &resources.RetryPolicy{NumRetries: 2}}}, nil, routerServiceConfig, 0, false},
+		{"no policy", []r{{m: prefix("")}}, nil, router.ServiceConfig, 0, false},
+		{"retry_on without a gRPC code", []r{{m: prefix(""), p: &resources.RetryPolicy{NumRetries: 2}}}, nil, router.ServiceConfig, 0, false},
 		{"one route", []r{{m: prefix(""), p: p1}}, nil, lb + `,"methodConfig":[{"name":[{}],"retryPolicy":` + j1 + `}]}`, 0, false},
 		{"the virtual host's", []r{{m: prefix("")}}, p1, lb + `,"methodConfig":[{"name":[{}],"retryPolicy":` + j1 + `}]}`, 0, false},
 		{"the route's over the virtual host's", []r{{m: path("/S/M"), p: p2}, {m: prefix("")}}, p1,
@@ -63,40 +66,45 @@ func TestRetryServiceConfig(t *testing.T) {
 			lb + `,"methodConfig":[{"name":[{"service":"S"}],"retryPolicy":` + j2 + `}]}`, 0, false},
 		{"same policy behind headers", []r{{m: withHeader(prefix("")), p: p1}, {m: prefix(""), p: p1}}, nil,
 			lb + `,"methodConfig":[{"name":[{}],"retryPolicy":` + j1 + `}]}`, 0, false},
-		{"other policy behind headers", []r{{m: withHeader(prefix("")), p: p2}, {m: prefix(""), p: p1}}, nil, routerServiceConfig, 2, false},
+		{"other policy behind headers", []r{{m: withHeader(prefix("")), p: p2}, {m: prefix(""), p: p1}}, nil, router.ServiceConfig, 2, false},
 		{"other policy behind headers, for one service", []r{{m: withHeader(prefix("/S/")), p: p2}, {m: prefix(""), p: p1}}, nil,
 			lb + `,"methodConfig":[{"name":[{"service":"S"}]},{"name":[{}],"retryPolicy":` + j1 + `}]}`, 2, false},
-		{"runtime fraction", []r{{m: func() resources.RouteMatch { m := prefix(""); m.FractionPerMillion = &half; return m }(), p: p2}, {m: prefix(""), p: p1}}, nil, routerServiceConfig, 2, false},
+		{"runtime fraction", []r{{m: func() resources.RouteMatch { m := prefix(""); m.FractionPerMillion = &half; return m }(), p: p2}, {m: prefix(""), p: p1}}, nil, router.ServiceConfig, 2, false},
 		{"a partial prefix", []r{{m: prefix("/S/Get"), p: p2}, {m: prefix(""), p: p1}}, nil,
 			lb + `,"methodConfig":[{"name":[{"service":"S"}]},{"name":[{}],"retryPolicy":` + j1 + `}]}`, 2, false},
-		{"a regex", []r{{m: resources.RouteMatch{PathKind: resources.PathKindSafeRegex, Regex: regexp.MustCompile(`^(?:/S/.*)$`)}, p: p2}, {m: prefix(""), p: p1}}, nil, routerServiceConfig, 2, false},
+		{"a regex", []r{{m: resources.RouteMatch{PathKind: resources.PathKindSafeRegex, Regex: regexp.MustCompile(`^(?:/S/.*)$`)}, p: p2}, {m: prefix(""), p: p1}}, nil, router.ServiceConfig, 2, false},
 		{"non_forwarding routes do not conflict", []r{{m: withHeader(prefix("")), action: resources.RouteActionNonForwarding}, {m: prefix(""), p: p1}}, nil,
 			lb + `,"methodConfig":[{"name":[{}],"retryPolicy":` + j1 + `}]}`, 0, false},
 		{"case-insensitive method", []r{{m: resources.RouteMatch{PathKind: resources.PathKindPath, Path: "/s/m"}, p: p2}, {m: prefix(""), p: p1}}, nil,
 			lb + `,"methodConfig":[{"name":[{"service":"s","method":"m"}],"retryPolicy":` + j2 + `}]}`, 2, false},
 		{"routes after a catch-all do not count", []r{{m: prefix(""), p: p1}, {m: withHeader(prefix("")), p: p2}}, nil,
 			lb + `,"methodConfig":[{"name":[{}],"retryPolicy":` + j1 + `}]}`, 0, false},
-		{"no policy behind headers", []r{{m: withHeader(prefix(""))}, {m: prefix(""), p: p1}}, nil, routerServiceConfig, 2, false},
+		{"no policy behind headers", []r{{m: withHeader(prefix(""))}, {m: prefix(""), p: p1}}, nil, router.ServiceConfig, 2, false},
 		{"no policy behind headers, interceptors", []r{{m: withHeader(prefix(""))}, {m: prefix(""), p: p1}}, nil,
 			lb + `,"methodConfig":[{"name":[{}],"retryPolicy":` + j1 + `}]}`, 0, true},
 		{"a method prefix without policy, interceptors", []r{{m: prefix("/S/M")}, {m: prefix(""), p: p1}}, nil,
 			lb + `,"methodConfig":[{"name":[{}],"retryPolicy":` + j1 + `}]}`, 0, true},
-		{"other policies behind headers, interceptors", []r{{m: withHeader(prefix("")), p: p2}, {m: prefix(""), p: p1}}, nil, routerServiceConfig, 2, true},
+		{"other policies behind headers, interceptors", []r{{m: withHeader(prefix("")), p: p2}, {m: prefix(""), p: p1}}, nil, router.ServiceConfig, 2, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var routes []route
-			for i, r := range tt.routes {
+			vh := &resources.VirtualHost{Name: "vh", Domains: []string{"*"}, RetryPolicy: tt.vh}
+			for _, r := range tt.routes {
 				action := r.action
 				if action == 0 {
 					action = resources.RouteActionCluster
 				}
-				res := &resources.Route{Match: r.m, Action: resources.RouteAction{Kind: action, RetryPolicy: r.p}}
-				rt := route{desc: describeRoute(i, res), action: action, res: res}
-				rt.retry = routePolicy(&rt, &resources.VirtualHost{RetryPolicy: tt.vh})
-				routes = append(routes, rt)
+				vh.Routes = append(vh.Routes, resources.Route{Match: r.m, Action: resources.RouteAction{Kind: action, Cluster: "c", RetryPolicy: r.p}})
 			}
-			classes, conflicts := retryClasses(routes, tt.canDisable)
+			dp, err := dataplane.Build(dataplane.Snapshot{VirtualHost: vh, Cluster: func(string) *depmgr.ClusterResult { return nil }}, dataplane.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			retry := make([]retryKey, len(dp.Routes))
+			for i := range dp.Routes {
+				retry[i] = routePolicy(&dp.Routes[i], vh)
+			}
+			classes, conflicts := retryClasses(dp.Routes, retry, tt.canDisable)
 			if got := serviceConfigJSON(classes); got != tt.want {
 				t.Errorf("service config:\n got %s\nwant %s", got, tt.want)
 			}

@@ -9,7 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 	"google.golang.org/grpc/status"
@@ -18,7 +22,10 @@ import (
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/xdsresolver"
 
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
 
 // Tests of the target → Listener mapping (R-5.5, gRFC A47) and of Build.
@@ -172,4 +179,81 @@ func TestResolver_Build_NilClient(t *testing.T) {
 		}
 	}()
 	xdsresolver.NewBuilder(nil)
+}
+
+// TestResolver_Targets_AuthorityEncoded checks that the virtual host is
+// selected for the channel's authority, as gRPC's xDS resolvers
+// select it: the target's path percent-encoded as gRPC encodes a
+// channel's default authority, or grpc.WithAuthority. It is grpc-go's
+// TestClientSideFederationWithOnlyXDSTPStyleLDS, with a virtual host for
+// the raw path beside the one for the encoded path.
+//
+//  1. Bootstrap with an xdstp:// default listener template; serve the
+//     Listener ".../my-service-client-side-xds/2nd%20component".
+//  2. Its RouteConfiguration has three virtual hosts: the domain
+//     "my-service-client-side-xds%2F2nd%20component" → A, the raw path
+//     "my-service-client-side-xds/2nd component" → B, "override.example"
+//     → C.
+//  3. RPCs to xds:///my-service-client-side-xds/2nd component reach A;
+//     with grpc.WithAuthority("override.example"), C.
+func TestResolver_Targets_AuthorityEncoded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	const (
+		authority = "traffic-manager.example"
+		service   = "my-service-client-side-xds/2nd component"
+	)
+	a, b, c := startBackend(t, "A"), startBackend(t, "B"), startBackend(t, "C")
+	e := newEnv(t, testutil.BootstrapOptions{Authorities: map[string]string{authority: ""}}, func(m map[string]any) {
+		m["client_default_listener_resource_name_template"] = "xdstp://" + authority + "/envoy.config.listener.v3.Listener/%s"
+	})
+	e.ms.Update("", testutil.Resources{
+		Listeners: []*v3listenerpb.Listener{testutil.Listener("xdstp://"+authority+"/envoy.config.listener.v3.Listener/my-service-client-side-xds/2nd%20component", "route-svc")},
+		Routes: []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("route-svc",
+			testutil.VirtualHost("encoded", []string{"my-service-client-side-xds%2F2nd%20component"}, testutil.ClusterRoute("", "cluster-a")),
+			testutil.VirtualHost("raw", []string{service}, testutil.ClusterRoute("", "cluster-b")),
+			testutil.VirtualHost("override", []string{"override.example"}, testutil.ClusterRoute("", "cluster-c")),
+		)},
+		Clusters: []*v3clusterpb.Cluster{testutil.Cluster("cluster-a", "eds-a"), testutil.Cluster("cluster-b", "eds-b"), testutil.Cluster("cluster-c", "eds-c")},
+		Endpoints: []*v3endpointpb.ClusterLoadAssignment{
+			testutil.Endpoints("eds-a", "127.0.0.1", a.port), testutil.Endpoints("eds-b", "127.0.0.1", b.port), testutil.Endpoints("eds-c", "127.0.0.1", c.port),
+		},
+	})
+
+	tc, _ := e.dial(t, "xds:///"+service)
+	if err := verifyServer(ctx, tc, "A", 3); err != nil {
+		t.Errorf("the target's path: %v", err)
+	}
+	cc, err := grpc.NewClient("xds:///"+service, append(xdsresolver.DialOptions(e.client, xdsresolver.WithLogger(testLogger(t))), grpc.WithAuthority("override.example"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if err := verifyServer(ctx, testgrpc.NewTestServiceClient(cc), "C", 3); err != nil {
+		t.Errorf("grpc.WithAuthority: %v", err)
+	}
+}
+
+// xdsLikeCreds are transport credentials that say they use xDS, as
+// grpc-go's credentials/xds do.
+type xdsLikeCreds struct {
+	credentials.TransportCredentials
+}
+
+func (xdsLikeCreds) UsesXDS() bool { return true }
+
+// TestResolver_Build_GRPCXDSCredentials checks that Build refuses a
+// channel whose credentials are grpc-go's credentials/xds (they report
+// UsesXDS), which would connect to every cluster with their fallback
+// credentials; interop's TestSecurity_GRPCGoCredentialsRefused uses
+// grpc-go's own.
+func TestResolver_Build_GRPCXDSCredentials(t *testing.T) {
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	r, err := xdsresolver.NewBuilder(e.client).Build(target(t, "xds:///svc"), fakeClientConn{}, resolver.BuildOptions{DialCreds: xdsLikeCreds{insecure.NewCredentials()}})
+	if !errors.Is(err, xdsresolver.ErrGRPCXDSCredentials) || !strings.Contains(err.Error(), "xdscreds.NewClientCredentials") {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("Build = %v; want ErrGRPCXDSCredentials naming xdscreds.NewClientCredentials", err)
+	}
 }

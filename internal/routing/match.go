@@ -103,19 +103,24 @@ func Compile(m *resources.RouteMatch, x *Index) Match {
 	return rm
 }
 
-// Headers are the headers of one RPC as route matching sees them
-// (gRFC A28): its outgoing metadata, without "-bin" headers, and with
-// content-type "application/grpc". Each header a route matcher names is
-// read at most once per RPC, by its index in the configuration's header
-// names (Index), and only if a matcher needs it.
+// Headers are the headers of one request as route matching sees them.
+// For a gRPC RPC (gRFC A28): its metadata, without "-bin" headers, and
+// with content-type "application/grpc"; for another request, what its
+// Source says. Each header a route matcher names is read at most once per
+// request, by its index in the configuration's header names (Index), and
+// only if a matcher needs it. A Headers is one request's, used by one
+// goroutine.
 type Headers struct {
 	// Ctx is the context of a client's RPC, whose outgoing metadata are
 	// its headers; MD, when not nil, are the headers instead (a server's
-	// RPC: its incoming metadata).
-	Ctx   context.Context
-	MD    metadata.MD
-	cache [16]headerValue // by header index; more for larger indexes
-	more  []headerValue
+	// RPC: its incoming metadata); Source, when not nil, gives the
+	// headers of a request that is not an RPC (an HTTP request), and the
+	// other two are unused.
+	Ctx    context.Context
+	MD     metadata.MD
+	Source HeaderSource
+	cache  [16]headerValue // by header index; more for larger indexes
+	more   []headerValue
 	// The results of the first 256 matchers (by matcher index), once
 	// evaluated: bit i of known says whether bit i of result is set.
 	known, result [4]uint64
@@ -171,11 +176,21 @@ func (h *Headers) byIndex(i int, name string) (string, bool) {
 	return hv.v, hv.state == 2
 }
 
+// HeaderSource gives the headers of a request that is not a gRPC RPC.
+type HeaderSource interface {
+	// Header returns the values of header name (lowercase) joined with
+	// ",", and whether the request has it.
+	Header(name string) (string, bool)
+}
+
 // Get returns the values of header name joined with ",", and whether the
-// RPC has it. metadata.ValueFromOutgoingContext copies the values (one
-// allocation per header present), the least gRPC Go's public API allows;
-// byIndex reads each header once per RPC.
+// request has it. For an RPC, metadata.ValueFromOutgoingContext copies
+// the values (one allocation per header present), the least gRPC Go's
+// public API allows; byIndex reads each header once per request.
 func (h *Headers) Get(name string) (string, bool) {
+	if h.Source != nil {
+		return h.Source.Header(name)
+	}
 	if strings.HasSuffix(name, "-bin") {
 		return "", false
 	}

@@ -57,3 +57,53 @@ func TestMatchFoldsASCIIOnly(t *testing.T) {
 		}
 	}
 }
+
+// mapSource is a HeaderSource of fixed headers.
+type mapSource map[string]string
+
+func (m mapSource) Header(name string) (string, bool) {
+	v, ok := m[name]
+	return v, ok
+}
+
+// TestHeaders_Source checks that the headers of a request that is not an
+// RPC come from its Source alone: "-bin" headers are headers like any
+// other, content-type is what the request says, each header is read once
+// per request.
+func TestHeaders_Source(t *testing.T) {
+	reads := map[string]int{}
+	src := countingSource{m: mapSource{"x-key-bin": "v", "content-type": "application/json", "x-a": "1"}, reads: reads}
+	x := NewIndex()
+	match := func(hm resources.HeaderMatcher) Match {
+		return Compile(&resources.RouteMatch{PathKind: resources.PathKindPrefix, CaseSensitive: true, Headers: []resources.HeaderMatcher{hm}}, x)
+	}
+	h := &Headers{Source: src}
+	for _, tt := range []struct {
+		hm   resources.HeaderMatcher
+		want bool
+	}{
+		{resources.HeaderMatcher{Name: "x-key-bin", Kind: resources.HeaderMatchExact, Value: "v"}, true},
+		{resources.HeaderMatcher{Name: "content-type", Kind: resources.HeaderMatchExact, Value: "application/json"}, true},
+		{resources.HeaderMatcher{Name: "x-a", Kind: resources.HeaderMatchExact, Value: "1"}, true},
+		{resources.HeaderMatcher{Name: "x-a", Kind: resources.HeaderMatchPrefix, Value: "1"}, true},
+		{resources.HeaderMatcher{Name: "x-missing", Kind: resources.HeaderMatchPresent, Present: true}, false},
+	} {
+		m := match(tt.hm)
+		if got := m.Matches("/p", h); got != tt.want {
+			t.Errorf("%+v: Matches = %v; want %v", tt.hm, got, tt.want)
+		}
+	}
+	if reads["x-a"] != 1 {
+		t.Errorf("x-a read %d times; want once", reads["x-a"])
+	}
+}
+
+type countingSource struct {
+	m     mapSource
+	reads map[string]int
+}
+
+func (c countingSource) Header(name string) (string, bool) {
+	c.reads[name]++
+	return c.m.Header(name)
+}

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package xdsresolver
+package router
 
 import (
 	"errors"
-	"strings"
 	"sync/atomic"
 
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/resolver"
+
+	"github.com/proxyless/xds/internal/dataplane"
 )
 
 // errEjected is the error of an ejected endpoint's SubConns, which their
@@ -27,10 +28,11 @@ type subConn struct {
 	balancer.SubConn
 	r     *router
 	c     *child
-	ep    *odEndpoint // outlier detection's endpoint; nil without, or when the address is not one
-	sess  *sessGroup  // the priority's sessions; nil without
-	addr  string      // the SubConn's address
-	addrs string      // its endpoint's addresses, joined with ",", for session cookies
+	ep    *dataplane.OutlierEndpoint // outlier detection's endpoint; nil without, or when the address is not one
+	od    *odGroup                   // the priority's outlier detection; nil without
+	sess  *sessGroup                 // the priority's sessions; nil without
+	addr  string                     // the SubConn's address
+	addrs string                     // its endpoint's addresses, joined with ",", for session cookies
 
 	listener func(balancer.SubConnState) // the child's health listener
 	health   balancer.SubConnState       // the last health grpc reported
@@ -55,34 +57,21 @@ func newSubConn(r *router, c *child, g *odGroup, s *sessGroup, sc balancer.SubCo
 	}
 	w.addr = addrs[0].Addr
 	if g != nil {
-		if e := g.addrs[w.addr]; e != nil {
-			w.ep = e
-			e.subConns[w] = true
-			w.ejected = !e.ejectedAt.IsZero()
+		if e := g.det.Endpoint(w.addr); e != nil {
+			w.ep, w.od = e, g
+			g.add(e, w)
+			w.ejected = e.Ejected()
 			w.ejectedNow.Store(w.ejected)
 		}
 	}
 	if s != nil {
 		w.addrs = w.addr
-		if e := s.entry(w.addr); e != nil {
-			w.addrs = e.addrs
-			e.sc.Store(w)
+		if e := s.table.Entry(w.addr); e != nil {
+			w.addrs = e.Addrs
+			e.Conn.Store(w)
 		}
 	}
 	return w
-}
-
-// endpointAddrs joins the addresses of ep with ",", as session cookies
-// list them (gRFC A55, A60; gRPC C++).
-func endpointAddrs(ep resolver.Endpoint) string {
-	if len(ep.Addresses) == 1 {
-		return ep.Addresses[0].Addr
-	}
-	addrs := make([]string, len(ep.Addresses))
-	for i, a := range ep.Addresses {
-		addrs[i] = a.Addr
-	}
-	return strings.Join(addrs, ",")
 }
 
 // RegisterHealthListener registers the child's health listener: the
@@ -136,7 +125,7 @@ func (s *subConn) apply(eject bool) {
 // which shuts it down when that no longer holds (see sessGroup).
 func (s *subConn) Shutdown() {
 	if s.sess != nil && connectivity.State(s.state.Load()) == connectivity.Ready {
-		if e := s.sess.entry(s.addr); e != nil && e.draining && e.sc.Load() == s {
+		if e := s.sess.table.Entry(s.addr); e != nil && e.Draining && e.Conn.Load() == s {
 			s.orphan.Store(true)
 			s.sess.adopt(s)
 			return
@@ -153,7 +142,7 @@ func (s *subConn) stateChanged(st connectivity.State) bool {
 	if st == connectivity.Shutdown {
 		if s.ep != nil {
 			s.r.mu.Lock()
-			delete(s.ep.subConns, s)
+			s.od.remove(s.ep, s)
 			s.r.mu.Unlock()
 		}
 		if s.sess != nil {
@@ -166,7 +155,7 @@ func (s *subConn) stateChanged(st connectivity.State) bool {
 	if st != connectivity.Ready && st != connectivity.Shutdown {
 		s.SubConn.Shutdown()
 		s.r.mu.Lock()
-		s.r.dirty = true // pickers may no longer use it
+		s.r.children.dirty = true // pickers may no longer use it
 		s.r.mu.Unlock()
 	}
 	return false

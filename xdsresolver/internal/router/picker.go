@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package xdsresolver
+package router
 
 import (
-	"math/bits"
 	"math/rand/v2"
-	"strings"
 	"sync/atomic"
 
-	"github.com/cespare/xxhash/v2"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
@@ -25,7 +23,7 @@ import (
 // by weight, then the locality's own picker. It is immutable; a new one is
 // made on every change.
 type picker struct {
-	cfg       *routerConfig
+	cfg       *Config
 	clusters  map[string]*clusterPicker
 	channelID uint64
 }
@@ -39,7 +37,7 @@ type clusterPicker struct {
 
 // prioPicker picks in the selected priority of a cluster.
 type prioPicker struct {
-	cfg     *priorityConfig
+	cfg     *Priority
 	counter *atomic.Int64           // in-flight RPCs of the leaf cluster (gRFC A32)
 	ref     *clusterRef             // in-flight RPCs of the route cluster, which keep its children
 	done    func(balancer.DoneInfo) // releases counter and ref; see newPrioPicker
@@ -78,25 +76,25 @@ type prioErrors struct {
 	breakerDrops *atomic.Uint64 // nil when load is not reported
 }
 
-func dropErrors(p *priorityConfig, load *lrs.ClusterLoad) prioErrors {
-	e := prioErrors{drops: make([]error, len(p.drops))}
-	for i, d := range p.drops {
-		e.drops[i] = status.Errorf(codes.Unavailable, "RPC dropped by cluster %q: drop_overloads category %q", p.leaf, d.Category)
+func dropErrors(p *Priority, load *lrs.ClusterLoad) prioErrors {
+	e := prioErrors{drops: make([]error, len(p.Drops))}
+	for i, d := range p.Drops {
+		e.drops[i] = status.Errorf(codes.Unavailable, "RPC dropped by cluster %q: drop_overloads category %q", p.Leaf, d.Category)
 	}
 	if load != nil {
-		e.dropCounters = make([]*atomic.Uint64, len(p.drops))
-		for i, d := range p.drops {
+		e.dropCounters = make([]*atomic.Uint64, len(p.Drops))
+		for i, d := range p.Drops {
 			e.dropCounters[i] = load.DropCounter(d.Category)
 		}
 		e.breakerDrops = load.DropCounter("")
 	}
-	e.breaker = status.Errorf(codes.Unavailable, "RPC refused by cluster %q: max_requests (%d) concurrent RPCs reached (circuit breaking)", p.leaf, p.maxRequests)
+	e.breaker = status.Errorf(codes.Unavailable, "RPC refused by cluster %q: max_requests (%d) concurrent RPCs reached (circuit breaking)", p.Leaf, p.MaxRequests)
 	return e
 }
 
 // newPrioPicker returns a prioPicker for priority cfg, counting its RPCs
 // in counter (circuit breaking) and ref (the route cluster's).
-func newPrioPicker(cfg *priorityConfig, counter *atomic.Int64, ref *clusterRef) *prioPicker {
+func newPrioPicker(cfg *Priority, counter *atomic.Int64, ref *clusterRef) *prioPicker {
 	return &prioPicker{cfg: cfg, counter: counter, ref: ref, done: func(balancer.DoneInfo) {
 		counter.Add(-1)
 		ref.release()
@@ -108,44 +106,40 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 // Pick routes and picks one RPC.
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	h := routing.Headers{Ctx: info.Ctx}
-	var sess *rpcSession
-	if p.cfg.intercepted {
-		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*routeChoice); ok {
-			if rc.cfg == p.cfg {
-				return p.pickRoute(rc.route, rc.target, rc.session, info, &h)
+	var sess *dataplane.Session
+	if p.cfg.Intercepted {
+		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*RouteChoice); ok {
+			if rc.Cfg == p.cfg {
+				return p.pickRoute(rc.Route, rc.Target, rc.Session, info, &h)
 			}
 			// The interceptor matched in another configuration: the
 			// route is matched again, the session stays.
-			sess = rc.session
+			sess = rc.Session
 		}
 	}
-	for i := range p.cfg.routes {
-		rt := &p.cfg.routes[i]
-		if rt.match.Matches(info.FullMethodName, &h) {
-			return p.pickRoute(rt, nil, sess, info, &h)
-		}
+	if rt := p.cfg.DP.Route(info.FullMethodName, &h); rt != nil {
+		return p.pickRoute(rt, nil, sess, info, &h)
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
 }
 
 // pickRoute picks for an RPC that matched rt, sending it to target (one of
 // rt's clusters, chosen by the interceptor), or, when nil, to a cluster
-// of rt chosen by weight; sess is the RPC's session (session.go), nil for
-// none.
-func (p *picker) pickRoute(rt *route, target *weightedTarget, sess *rpcSession, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
-	switch rt.action {
+// of rt chosen by weight; sess is the RPC's session, nil for none.
+func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+	switch rt.Action {
 	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
 	case resources.RouteActionNonForwarding:
-		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is non_forwarding", info.FullMethodName, rt.desc)
+		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is non_forwarding", info.FullMethodName, rt.Desc)
 	case resources.RouteActionClusterSpecifierPlugin:
-		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q (RLS) is not supported", info.FullMethodName, rt.desc, rt.plugin)
+		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q (RLS) is not supported", info.FullMethodName, rt.Desc, rt.Plugin)
 	default:
-		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is not supported", info.FullMethodName, rt.desc)
+		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is not supported", info.FullMethodName, rt.Desc)
 	}
 	if target == nil {
-		target = rt.pickTarget()
+		target = rt.PickTarget()
 	}
-	t := target.cluster
+	t := target.Cluster
 	cp := p.clusters[t]
 	if cp == nil { // cannot happen: every route cluster has one
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "cluster %q has no picker", t)
@@ -160,31 +154,28 @@ func (p *picker) pickRoute(rt *route, target *weightedTarget, sess *rpcSession, 
 // cluster; then, for an RPC of a session pinned to an endpoint of the
 // priority that can take it, picks that endpoint (gRFC A55); else picks
 // a locality by weight and delegates to its picker.
-func (pp *prioPicker) pick(p *picker, rt *route, cluster string, sess *rpcSession, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
-	for i, d := range pp.cfg.drops {
-		if d.PerMillion > 0 && rand.Uint32N(1_000_000) < d.PerMillion {
-			if pp.errs.dropCounters != nil {
-				pp.errs.dropCounters[i].Add(1)
-			}
-			return balancer.PickResult{}, pp.errs.drops[i]
+func (pp *prioPicker) pick(p *picker, rt *dataplane.Route, cluster string, sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+	if i, drop := pp.cfg.PickDrop(); drop {
+		if pp.errs.dropCounters != nil {
+			pp.errs.dropCounters[i].Add(1)
 		}
+		return balancer.PickResult{}, pp.errs.drops[i]
 	}
-	if n := pp.counter.Add(1); n > int64(pp.cfg.maxRequests) {
-		pp.counter.Add(-1)
+	if !dataplane.Acquire(pp.counter, pp.cfg.MaxRequests) {
 		if pp.errs.breakerDrops != nil {
 			pp.errs.breakerDrops.Add(1)
 		}
 		return balancer.PickResult{}, pp.errs.breaker
 	}
-	if sess != nil && len(sess.override) > 0 && pp.sess != nil {
-		if w, e, err, ok := pp.sess.pick(sess.override); ok {
+	if sess != nil && len(sess.Override) > 0 && pp.sess != nil {
+		if w, e, err, ok := pp.sess.pick(sess.Override); ok {
 			if err != nil {
 				pp.counter.Add(-1)
 				return balancer.PickResult{}, err
 			}
 			var load *lrs.LocalityLoad
 			if pp.clusterLoad != nil {
-				load = pp.clusterLoad.Locality(e.locality)
+				load = pp.clusterLoad.Locality(e.Locality)
 			}
 			return pp.done1(balancer.PickResult{SubConn: w}, load, sess, cluster)
 		}
@@ -206,15 +197,15 @@ func (pp *prioPicker) pick(p *picker, rt *route, cluster string, sess *rpcSessio
 		pp.counter.Add(-1)
 		return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
 	}
-	if pp.cfg.policy.ringHash {
+	if pp.cfg.Policy.RingHash {
 		// As gRPC's xDS channel: the hash of the route's policies, else a
 		// random one (gRFC A42), handed to ring_hash as a value it hashes
 		// back to it (hashPreimage).
-		hash, ok := p.requestHash(rt, h)
+		hash, ok := rt.RequestHash(h, p.channelID)
 		if !ok {
 			hash = rand.Uint64()
 		}
-		info.Ctx = metadata.AppendToOutgoingContext(info.Ctx, hashHeader, hashPreimage(hash))
+		info.Ctx = metadata.AppendToOutgoingContext(info.Ctx, HashHeader, hashPreimage(hash))
 	}
 	res, err := child.Pick(info)
 	if err != nil {
@@ -233,15 +224,15 @@ func (pp *prioPicker) pick(p *picker, rt *route, cluster string, sess *rpcSessio
 // the SubConn of a wrapper (subconn.go) for the channel, the endpoint for
 // the session, and the end of the RPC counted (circuit breaking, the
 // route cluster's RPCs in flight, load reports, outlier detection).
-func (pp *prioPicker) done1(res balancer.PickResult, load *lrs.LocalityLoad, sess *rpcSession, cluster string) (balancer.PickResult, error) {
+func (pp *prioPicker) done1(res balancer.PickResult, load *lrs.LocalityLoad, sess *dataplane.Session, cluster string) (balancer.PickResult, error) {
 	counter, done, ref := pp.counter, res.Done, pp.ref
 	ref.n.Add(1)
-	var ep *odEndpoint
+	var ep *dataplane.OutlierEndpoint
 	if pp.wrapped {
 		if w, ok := res.SubConn.(*subConn); ok {
 			res.SubConn, ep = w.SubConn, w.ep
 			if sess != nil {
-				sess.picked.Store(&pickedEndpoint{addrs: w.addrs, cluster: cluster})
+				sess.Picked(w.addrs, cluster)
 			}
 		}
 	}
@@ -257,7 +248,7 @@ func (pp *prioPicker) done1(res balancer.PickResult, load *lrs.LocalityLoad, ses
 	res.Done = func(di balancer.DoneInfo) {
 		counter.Add(-1)
 		if ep != nil {
-			ep.record(di.Err)
+			ep.Record(di.Err)
 		}
 		if load != nil {
 			load.Finish(di.Err)
@@ -268,43 +259,6 @@ func (pp *prioPicker) done1(res balancer.PickResult, load *lrs.LocalityLoad, ses
 		ref.release()
 	}
 	return res, nil
-}
-
-// requestHash computes the hash of an RPC from the route's hash policies
-// (gRFC A42), as gRPC's xDS config selector does: each policy that
-// yields a hash is combined by rotating the running hash left by one bit
-// and XORing; a terminal policy that yields a hash ends the list. ok is
-// false when no policy yields one (the RPC gets a random hash).
-func (p *picker) requestHash(rt *route, h *routing.Headers) (hash uint64, ok bool) {
-	for i := range rt.hash {
-		hp := &rt.hash[i]
-		var ph uint64
-		switch hp.Kind {
-		case resources.HashPolicyHeader:
-			name := strings.ToLower(hp.HeaderName)
-			if strings.HasSuffix(name, "-bin") {
-				continue
-			}
-			v, present := h.Get(name)
-			if !present {
-				continue
-			}
-			if hp.RegexRewrite != nil {
-				v = hp.RegexRewrite.ReplaceAllString(v, hp.RegexSubstitution)
-			}
-			ph = xxhash.Sum64String(v)
-		case resources.HashPolicyChannelID:
-			ph = p.channelID
-		default:
-			continue
-		}
-		hash = bits.RotateLeft64(hash, 1) ^ ph
-		ok = true
-		if hp.Terminal {
-			break
-		}
-	}
-	return hash, ok
 }
 
 // queuePicker queues RPCs until a child reports a picker.

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package xdsresolver
+package router
 
 import (
 	"encoding/binary"
 	"math/bits"
 )
 
-// hashHeader is the requestHashHeader of the ring_hash children: for each
+// HashHeader is the requestHashHeader of the ring_hash children: for each
 // RPC to a RING_HASH cluster, the picker computes the hash of the route's
 // hash policies (gRFC A42) and passes it to ring_hash in this header of
 // the context the child picks with. It is not sent: the RPC's own
 // metadata is unchanged.
-const hashHeader = "x-proxyless-xds-request-hash"
+const HashHeader = "x-proxyless-xds-request-hash"
 
 // The primes of XXH64.
 const (

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package xdsresolver
+package router
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/proxyless/xds/internal/routing"
+	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -24,19 +25,38 @@ func (fixedPicker) Pick(balancer.PickInfo) (balancer.PickResult, error) {
 // benchPicker returns a picker over 100 routes of 10 header matchers
 // each (x-h0 … x-h9 exact), route i wanting value(i, j) for x-hj; every
 // route goes to one cluster with a READY locality.
-func benchPicker(value func(i, j int) string) *picker {
-	cfg := &routerConfig{clusters: map[string]*clusterConfig{}}
-	prio := &priorityConfig{leaf: "c", maxRequests: 1 << 30, localities: []localityConfig{{weight: 1}}}
-	cfg.clusters["c"] = &clusterConfig{name: "c", priorities: []*priorityConfig{prio}}
-	names := routing.NewIndex()
+func benchPicker(b *testing.B, value func(i, j int) string) *picker {
+	vh := resources.VirtualHost{Name: "vh", Domains: []string{"*"}}
 	for i := range 100 {
 		m := resources.RouteMatch{PathKind: resources.PathKindPrefix, Prefix: "/", CaseSensitive: true}
 		for j := range 10 {
 			m.Headers = append(m.Headers, resources.HeaderMatcher{Name: fmt.Sprintf("x-h%d", j), Kind: resources.HeaderMatchExact, Value: value(i, j)})
 		}
-		cfg.routes = append(cfg.routes, route{match: routing.Compile(&m, names), action: resources.RouteActionCluster, targets: []weightedTarget{{cluster: "c", cum: 1}}, total: 1})
+		vh.Routes = append(vh.Routes, resources.Route{Match: m, Action: resources.RouteAction{Kind: resources.RouteActionCluster, Cluster: "c"}})
 	}
-	orderRoutes(cfg.routes)
+	return pickerOver(b, &vh)
+}
+
+// pickerOver returns a picker over the routes of vh, whose every route
+// goes to cluster "c", of one READY locality.
+func pickerOver(b *testing.B, vh *resources.VirtualHost) *picker {
+	leaf := &depmgr.ClusterConfig{
+		Name:    "c",
+		Cluster: &resources.Cluster{Name: "c", Kind: resources.ClusterKindEDS, MaxRequests: 1 << 30},
+		Endpoints: &resources.Endpoints{ClusterName: "c", Localities: []resources.Locality{{Weight: 1, Endpoints: []resources.Endpoint{
+			{Addresses: []string{"10.0.0.1:80"}, HealthStatus: resources.HealthStatusHealthy, Weight: 1},
+		}}}},
+	}
+	rc := &resources.RouteConfig{Name: "rc", VirtualHosts: []resources.VirtualHost{*vh}}
+	dp, err := dataplane.Build(dataplane.Snapshot{
+		RouteConfig: rc, VirtualHost: &rc.VirtualHosts[0],
+		Cluster: func(string) *depmgr.ClusterResult { return &depmgr.ClusterResult{Name: "c", Config: leaf} },
+	}, dataplane.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	prio := &Priority{Priority: dp.Clusters["c"].Priorities[0], Children: []ChildConfig{{Weight: 1}}}
+	cfg := &Config{DP: dp, Clusters: map[string]*Cluster{"c": {DP: dp.Clusters["c"], Priorities: []*Priority{prio}}}}
 	pp := newPrioPicker(prio, new(atomic.Int64), &clusterRef{})
 	pp.ready, pp.total = []weightedPicker{{cum: 1, p: fixedPicker{}}}, 1
 	return &picker{cfg: cfg, clusters: map[string]*clusterPicker{"c": {prio: pp}}}
@@ -70,7 +90,7 @@ func BenchmarkPick(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			p := benchPicker(bc.value)
+			p := benchPicker(b, bc.value)
 			md := metadata.MD{}
 			for j := range 10 {
 				md.Set(fmt.Sprintf("x-h%d", j), bc.value(99, j))
@@ -93,11 +113,12 @@ func BenchmarkPick(b *testing.B) {
 // BenchmarkPickPaths measures one pick over 100 routes matching path
 // prefixes only ("/svc<i>/"), the RPC matching the last one.
 func BenchmarkPickPaths(b *testing.B) {
-	p := benchPicker(func(int, int) string { return "" })
-	for i := range p.cfg.routes {
+	vh := resources.VirtualHost{Name: "vh", Domains: []string{"*"}}
+	for i := range 100 {
 		m := resources.RouteMatch{PathKind: resources.PathKindPrefix, Prefix: fmt.Sprintf("/svc%d/", i), CaseSensitive: true}
-		p.cfg.routes[i].match = routing.Compile(&m, nil)
+		vh.Routes = append(vh.Routes, resources.Route{Match: m, Action: resources.RouteAction{Kind: resources.RouteActionCluster, Cluster: "c"}})
 	}
+	p := pickerOver(b, &vh)
 	info := balancer.PickInfo{FullMethodName: "/svc99/Method", Ctx: context.Background()}
 	b.ReportAllocs()
 	b.ResetTimer()
