@@ -30,13 +30,13 @@ const (
 // filter. Its overrides are validated and not used.
 var gcpAuthnImpl = &httpFilterImpl{
 	client: true,
-	parse: func(cfg *anypb.Any, typedStruct bool) error {
-		_, err := gcpAuthnCacheSize(cfg, typedStruct)
-		return err
+	parse: func(cfg *anypb.Any, typedStruct bool) (filterConfig, error) {
+		size, err := gcpAuthnCacheSize(cfg, typedStruct)
+		return filterConfig{gcpAuthnCacheSize: size}, err
 	},
-	parseOverride: func(cfg *anypb.Any, typedStruct bool) error {
+	parseOverride: func(cfg *anypb.Any, typedStruct bool) (filterConfig, error) {
 		_, err := gcpAuthnCacheSize(cfg, typedStruct)
-		return err
+		return filterConfig{}, err // validated, not used (gRFC A83)
 	},
 }
 

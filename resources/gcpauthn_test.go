@@ -42,7 +42,7 @@ func TestGCPAuthn(t *testing.T) {
 			}
 			l := listener(t, "l", hcm(t, "r", withFilters(httpFilter(t, "gcp", tt.cfg), routerFilter(t))))
 			_, dl, err := ListenerType.DecodeTyped(mustAny(t, l))
-			if tt.wantErr == "" && (err != nil || dl.HTTPFilters[0].TypeURL != gcpAuthnTypeURL) {
+			if tt.wantErr == "" && (err != nil || dl.HTTPFilters[0].TypeURL != gcpAuthnTypeURL || dl.HTTPFilters[0].GCPAuthnCacheSize != tt.want) {
 				t.Errorf("Listener with the filter: %v; want valid", err)
 			}
 			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {

@@ -58,9 +58,10 @@ type httpFilterImpl struct {
 // filterConfig is a filter config decoded: at most one field is set, the
 // one of the filter's type (HTTPFilter and FilterOverride carry them).
 type filterConfig struct {
-	fault   *HTTPFault
-	rbac    *RBACRules
-	session *CookieSession
+	fault             *HTTPFault
+	rbac              *RBACRules
+	session           *CookieSession
+	gcpAuthnCacheSize uint64
 }
 
 // routerImpl is the router, the terminal filter. The fault filter is in
