@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/resolver/ringhash"
 
 	"github.com/proxyless/xds/internal/dataplane"
+	"github.com/proxyless/xds/internal/handshake"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
@@ -65,7 +66,9 @@ func routerPriority(p *dataplane.Priority) *router.Priority {
 			e := &l.Endpoints[i]
 			ep := resolver.Endpoint{Addresses: make([]resolver.Address, len(e.Addresses))}
 			for j, a := range e.Addresses {
-				ep.Addresses[j] = resolver.Address{Addr: a}
+				// The connection's needs: the endpoint's host name (SNI,
+				// gRFC A101) and its HTTP CONNECT proxy (gRFC A86).
+				ep.Addresses[j] = handshake.SetProxyAddress(handshake.SetHostname(resolver.Address{Addr: a}, e.Hostname), e.ProxyAddress)
 			}
 			w := e.Weight
 			if policy.PerPriority {
