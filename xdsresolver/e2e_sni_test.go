@@ -84,7 +84,8 @@ func sniTLS(t *testing.T, ctx *v3tlspb.UpstreamTlsContext, sans ...*v3matcherpb.
 		TlsCertificateProviderInstance: &v3tlspb.CertificateProviderPluginInstance{InstanceName: "mesh"},
 		ValidationContextType: &v3tlspb.CommonTlsContext_ValidationContext{ValidationContext: &v3tlspb.CertificateValidationContext{
 			CaCertificateProviderInstance: &v3tlspb.CertificateProviderPluginInstance{InstanceName: "mesh"},
-			MatchSubjectAltNames:          sans,
+			//lint:ignore SA1019 gRFC A29: gRPC reads match_subject_alt_names
+			MatchSubjectAltNames: sans,
 		}},
 	}
 	return &v3corepb.TransportSocket{

@@ -47,7 +47,10 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 //     plaintext unless WithFallbackCredentials says otherwise, as Envoy
 //     connects to an upstream without transport_socket. A
 //     grpc.WithTransportCredentials given after these options replaces
-//     them, and the TLS of clusters is then not done.
+//     them, and the TLS of clusters is then not done;
+//   - when c was made with client.WithHTTPConnect, HTTPConnectDialer:
+//     connections to endpoints with an HTTP CONNECT proxy go through it
+//     (gRFC A86).
 //
 // Options added after these are the application's (its own interceptors
 // run after the ones above). Call DialOptions once per ClientConn: the
@@ -77,12 +80,16 @@ func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	// Not an error: NewClientCredentials fails only without fallback.
 	creds, _ := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: fallback})
 	ic := &interceptor{holder: holder}
-	return []grpc.DialOption{
+	dopts := []grpc.DialOption{
 		grpc.WithResolvers(NewBuilder(c, opts...)),
 		grpc.WithChainUnaryInterceptor(ic.unary),
 		grpc.WithChainStreamInterceptor(ic.stream),
 		grpc.WithTransportCredentials(creds),
 	}
+	if c.HTTPConnect() {
+		dopts = append(dopts, HTTPConnectDialer())
+	}
+	return dopts
 }
 
 // channelConfig is a configuration of a channel as its interceptors read

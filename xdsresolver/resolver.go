@@ -199,4 +199,14 @@ func (r *xdsResolver) warnUnsupported(dp *dataplane.Config) {
 			r.warnOnce("session", "stateful session affinity needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.Desc)
 		}
 	}
+	if r.holder != nil {
+		return
+	}
+	for name, c := range dp.Clusters {
+		for _, p := range c.Priorities {
+			if p.HTTPConnect {
+				r.warnOnce("http-connect", "HTTP CONNECT (gRFC A86) needs xdsresolver.DialOptions, or xdsresolver.HTTPConnectDialer on this channel; without, its endpoints are dialled directly", xdslog.KeyCluster, name)
+			}
+		}
+	}
 }
