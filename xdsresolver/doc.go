@@ -217,12 +217,35 @@
 // grpc.WithDisableRetry turns retries off. A service config names
 // methods, not routes: when RPCs of one method can match routes with
 // different policies (routes told apart by headers, runtime_fraction, a
-// regex or a prefix shorter or longer than a whole service), that method
-// is not retried, and a warning names the routes, once per channel.
-// With DialOptions, a route without a policy does not conflict: its
-// method keeps the others' policy, and the interceptors keep the route's
-// RPCs from being retried (grpc.MaxRetryRPCBufferSize(0), which also
-// stops grpc's transparent retries of those RPCs).
+// regex or a prefix shorter or longer than a whole service), the service
+// config gives that method no policy. With NewBuilder alone, such a
+// method is not retried, and a warning names the routes, once per
+// channel. With DialOptions, a route without a policy does not conflict:
+// its method keeps the others' policy, and the interceptors keep the
+// route's RPCs from being retried (grpc.MaxRetryRPCBufferSize(0), which
+// also stops grpc's transparent retries of those RPCs); and the
+// interceptors retry, per RPC, each RPC whose route's policy is not its
+// method's in the service config, with the route's policy.
+//
+// So, with DialOptions, an RPC takes one of two paths, by its route and
+// method: (A) when the service config gives its method its route's
+// policy, grpc retries it (gRFC A6, as above); (B) otherwise the
+// interceptors do, each attempt being an RPC of the channel (picked
+// again by the router, retried transparently by grpc when it never left
+// the client, with no policy of grpc's), with the semantics of A6 for the
+// route's policy: its retry_on codes, num_retries + 1 attempts (at most
+// 5, as A44 says), a random backoff up to retry_back_off's base interval
+// times 2 per retry, at most its max interval (at least 1 ms each), or
+// the server's grpc-retry-pushback-ms (negative, or several values: no
+// retry), grpc-previous-rpc-attempts on retries, no retry once response
+// headers or a message came or after a pick the router failed (a drop,
+// circuit breaking, a cluster error), and for streams the messages sent
+// replayed to the next attempt, up to the retry buffer
+// (grpc.MaxRetryRPCBufferSize of the call, 256 KiB by default; a message
+// that is not a protobuf message ends retries); the context's deadline
+// covers every attempt. grpc.WithDisableRetry does not reach path B:
+// give routes no policy to turn it off. An application's interceptors
+// (given after DialOptions) see each attempt of path B.
 //
 // Outlier detection (gRFC A50). A leaf cluster's outlier_detection
 // watches the endpoints of each of its priorities, as gRPC's

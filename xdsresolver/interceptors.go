@@ -17,6 +17,7 @@ import (
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
+	"github.com/proxyless/xds/xdsresolver/internal/rpcretry"
 )
 
 func unavailable(msg string) error { return status.Error(codes.Unavailable, msg) }
@@ -63,8 +64,10 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 // the cluster of a weighted_clusters route, so that the filter overrides
 // of the weighted cluster (typed_per_filter_config) apply, taking
 // precedence over the route's (gRFC A39). Retries come from the service
-// config; the interceptors keep the RPCs of a route without retry policy
-// from being retried when their method has one (see the package doc,
+// config where it can express the RPC's route's policy; the interceptors
+// keep the RPCs of a route without retry policy from being retried when
+// their method has one, and retry, per RPC, those whose route's policy
+// the service config cannot give their method (see the package doc,
 // "Retries"). cluster_specifier_plugin (RLS) is not supported.
 func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	holder := new(atomic.Pointer[channelConfig])
@@ -101,6 +104,15 @@ type channelConfig struct {
 	// retrying: the service config has retry policies; the interceptors
 	// turn retries off for the RPCs of routes without one.
 	retrying bool
+	// unexpressed marks, by route index, the routes whose policy the
+	// service config does not give every method they can match (retry.go,
+	// path B); nil when there are none. classes are the policies of the
+	// service config by method class, and policies the routes' own, set
+	// for the unexpressed ones: the interceptors retry such a route's RPC
+	// when its method's policy is another.
+	unexpressed []bool
+	classes     map[string]retryKey
+	policies    []*rpcretry.Policy
 }
 
 type interceptor struct {
@@ -115,8 +127,15 @@ type prepared struct {
 	done func()
 	// noRetry: the RPC's route has no retry policy, and its method may
 	// have one in the service config (retry.go): the caller turns grpc's
-	// retries off for it.
+	// retries off for it. Also set with retry when the method has
+	// another policy.
 	noRetry bool
+	// retry is the RPC's route's retry policy when the service config
+	// gives its method another (retry.go, path B): the interceptor
+	// retries the RPC; nil when grpc's retries are the RPC's.
+	retry *rpcretry.Policy
+	// choice is the RPC's route choice, for the picker.
+	choice *router.RouteChoice
 	// session is the RPC's session (gRFC A55, session.go): the caller
 	// adds its cookie to the response. nil for none.
 	session *dataplane.Session
@@ -140,6 +159,11 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 		return p, nil // the picker fails it
 	}
 	p.noRetry = cc.retrying && cc.retry[rt.Index] == ""
+	if cc.unexpressed != nil && cc.unexpressed[rt.Index] {
+		if mp := methodPolicy(cc.classes, method); mp != cc.retry[rt.Index] {
+			p.retry, p.noRetry = cc.policies[rt.Index], mp != ""
+		}
+	}
 	// The cluster is chosen here, not at pick time, so that the fault
 	// filter overrides of a weighted cluster apply (gRFC A39).
 	target := rt.PickTarget() // nil for a route that forwards to no cluster
@@ -150,7 +174,8 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 		// The session's cookie may name the cluster (gRFC A60).
 		p.session, target = dataplane.NewSession(rt.Session, cookies(&h), rt, target)
 	}
-	ctx = router.WithRouteChoice(ctx, &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session})
+	p.choice = &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session}
+	ctx = router.WithRouteChoice(ctx, p.choice)
 	faults, faultErr := target.FaultsFor(rt)
 	done := noop
 	if d := dp.MaxStreamDuration(rt); d > 0 {
@@ -195,12 +220,23 @@ func (ic *interceptor) unary(ctx context.Context, method string, req, reply any,
 		return err
 	}
 	defer p.done()
-	if p.session != nil {
-		return sessionUnary(p.session, func(opts []grpc.CallOption) error {
-			return invoker(p.ctx, method, req, reply, cc, opts...)
-		}, p.callOptions(opts))
+	attempt := func(ctx context.Context, opts []grpc.CallOption) error {
+		if p.session != nil {
+			return sessionUnary(p.session, func(opts []grpc.CallOption) error {
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}, opts)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	return invoker(p.ctx, method, req, reply, cc, p.callOptions(opts)...)
+	if p.retry == nil {
+		return attempt(p.ctx, p.callOptions(opts))
+	}
+	// Path B (retry.go): each attempt is an RPC of its own, of which
+	// grpc retries nothing but transparently.
+	return p.retry.Unary(p.ctx, opts, func(ctx context.Context, aopts []grpc.CallOption) error {
+		p.choice.PickFailed.Store(false)
+		return attempt(ctx, p.callOptions(aopts))
+	}, p.choice.PickFailed.Load)
 }
 
 // stream prepares a streaming RPC as unary does, and releases what it
@@ -213,10 +249,35 @@ func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *gr
 	if err != nil {
 		return nil, err
 	}
-	opts = append(p.callOptions(opts), grpc.OnFinish(func(error) { p.done() }))
-	s, err := streamer(p.ctx, desc, cc, method, opts...)
+	var s grpc.ClientStream
+	if p.retry == nil {
+		s, err = streamer(p.ctx, desc, cc, method, append(p.callOptions(opts), grpc.OnFinish(func(error) { p.done() }))...)
+	} else {
+		s, err = p.retryStream(desc, cc, method, streamer, opts)
+	}
 	if err != nil || p.session == nil {
 		return s, err
 	}
 	return &sessionStream{ClientStream: s, s: p.session}, nil
+}
+
+// retryStream makes a stream that the interceptor retries (retry.go,
+// path B). What the RPC holds is released once no attempt is running and
+// none will be made: each attempt, and the retries, hold a reference,
+// the attempt's until grpc's OnFinish of it, the retries' until the RPC
+// is committed.
+func (p *prepared) retryStream(desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
+	var refs atomic.Int32
+	refs.Store(1) // the retries'
+	release := func() {
+		if refs.Add(-1) == 0 {
+			p.done()
+		}
+	}
+	newStream := func(ctx context.Context, aopts []grpc.CallOption) (grpc.ClientStream, error) {
+		p.choice.PickFailed.Store(false)
+		refs.Add(1)
+		return streamer(ctx, desc, cc, method, append(p.callOptions(aopts), grpc.OnFinish(func(error) { release() }))...)
+	}
+	return p.retry.Stream(p.ctx, opts, newStream, p.choice.PickFailed.Load, release)
 }

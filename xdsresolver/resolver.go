@@ -18,6 +18,7 @@ import (
 	"github.com/proxyless/xds/watcher"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
+	"github.com/proxyless/xds/xdsresolver/internal/rpcretry"
 )
 
 // failServiceConfig is the service config pushed, with no endpoint, when
@@ -116,10 +117,29 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 // retry.go). It logs, once per set, routes whose policies cannot be
 // told apart by method.
 func (r *xdsResolver) serviceConfig(cc *channelConfig) *serviceconfig.ParseResult {
-	classes, conflicts := retryClasses(cc.rc.DP.Routes, cc.retry, cc.rc.Intercepted)
+	classes, conflicts, unexpressed := retryClasses(cc.rc.DP.Routes, cc.retry, cc.rc.Intercepted)
 	cc.retrying = len(classes) > 0
-	if len(conflicts) > 0 {
-		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; with xdsresolver.DialOptions, routes without a policy do not conflict)", xdslog.KeyRoutes, conflicts)
+	switch {
+	case len(conflicts) == 0:
+	case cc.rc.Intercepted:
+		r.logger.Debug("routes that can match RPCs of the same methods have different retry policies: the interceptors retry their RPCs", xdslog.KeyRoutes, conflicts)
+	default:
+		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; xdsresolver.DialOptions retries them per RPC)", xdslog.KeyRoutes, conflicts)
+	}
+	if cc.rc.Intercepted && unexpressed != nil {
+		// Path B (retry.go): the interceptors retry the RPCs of these
+		// routes whose methods the service config gives another policy.
+		cc.unexpressed = unexpressed
+		cc.classes = make(map[string]retryKey, len(classes))
+		for _, c := range classes {
+			cc.classes[c.key] = c.policy
+		}
+		cc.policies = make([]*rpcretry.Policy, len(unexpressed))
+		for i, u := range unexpressed {
+			if u {
+				cc.policies[i] = rpcretry.NewPolicy(routeRetryPolicy(&cc.rc.DP.Routes[i], cc.rc.DP.VirtualHost))
+			}
+		}
 	}
 	js := serviceConfigJSON(classes)
 	if js == router.ServiceConfig {

@@ -109,16 +109,34 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	var sess *dataplane.Session
 	if p.cfg.Intercepted {
 		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*RouteChoice); ok {
+			var (
+				res balancer.PickResult
+				err error
+			)
 			if rc.Cfg == p.cfg {
-				return p.pickRoute(rc.Route, rc.Target, rc.Session, info, &h)
+				res, err = p.pickRoute(rc.Route, rc.Target, rc.Session, info, &h)
+			} else {
+				// The interceptor matched in another configuration: the
+				// route is matched again, the session stays.
+				res, err = p.pickAgain(rc.Session, info, &h)
 			}
-			// The interceptor matched in another configuration: the
-			// route is matched again, the session stays.
-			sess = rc.Session
+			if err != nil {
+				// grpc never retries a pick that fails with a status (a
+				// drop); nor do the interceptor's retries.
+				if _, isStatus := status.FromError(err); isStatus {
+					rc.PickFailed.Store(true)
+				}
+			}
+			return res, err
 		}
 	}
-	if rt := p.cfg.DP.Route(info.FullMethodName, &h); rt != nil {
-		return p.pickRoute(rt, nil, sess, info, &h)
+	return p.pickAgain(sess, info, &h)
+}
+
+// pickAgain matches the RPC's route, and picks for it.
+func (p *picker) pickAgain(sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+	if rt := p.cfg.DP.Route(info.FullMethodName, h); rt != nil {
+		return p.pickRoute(rt, nil, sess, info, h)
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
 }

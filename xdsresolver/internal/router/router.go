@@ -166,6 +166,11 @@ type RouteChoice struct {
 	Route   *dataplane.Route
 	Target  *dataplane.Target  // the route's cluster for the RPC; nil for a route that does not forward
 	Session *dataplane.Session // the RPC's session (gRFC A55); nil for none
+	// PickFailed: the picker failed the RPC's last pick with a status of
+	// its own (a drop, circuit breaking, a route or cluster error), which
+	// gRPC never retries; the interceptor's retries (package rpcretry)
+	// read it after each attempt, and clear it before the next.
+	PickFailed atomic.Bool
 }
 
 type routeChoiceKey struct{}

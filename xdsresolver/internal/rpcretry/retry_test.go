@@ -276,7 +276,7 @@ func sv(s string) *wrapperspb.StringValue { return wrapperspb.String(s) }
 func TestStream_ReplaysToNewAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ss := &streams{script: newScript(t, outcome{code: codes.Unavailable, sendEOF: true}, outcome{code: codes.Unavailable}, outcome{replies: 1})}
-		s, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped)
+		s, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestStream_Commit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ss := &streams{script: newScript(t, tc.outcomes...)}
-				s, err := policy(3).Stream(t.Context(), tc.opts, ss.newStream, ss.dropped)
+				s, err := policy(3).Stream(t.Context(), tc.opts, ss.newStream, ss.dropped, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -353,7 +353,7 @@ func TestStream_Commit(t *testing.T) {
 	t.Run("drop at NewStream", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ss := &streams{script: newScript(t, outcome{code: codes.Unavailable, dropped: true})}
-			if _, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped); status.Code(err) != codes.Unavailable {
+			if _, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped, nil); status.Code(err) != codes.Unavailable {
 				t.Fatalf("Stream() = %v, want the drop's UNAVAILABLE", err)
 			}
 		})
@@ -372,7 +372,7 @@ func TestStream_Commit(t *testing.T) {
 				}
 				return fail(ctx, opts)
 			}
-			s, err := policy(3).Stream(t.Context(), nil, newStream, ss.dropped)
+			s, err := policy(3).Stream(t.Context(), nil, newStream, ss.dropped, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -389,7 +389,7 @@ func TestStream_Commit(t *testing.T) {
 func TestStream_Header(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ss := &streams{script: newScript(t, outcome{code: codes.Unavailable}, outcome{headers: true})}
-		s, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped)
+		s, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +402,7 @@ func TestStream_Header(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		ss := &streams{script: newScript(t, outcome{code: codes.Unavailable}, outcome{code: codes.Internal})}
-		s, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped)
+		s, err := policy(3).Stream(t.Context(), nil, ss.newStream, ss.dropped, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,7 +421,7 @@ func TestStream_ContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		ss := &streams{script: newScript(t, outcome{code: codes.Unavailable, pushback: []string{"10000"}})}
-		s, err := policy(3).Stream(ctx, nil, ss.newStream, ss.dropped)
+		s, err := policy(3).Stream(ctx, nil, ss.newStream, ss.dropped, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,4 +433,32 @@ func TestStream_ContextEnds(t *testing.T) {
 			t.Fatalf("SendMsg() after the end = %v, want io.EOF", err)
 		}
 	})
+}
+
+// TestStream_Committed checks that committed is called exactly once, when
+// no attempt will follow: after a retry succeeds, after the last attempt,
+// and when the stream cannot be created.
+func TestStream_Committed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		outcomes []outcome
+	}{
+		{"retried, then a reply", []outcome{{code: codes.Unavailable}, {replies: 1}}},
+		{"attempts exhausted", []outcome{{code: codes.Unavailable}, {code: codes.Unavailable}}},
+		{"dropped at creation", []outcome{{code: codes.Unavailable, dropped: true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ss := &streams{script: newScript(t, tc.outcomes...)}
+				n := 0
+				s, err := policy(1).Stream(t.Context(), nil, ss.newStream, ss.dropped, func() { n++ })
+				for err == nil {
+					err = s.RecvMsg(new(wrapperspb.StringValue))
+				}
+				if n != 1 {
+					t.Fatalf("committed called %d times, want 1", n)
+				}
+			})
+		})
+	}
 }

@@ -24,19 +24,24 @@ type NewStreamFunc func(ctx context.Context, opts []grpc.CallOption) (grpc.Clien
 // message that is not a protobuf message counts as exceeding it), or when
 // an attempt is not to be retried. A failed attempt is replaced by a new
 // stream to which everything sent so far, and CloseSend, are replayed.
-// dropped is as for Unary. The returned stream follows grpc.ClientStream's
-// rules: one goroutine may send while another receives.
-func (p *Policy) Stream(ctx context.Context, opts []grpc.CallOption, newStream NewStreamFunc, dropped func() bool) (grpc.ClientStream, error) {
+// dropped is as for Unary. committed, if not nil, is called once, when
+// the RPC is committed: no attempt will be made after the current one
+// (also when Stream fails). The returned stream follows
+// grpc.ClientStream's rules: one goroutine may send while another
+// receives.
+func (p *Policy) Stream(ctx context.Context, opts []grpc.CallOption, newStream NewStreamFunc, dropped func() bool, committed func()) (grpc.ClientStream, error) {
 	s := &stream{
 		c:         call{p: p, ctx: ctx},
 		opts:      opts[:len(opts):len(opts)],
 		newStream: newStream,
 		dropped:   dropped,
 		limit:     bufferLimit(opts),
+		onCommit:  committed,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.startLocked(); err != nil {
+		s.commitLocked()
 		return nil, err
 	}
 	return s, nil
@@ -55,6 +60,7 @@ type stream struct {
 	opts      []grpc.CallOption
 	dropped   func() bool
 	limit     int
+	onCommit  func() // called by the first commitLocked; nil for none
 
 	// recvMu serialises RecvMsg and Header until the RPC is committed.
 	recvMu sync.Mutex
@@ -109,6 +115,9 @@ func (s *stream) replayLocked() {
 }
 
 func (s *stream) commitLocked() {
+	if !s.committed && s.onCommit != nil {
+		defer s.onCommit()
+	}
 	s.committed, s.sent, s.size = true, nil, 0
 }
 
