@@ -140,6 +140,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		holder:         b.opts.holder,
 		providers:      b.opts.providers,
 		logger:         b.opts.logger.With(xdslog.KeyTarget, t, xdslog.KeyListener, listener),
+		started:        make(chan struct{}),
 	}
 	r.load, r.breakers = b.load, b.breakers
 	r.load.acquire()
@@ -149,6 +150,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 	dopts = append(dopts, b.opts.depmgrOpts...)
 	r.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, authority)
 	r.manager = depmgr.New(b.client, listener, r, dopts...)
+	close(r.started)
 	return r, nil
 }
 

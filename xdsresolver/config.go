@@ -34,7 +34,7 @@ func buildConfig(s dataplane.Snapshot, ringHashHeader string, providers *xdscred
 	if err != nil {
 		return nil, err
 	}
-	cfg := &router.Config{DP: dp, Clusters: make(map[string]*router.Cluster, len(dp.Clusters)), Providers: providers}
+	cfg := &router.Config{DP: dp, Clusters: make(map[string]*router.Cluster, len(dp.Clusters)), Providers: providers, Plugins: plugins(dp, s.RouteConfig)}
 	for name, c := range dp.Clusters {
 		rc := &router.Cluster{DP: c}
 		for _, p := range c.Priorities {

@@ -69,8 +69,30 @@
 // joined by ","; "-bin" headers are invisible to matchers and
 // content-type reads "application/grpc"; then runtime_fraction. An RPC
 // that matches no route fails with UNAVAILABLE, as does one matching a
-// route whose action is non_forwarding, cluster_specifier_plugin (RLS, not
-// supported) or another action gRPC does not forward.
+// route whose action is non_forwarding or another action gRPC does not
+// forward.
+//
+// Cluster specifier plugins (gRFC A28, "RLS in xDS"). A route whose
+// action is cluster_specifier_plugin, of the route lookup plugin
+// (grpc.lookup.v1.RouteLookupClusterSpecifier), sends its RPCs to gRPC's
+// own RLS LB policy (google.golang.org/grpc/balancer/rls, which this
+// package imports) with the plugin's route_lookup_config, as gRPC's xDS
+// channel does: RLS asks its lookup_service for the target of each RPC
+// (from its keys: headers, the method), caches the answer, and routes the
+// RPC to the target, which is a cluster of this configuration. The
+// channel subscribes to each target cluster as RLS names it (depmgr's
+// dynamic subscriptions) and until RLS forgets it; such a cluster is
+// balanced as a route's cluster (priorities, localities, drops, circuit
+// breaking, load reports, outlier detection, TLS), its state reported to
+// RLS, which falls back to its other targets, or its default_target. An
+// RPC whose target cluster does not exist fails UNAVAILABLE naming it
+// once the client knows (the does-not-exist timer). Unknown plugins: a
+// route using an optional one is left out; a RouteConfiguration using a
+// required one is NACKed (package resources). A plugin config gRPC's RLS
+// policy rejects (a lookup_service whose scheme has no resolver in the
+// program) fails its routes' RPCs with UNAVAILABLE saying why. The RLS
+// control channel uses the channel's transport credentials (for xDS
+// credentials, their fallback).
 //
 // Weighted clusters. Each RPC of a weighted_clusters route picks its
 // cluster at random by weight, whatever the clusters' endpoint policies.
@@ -286,10 +308,9 @@
 // The session stays on its endpoint across priorities only within the
 // priority in use, as in gRPC C++.
 //
-// Not supported: cluster_specifier_plugin (RLS; the route's RPCs fail),
-// and ORCA load reports in LRS. The resolver logs a warning once per channel when a
-// configuration uses RLS, and, without DialOptions, fault injection or
-// max_stream_duration.
+// Not supported: ORCA load reports in LRS. The resolver logs a warning
+// once per channel when, without DialOptions, a configuration uses fault
+// injection, max_stream_duration, stateful sessions or HTTP CONNECT.
 //
 // Service config is required: the resolver names the router in the
 // service config it gives the channel, as gRPC Go's own xDS resolver

@@ -68,7 +68,7 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 // keep the RPCs of a route without retry policy from being retried when
 // their method has one, and retry, per RPC, those whose route's policy
 // the service config cannot give their method (see the package doc,
-// "Retries"). cluster_specifier_plugin (RLS) is not supported.
+// "Retries").
 func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	holder := new(atomic.Pointer[channelConfig])
 	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })

@@ -14,7 +14,6 @@ import (
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/xdslog"
-	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
@@ -47,6 +46,7 @@ type xdsResolver struct {
 	routerSC       *serviceconfig.ParseResult // routerServiceConfig, parsed
 	logger         *slog.Logger
 	manager        *depmgr.Manager
+	started        chan struct{} // closed once manager is set
 
 	timer    router.TimerFunc               // the router's timers; nil for time.AfterFunc
 	load     *loadReporter                  // the Builder's; set by Build
@@ -61,6 +61,13 @@ type xdsResolver struct {
 	// (retry policies) and its parse; manager goroutine only.
 	scJSON string
 	sc     *serviceconfig.ParseResult
+}
+
+// subscribe subscribes to cluster for an RLS target (depmgr's dynamic
+// subscriptions): the configurations then have it until cancel.
+func (r *xdsResolver) subscribe(cluster string) (cancel func()) {
+	<-r.started // manager is set by Build, which the manager may deliver to before it returns
+	return r.manager.SubscribeToCluster(cluster)
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -91,6 +98,9 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 	r.version++
 	rc.Version, rc.Timer, rc.Load, rc.Breakers = r.version, r.timer, r.load.store, r.breakers
 	rc.Intercepted = r.holder != nil
+	if len(rc.Plugins) > 0 {
+		rc.Subscribe = r.subscribe // RLS targets
+	}
 	r.load.ensure(rc.DP)
 	r.warnUnsupported(rc.DP)
 	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes))}
@@ -200,15 +210,12 @@ func (r *xdsResolver) warnOnce(key, msg string, args ...any) {
 }
 
 // warnUnsupported logs, once per channel each, that a configuration uses
-// what the resolver does not support: cluster_specifier_plugin (RLS),
-// whose RPCs fail; and, without DialOptions' interceptors, fault
-// injection filters, max_stream_duration and stateful sessions, ignored.
+// what the channel cannot do without DialOptions: fault injection
+// filters, max_stream_duration and stateful sessions (ignored), HTTP
+// CONNECT (endpoints dialled directly).
 func (r *xdsResolver) warnUnsupported(dp *dataplane.Config) {
 	for i := range dp.Routes {
 		rt := &dp.Routes[i]
-		if rt.Action == resources.RouteActionClusterSpecifierPlugin {
-			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", xdslog.KeyRoute, rt.Desc, xdslog.KeyPlugin, rt.Plugin)
-		}
 		if r.holder == nil && len(rt.Faults) > 0 {
 			r.warnOnce("fault", "fault injection needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.Desc)
 		}

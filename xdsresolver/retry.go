@@ -42,8 +42,8 @@ import (
 
 // retryKey is a policy as grpc's service config reads it (its JSON), ""
 // for none. anyPolicy marks a route whose RPCs fail before any attempt
-// (non_forwarding, RLS, unsupported actions): as gRPC never retries a
-// pick's error, its policy does not matter.
+// (non_forwarding, unsupported actions): as gRPC never retries a pick's
+// error, its policy does not matter.
 type retryKey = string
 
 const anyPolicy retryKey = "\x00any"
@@ -86,7 +86,7 @@ func retryPolicyJSON(p *resources.RetryPolicy) retryKey {
 // routePolicy returns the retry policy of the RPCs of rt: the route's,
 // else the virtual host's.
 func routePolicy(rt *dataplane.Route, vh *resources.VirtualHost) retryKey {
-	if !rt.Forwards() {
+	if !rt.Forwards() && rt.Action != resources.RouteActionClusterSpecifierPlugin {
 		return anyPolicy
 	}
 	return retryPolicyJSON(routeRetryPolicy(rt, vh))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/base"
 	"google.golang.org/grpc/connectivity"
@@ -32,8 +33,9 @@ type children struct {
 
 // pendingUpdate is a child to build (if not yet built) and give endpoints.
 type pendingUpdate struct {
-	c   *child
-	eps []resolver.Endpoint
+	c     *child
+	eps   []resolver.Endpoint
+	attrs *attributes.Attributes // of the resolver state; nil for none
 }
 
 // takeAll removes every child and pending call, and returns the children
@@ -200,7 +202,7 @@ func (r *router) withChildren(f func()) {
 			// A child that rejects its endpoints reports
 			// TRANSIENT_FAILURE itself; the error says nothing more.
 			_ = p.c.b.UpdateClientConnState(balancer.ClientConnState{
-				ResolverState:  resolver.State{Endpoints: withHandshakeInfo(p.eps, p.c.hs)},
+				ResolverState:  resolver.State{Endpoints: withHandshakeInfo(p.eps, p.c.hs), Attributes: p.attrs},
 				BalancerConfig: policy.Config,
 			})
 		}

@@ -25,6 +25,7 @@ import (
 type picker struct {
 	cfg       *Config
 	clusters  map[string]*clusterPicker
+	plugins   map[*Plugin]balancer.Picker // the pickers of the plugins' RLS children; nil when none
 	channelID uint64
 }
 
@@ -150,7 +151,19 @@ func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *
 	case resources.RouteActionNonForwarding:
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is non_forwarding", info.FullMethodName, rt.Desc)
 	case resources.RouteActionClusterSpecifierPlugin:
-		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q (RLS) is not supported", info.FullMethodName, rt.Desc, rt.Plugin)
+		// RLS picks the target; its target's picker picks in the
+		// target cluster (rls.go).
+		pl := p.cfg.Plugins[rt.Plugin]
+		if pl == nil {
+			return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q is not in the configuration", info.FullMethodName, rt.Desc, rt.Plugin)
+		}
+		if pl.Err != nil {
+			return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q cannot be used: %v", info.FullMethodName, rt.Desc, rt.Plugin, pl.Err)
+		}
+		if pk := p.plugins[pl]; pk != nil {
+			return pk.Pick(info)
+		}
+		return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
 	default:
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is not supported", info.FullMethodName, rt.Desc)
 	}

@@ -66,7 +66,10 @@ var registerOnce sync.Once
 // Register registers the router LB policy with grpc, once per process;
 // xdsresolver.NewBuilder calls it (never an init function).
 func Register() {
-	registerOnce.Do(func() { balancer.Register(builder{}) })
+	registerOnce.Do(func() {
+		balancer.Register(builder{})
+		balancer.Register(targetBuilder{}) // rls.go
+	})
 }
 
 // Config is one configuration of a channel, made by the resolver from a
@@ -96,6 +99,13 @@ type Config struct {
 	// Providers are the certificate providers of clusters with a
 	// transport socket (gRFC A29); nil in unit tests without security.
 	Providers *xdscreds.ProviderStore
+	// Plugins are the cluster specifier plugins the routes use, by name
+	// (rls.go); nil when there are none.
+	Plugins map[string]*Plugin
+	// Subscribe subscribes to a cluster that no route names, for as long
+	// as a plugin uses it (depmgr.Manager.SubscribeToCluster): the
+	// configurations then have it; nil in unit tests.
+	Subscribe func(cluster string) (cancel func())
 }
 
 // Cluster is what the router runs for a route cluster: its priorities,
@@ -236,6 +246,9 @@ type router struct {
 	counters map[string]*atomic.Int64 // in-flight RPCs by Priority.BreakerKey (gRFC A32)
 	ods      map[string]*odGroup      // outlier detection by Priority.GroupKey (gRFC A50)
 	sess     map[string]*sessGroup    // sessions by Priority.GroupKey (gRFC A55)
+	targets  targets                  // the children of RLS (rls.go)
+	// current is the last picker, for the pickers of RLS's targets.
+	current atomic.Pointer[picker]
 }
 
 func newRouter(cc balancer.ClientConn, opts balancer.BuildOptions) *router {
@@ -334,6 +347,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 				}
 			}
 		}
+		r.startPluginsLocked(want)
 		r.clusters.retire(old, cfg)
 		removed := r.pruneLocked(want)
 		r.pruneGroupsLocked()
