@@ -141,6 +141,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		providers:      b.opts.providers,
 		logger:         b.opts.logger.With(xdslog.KeyTarget, t, xdslog.KeyListener, listener),
 		started:        make(chan struct{}),
+		bootstrap:      b.client.BootstrapConfig(),
 	}
 	r.load, r.breakers = b.load, b.breakers
 	r.load.acquire()

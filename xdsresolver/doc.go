@@ -210,7 +210,30 @@
 // change of a cluster's security config gives it new children, and so new
 // connections. Clusters without transport_socket, and every cluster with
 // other transport credentials, use the channel's credentials (for xDS
-// credentials, their fallback).
+// credentials, their fallback). Each address also carries its endpoint's
+// host name (EDS Endpoint.hostname; a LOGICAL_DNS cluster's DNS name and
+// port), from which the credentials take the SNI of auto_host_sni (gRFC
+// A101; else the cluster's sni, else none; see package xdscreds).
+//
+// HTTP CONNECT (gRFC A86), with a client made with client.WithHTTPConnect.
+// The endpoints of a Cluster whose transport_socket is the HTTP/1.1 proxy
+// socket, with a proxy address in their metadata (else their locality's),
+// are reached through an HTTP CONNECT tunnel to that proxy, opened by
+// HTTPConnectDialer (part of DialOptions for such a client); the TLS the
+// socket wraps, if any, is done with the endpoint through the tunnel.
+// Other endpoints are dialled directly. A channel of NewBuilder alone
+// needs grpc.WithContextDialer's HTTPConnectDialer, else it dials them
+// directly and warns once.
+//
+// Authority rewriting (gRFC A81). An RPC of a route with
+// auto_host_rewrite, in a RouteConfiguration of an authority all of whose
+// management servers list trusted_xds_server in the bootstrap
+// (bootstrap.FeatureTrustedXDSServer; the top-level xds_servers for a name
+// that is not xdstp), has as :authority the host name of the endpoint it
+// is sent to (a LOGICAL_DNS cluster's DNS name and port), when it has one;
+// grpc.CallAuthority on the RPC wins. grpc has the channel's credentials
+// validate it: TLS credentials, xdscreds' included, require the server's
+// certificate to be valid for it, as grpc-go's xDS channel does.
 //
 // Moving from gRPC Go's xDS channel: replace grpc-go's credentials/xds
 // with xdscreds.NewClientCredentials (the same ClientOptions), or use

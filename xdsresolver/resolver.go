@@ -11,9 +11,11 @@ import (
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
@@ -46,7 +48,8 @@ type xdsResolver struct {
 	routerSC       *serviceconfig.ParseResult // routerServiceConfig, parsed
 	logger         *slog.Logger
 	manager        *depmgr.Manager
-	started        chan struct{} // closed once manager is set
+	started        chan struct{}     // closed once manager is set
+	bootstrap      *bootstrap.Config // the client's, for trusted_xds_server
 
 	timer    router.TimerFunc               // the router's timers; nil for time.AfterFunc
 	load     *loadReporter                  // the Builder's; set by Build
@@ -61,6 +64,31 @@ type xdsResolver struct {
 	// (retry policies) and its parse; manager goroutine only.
 	scJSON string
 	sc     *serviceconfig.ParseResult
+}
+
+// trusted reports whether the RouteConfiguration of cfg (or its Listener,
+// for an inline one) comes from management servers that all list
+// trusted_xds_server (gRFC A81, R-2.3): the servers of the authority of
+// its name, the top-level ones for a name that is not xdstp. A route's
+// auto_host_rewrite is honoured only then.
+func (r *xdsResolver) trusted(cfg *depmgr.XDSConfig) bool {
+	name := cfg.RouteConfig.Name
+	if cfg.Listener.InlineRouteConfig == cfg.RouteConfig {
+		name = cfg.Listener.Name
+	}
+	servers := r.bootstrap.Servers
+	if n, err := resources.ParseName(name); err == nil {
+		var serr error
+		if servers, serr = r.bootstrap.ServersForAuthority(n.Authority); serr != nil {
+			return false
+		}
+	}
+	for _, s := range servers {
+		if !s.TrustedXDSServer() {
+			return false
+		}
+	}
+	return len(servers) > 0
 }
 
 // subscribe subscribes to cluster for an RLS target (depmgr's dynamic
@@ -98,6 +126,7 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 	r.version++
 	rc.Version, rc.Timer, rc.Load, rc.Breakers = r.version, r.timer, r.load.store, r.breakers
 	rc.Intercepted = r.holder != nil
+	rc.AuthorityRewrite = r.trusted(cfg)
 	if len(rc.Plugins) > 0 {
 		rc.Subscribe = r.subscribe // RLS targets
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/balancer"
@@ -87,8 +88,12 @@ func (c *child) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOpt
 	// w is the wrapper, if any: set in this call, which the child makes
 	// under childMu, before the listener (run under childMu) can read it.
 	var w *subConn
+	var created atomic.Pointer[balancer.SubConn] // the channel's SubConn, once made
 	if l := opts.StateListener; l != nil {
 		opts.StateListener = func(s balancer.SubConnState) {
+			if sc := created.Load(); sc != nil && s.ConnectivityState == connectivity.Shutdown {
+				c.r.hostnames.Delete(*sc)
+			}
 			c.r.withChildren(func() {
 				if w != nil && !w.stateChanged(s.ConnectivityState) {
 					return // an orphan (session.go)
@@ -106,6 +111,12 @@ func (c *child) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOpt
 	sc, err := c.ClientConn.NewSubConn(addrs, opts)
 	if err != nil || len(addrs) == 0 {
 		return sc, err
+	}
+	if h := handshake.HostnameFromAttributes(addrs[0].Attributes); h != "" {
+		// For authority rewriting (gRFC A81); forgotten at its shutdown.
+		c.r.hostnames.Store(sc, h)
+		chSC := sc
+		created.Store(&chSC)
 	}
 	c.r.mu.Lock()
 	id, ok := c.addrLocality[addrs[0].Addr]

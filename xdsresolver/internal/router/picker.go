@@ -4,6 +4,7 @@ package router
 
 import (
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc/balancer"
@@ -27,6 +28,7 @@ type picker struct {
 	clusters  map[string]*clusterPicker
 	plugins   map[*Plugin]balancer.Picker // the pickers of the plugins' RLS children; nil when none
 	channelID uint64
+	hostnames *sync.Map // the router's, for authority rewriting
 }
 
 // clusterPicker picks for one route cluster: fails with err, or picks
@@ -178,7 +180,31 @@ func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *
 	if cp.err != nil {
 		return balancer.PickResult{}, cp.err
 	}
-	return cp.prio.pick(p, rt, t, sess, info, h)
+	res, err := cp.prio.pick(p, rt, t, sess, info, h)
+	p.rewriteAuthority(rt, &res, err)
+	return res, err
+}
+
+// rewriteAuthority sets the :authority of the RPC of a pick (res, err) of
+// route rt to the host name of the picked endpoint, when the route has
+// auto_host_rewrite from a trusted server and the endpoint has a host name
+// (gRFC A81). grpc applies it unless the RPC has grpc.CallAuthority; the
+// channel's credentials validate it (TLS: the server certificate must be
+// valid for it).
+func (p *picker) rewriteAuthority(rt *dataplane.Route, res *balancer.PickResult, err error) {
+	if err != nil || !p.cfg.AuthorityRewrite || !rt.Res.Action.AutoHostRewrite || res.SubConn == nil {
+		return
+	}
+	h, ok := p.hostnames.Load(res.SubConn)
+	if !ok {
+		return
+	}
+	if res.Metadata == nil {
+		res.Metadata = metadata.Pairs(":authority", h.(string))
+	} else {
+		res.Metadata = res.Metadata.Copy()
+		res.Metadata.Set(":authority", h.(string))
+	}
 }
 
 // pick applies the drops and the circuit breaker of the priority's leaf

@@ -45,7 +45,7 @@ func (r *router) updateStateLocked() {
 	if r.cfg == nil {
 		return
 	}
-	p := &picker{cfg: r.cfg, clusters: make(map[string]*clusterPicker, len(r.cfg.Clusters)), channelID: r.channelID}
+	p := &picker{cfg: r.cfg, clusters: make(map[string]*clusterPicker, len(r.cfg.Clusters)), channelID: r.channelID, hostnames: &r.hostnames}
 	agg := connectivity.TransientFailure
 	var states map[string]connectivity.State // for RLS's targets (rls.go)
 	if len(r.cfg.Plugins) > 0 {

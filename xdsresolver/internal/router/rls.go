@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
 )
 
@@ -296,12 +297,13 @@ func (p *picker) pickTarget(cluster string, info balancer.PickInfo) (balancer.Pi
 		return balancer.PickResult{}, cp.err
 	}
 	h := routing.Headers{Ctx: info.Ctx}
+	rt, sess := (*dataplane.Route)(nil), (*dataplane.Session)(nil)
 	if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*RouteChoice); ok && rc.Cfg == p.cfg {
-		return cp.prio.pick(p, rc.Route, cluster, rc.Session, info, &h)
-	}
-	rt := p.cfg.DP.Route(info.FullMethodName, &h)
-	if rt == nil {
+		rt, sess = rc.Route, rc.Session
+	} else if rt = p.cfg.DP.Route(info.FullMethodName, &h); rt == nil {
 		return balancer.PickResult{}, unavailable("RPC " + info.FullMethodName + " matches no route of the virtual host")
 	}
-	return cp.prio.pick(p, rt, cluster, nil, info, &h)
+	res, err := cp.prio.pick(p, rt, cluster, sess, info, &h)
+	p.rewriteAuthority(rt, &res, err)
+	return res, err
 }

@@ -99,6 +99,10 @@ type Config struct {
 	// Providers are the certificate providers of clusters with a
 	// transport socket (gRFC A29); nil in unit tests without security.
 	Providers *xdscreds.ProviderStore
+	// AuthorityRewrite: the routes' auto_host_rewrite applies (gRFC A81):
+	// the route configuration comes from trusted management servers.
+	// An RPC of such a route gets its endpoint's host name as :authority.
+	AuthorityRewrite bool
 	// Plugins are the cluster specifier plugins the routes use, by name
 	// (rls.go); nil when there are none.
 	Plugins map[string]*Plugin
@@ -249,6 +253,10 @@ type router struct {
 	targets  targets                  // the children of RLS (rls.go)
 	// current is the last picker, for the pickers of RLS's targets.
 	current atomic.Pointer[picker]
+	// hostnames are the host names of the endpoints of the SubConns the
+	// children created (balancer.SubConn → string), for authority
+	// rewriting (gRFC A81); only those with one.
+	hostnames sync.Map
 }
 
 func newRouter(cc balancer.ClientConn, opts balancer.BuildOptions) *router {
