@@ -14,5 +14,10 @@
 // it until 30 seconds before its expiry, refresh it ahead of time, back
 // off after failures, and fail RPCs with UNAVAILABLE or UNAUTHENTICATED
 // as A83 says. They add "authorization: Bearer TOKEN" only on connections
-// with transport security (TLS): on others the RPC fails.
+// with transport security (TLS): on others the RPC fails. Give it to a
+// channel with xdsresolver.WithGCPAuthentication:
+//
+//	auth := gcpauthn.New()
+//	defer auth.Close() // after the channels
+//	cc, err := grpc.NewClient("xds:///svc", xdsresolver.DialOptions(c, xdsresolver.WithGCPAuthentication(auth))...)
 package gcpauthn

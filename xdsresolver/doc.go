@@ -225,6 +225,18 @@
 // needs grpc.WithContextDialer's HTTPConnectDialer, else it dials them
 // directly and warns once.
 //
+// GCP authentication (gRFC A83), with DialOptions and
+// WithGCPAuthentication. The Listener's GCP authentication filters give
+// an RPC, sent to a cluster whose metadata has an audience for the
+// filter (typed_filter_metadata under the filter's name), the call
+// credentials of that audience: with package gcpauthn, an ID token of the
+// GCE metadata server ("authorization: Bearer ..."), cached per filter
+// instance in an LRU cache of the filter's cache_size; only over
+// connections with transport security. Package gcpauthn is apart so that
+// programs that do not use the filter do not link Google's credentials.
+// Without WithGCPAuthentication, such RPCs fail with UNAVAILABLE naming
+// it; a route of a cluster specifier plugin gets none, as in gRPC.
+//
 // Authority rewriting (gRFC A81). An RPC of a route with
 // auto_host_rewrite, in a RouteConfiguration of an authority all of whose
 // management servers list trusted_xds_server in the bootstrap

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
@@ -51,10 +50,10 @@ type xdsResolver struct {
 	started        chan struct{}     // closed once manager is set
 	bootstrap      *bootstrap.Config // the client's, for trusted_xds_server
 
-	timer    router.TimerFunc               // the router's timers; nil for time.AfterFunc
-	load     *loadReporter                  // the Builder's; set by Build
-	breakers *dataplane.Breakers            // the Builder's; set by Build
-	holder   *atomic.Pointer[channelConfig] // DialOptions' interceptors' configuration; nil without them
+	timer    router.TimerFunc    // the router's timers; nil for time.AfterFunc
+	load     *loadReporter       // the Builder's; set by Build
+	breakers *dataplane.Breakers // the Builder's; set by Build
+	holder   *channelHolder      // DialOptions' interceptors' configuration; nil without them
 	// providers are the certificate providers of clusters with a
 	// transport socket (the Builder's).
 	providers *xdscreds.ProviderStore
@@ -89,6 +88,21 @@ func (r *xdsResolver) trusted(cfg *depmgr.XDSConfig) bool {
 		}
 	}
 	return len(servers) > 0
+}
+
+// gcpFilters returns the GCP authentication filters of l (gRFC A83), in
+// chain order; nil for none.
+func gcpFilters(l *resources.Listener) []resources.HTTPFilter {
+	if l == nil {
+		return nil
+	}
+	var out []resources.HTTPFilter
+	for _, f := range l.HTTPFilters {
+		if f.GCPAuthnCacheSize > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // subscribe subscribes to cluster for an RLS target (depmgr's dynamic
@@ -132,13 +146,14 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 	}
 	r.load.ensure(rc.DP)
 	r.warnUnsupported(rc.DP)
-	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes))}
+	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes)), gcpFilters: gcpFilters(rc.DP.Listener)}
 	for i := range rc.DP.Routes {
 		cc.retry[i] = routePolicy(&rc.DP.Routes[i], rc.DP.VirtualHost)
 	}
 	sc := r.serviceConfig(cc) // sets cc.retrying
 	if r.holder != nil {
 		r.holder.Store(cc)
+		r.holder.settle()
 	}
 	r.logger.Debug("updating the channel", xdslog.KeyVersionInfo, rc.Version, xdslog.KeyRoutes, len(rc.DP.Routes), xdslog.KeyClusters, len(rc.DP.Clusters))
 	for name, c := range rc.DP.Clusters {
@@ -224,6 +239,9 @@ func (r *xdsResolver) fail(err error) {
 	// no address. That is the point.
 	_ = r.cc.UpdateState(resolver.State{ServiceConfig: r.failSC})
 	r.cc.ReportError(err)
+	if r.holder != nil {
+		r.holder.settle()
+	}
 }
 
 // warnOnce logs msg at Warn once per channel for key.
@@ -257,6 +275,9 @@ func (r *xdsResolver) warnUnsupported(dp *dataplane.Config) {
 	}
 	if r.holder != nil {
 		return
+	}
+	if f := gcpFilters(dp.Listener); len(f) > 0 {
+		r.warnOnce("gcp-authn", "the GCP authentication filter needs xdsresolver.DialOptions with xdsresolver.WithGCPAuthentication; ignored", xdslog.KeyHTTPFilter, f[0].Name)
 	}
 	for name, c := range dp.Clusters {
 		for _, p := range c.Priorities {

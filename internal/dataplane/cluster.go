@@ -28,6 +28,10 @@ type Cluster struct {
 	// Priorities are the priorities with a usable endpoint, highest
 	// first; never empty when Err is nil.
 	Priorities []*Priority
+	// Audiences are the cluster's audiences of the GCP authentication
+	// filter by filter instance name (gRFC A83, resources.Cluster.Audiences
+	// of the route's cluster itself, aggregate or not); nil when none.
+	Audiences map[string]string
 }
 
 // Priority is one priority of a leaf cluster: its localities with a
@@ -181,6 +185,7 @@ func buildCluster(name string, r *depmgr.ClusterResult, opts Options, sessions b
 	if cc.Err != nil {
 		return cc
 	}
+	cc.Audiences = r.Config.Cluster.Audiences
 	leaves := []*depmgr.ClusterConfig{r.Config}
 	if r.Config.IsAggregate() {
 		leaves = r.Config.Leaves
