@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/proxyless/xds/bootstrap"
@@ -114,12 +112,7 @@ func (c *Client) Close() {
 		c.mu.Lock()
 		c.closed = true
 		for _, a := range c.auths {
-			for _, tc := range a.types {
-				for _, e := range tc.entries {
-					e.stopTimerLocked()
-					e.stopTTLLocked()
-				}
-			}
+			a.stopTimersLocked()
 		}
 		if c.persist != nil {
 			c.persist.timer.Stop()
@@ -157,18 +150,3 @@ func (c *Client) HTTPConnect() bool { return c.opts.httpConnect }
 // xdsresolver, server) log through it unless given a logger of their own,
 // so that one WithLogger shows everything done for the client's users.
 func (c *Client) Logger() *slog.Logger { return c.opts.logger }
-
-// sortedEntriesLocked returns the cache entries of type typeURL, of every
-// authority, sorted by name.
-func (c *Client) sortedEntriesLocked(typeURL string) []*entry {
-	var out []*entry
-	for _, a := range c.auths {
-		if tc := a.types[typeURL]; tc != nil {
-			for _, e := range tc.entries {
-				out = append(out, e)
-			}
-		}
-	}
-	slices.SortFunc(out, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
-	return out
-}

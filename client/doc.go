@@ -55,13 +55,18 @@
 //     deleted by omission.
 //   - Streams are retried with exponential backoff (1 s × 1.6ⁿ ± 20 %, at
 //     most 120 s; ), which starts over, and the next stream starts
-//     at once, after a stream that accepted a response (as grpc-go), so
-//     a flapping server is reconnected to each time it answered; a stream
-//     that had responses and ends is replaced silently. A stream
-//     that fails before any response is reported to watchers as
-//     ErrConnection, and so is every failure caused by a message
-//     size limit, whenever it happens, which backs off as well: at most
-//     one error per watcher per failed stream.
+//     at once, after a healthy stream: one that accepted a response (as
+//     grpc-go), or, while the client awaits nothing on it (every
+//     resource watched there received from that server, or known not to
+//     exist), stayed open for 1 s after its first request was written (a
+//     delta server to which the client is up to date rightly sends
+//     nothing); the same for every transport and both variants. A flapping server is reconnected to each time it
+//     answered; a healthy stream, or one that had responses, that ends
+//     is replaced silently. A stream that fails before any response and
+//     before it is healthy is reported to watchers as ErrConnection
+//     and so is every failure caused by a message size limit,
+//     whenever it happens, which backs off as well: at most one error per
+//     watcher per failed stream.
 //   - Responses of unknown type URLs, and messages that do not decode, are
 //     ignored: no ACK, no NACK, and the stream keeps reading.
 //   - WatchAll (or Watch of the name "*") subscribes to the wildcard, next
@@ -156,16 +161,16 @@
 //
 // Errors given to watchers are *ResourceError values that wrap
 // ErrResourceNotFound, ErrResourceInvalid, ErrServerReported,
-// ErrConnection, ErrStale, ErrUnsupported or ErrClosed; test them with
-// errors.Is.
+// ErrConnection, ErrTimeout, ErrStale, ErrUnsupported or ErrClosed; test
+// them with errors.Is.
 //
 // # Limits
 //
 // Over the default gRPC transport a response may be at most 4 MiB
-// (grpctransport.DefaultMaxRecvMsgSize; raise it with WithMaxRecvMsgSize,
-// or xdsctl --max-recv-msg-size BYTES). A SotW response carries every
-// resource of its type that the client asked for, so a large subscription
-// (or a wildcard) makes large responses. Requests are limited by the
+// (grpctransport.DefaultMaxRecvMsgSize; raise it with WithMaxRecvMsgSize;
+// a transport of WithTransportBuilder sets its own limits). A SotW
+// response carries every resource of its type that the client asked for,
+// so a large subscription (or a wildcard) makes large responses. Requests are limited by the
 // management server (4 MiB by default for a gRPC server): a SotW request
 // names every subscribed resource of its type, so some 100 000 names of 40
 // bytes reach it. A stream that fails on either limit is reported to the

@@ -10,8 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
+	"github.com/proxyless/xds/internal/backoff"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 )
@@ -75,19 +74,23 @@ func (m *Manager) releaseDNSLocked(n *clusterNode) {
 	}
 }
 
+// dnsBackoff is the policy of the retries of failed lookups: the stream
+// retry policy (1 s × 1.6ⁿ ± 20 %, R-11.1) capped at the refresh
+// interval, which also caps the first delay.
+func dnsBackoff(refresh time.Duration) backoff.Policy {
+	p := backoff.Stream
+	p.Max = refresh
+	p.Initial = min(p.Initial, refresh)
+	return p
+}
+
 // run looks the host up until ctx is done: again after the refresh
 // interval when a lookup succeeded, after a growing delay (1 s × 1.6ⁿ
 // ± 20 %, at most the refresh interval) when it failed, and at once when
 // ResolveNow is called.
 func (d *dnsNode) run(ctx context.Context) {
 	defer d.m.dnsWG.Done()
-	bo := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(time.Second),
-		backoff.WithMultiplier(1.6),
-		backoff.WithRandomizationFactor(0.2),
-		backoff.WithMaxInterval(d.m.opts.dnsRefresh),
-		backoff.WithMaxElapsedTime(0), // retry forever
-	)
+	bo := dnsBackoff(d.m.opts.dnsRefresh).New()
 	for {
 		addrs, err := d.m.opts.dnsResolver.LookupHost(ctx, d.host)
 		if ctx.Err() != nil {

@@ -114,6 +114,48 @@ func TestDepMgr_LogicalDNS_FailuresAndRefresh(t *testing.T) {
 	})
 }
 
+// TestDepMgr_LogicalDNS_RetryBackoff pins, in fake time, the delays
+// between the lookups of a LOGICAL_DNS host that keeps failing (the
+// package doc's policy): 1 s, then 1.6 times longer each time, each
+// within ± 20 %, at most the refresh interval; with a refresh interval
+// under a second, every retry waits the refresh interval.
+func TestDepMgr_LogicalDNS_RetryBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		refresh time.Duration
+		nominal []time.Duration // of the first retries; the last one repeats
+	}{
+		{10 * time.Second, []time.Duration{time.Second, 1600 * time.Millisecond, 2560 * time.Millisecond, 4096 * time.Millisecond, 6553600 * time.Microsecond, 10 * time.Second}},
+		{500 * time.Millisecond, []time.Duration{500 * time.Millisecond}},
+	} {
+		t.Run(tc.refresh.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newFakeResolver()
+				r.set("dns.example.com", errors.New("SERVFAIL"))
+				_, ctx := newBubbleEnv(t, testutil.Resources{
+					Listeners: listeners(testutil.Listener("svc", "route-svc")),
+					Routes:    routes(testutil.RouteConfig("route-svc", "svc", "dns")),
+					Clusters:  clusters(testutil.LogicalDNSCluster("dns", "dns.example.com", 443)),
+				}, depmgr.WithDNSResolver(r), depmgr.WithDNSRefreshInterval(tc.refresh))
+				if _, err := receive(ctx, r.lookups); err != nil {
+					t.Fatal(err)
+				}
+				last := time.Now()
+				for i := range len(tc.nominal) + 3 {
+					if _, err := receive(ctx, r.lookups); err != nil {
+						t.Fatal(err)
+					}
+					nominal := tc.nominal[min(i, len(tc.nominal)-1)]
+					lo, hi := nominal*4/5, nominal*6/5+1
+					if got := time.Since(last); got < lo || got > hi {
+						t.Errorf("retry %d came %v after the previous lookup, want %v ± 20%%", i, got, nominal)
+					}
+					last = time.Now()
+				}
+			})
+		})
+	}
+}
+
 // drain empties ch.
 func drain[T any](ch chan T) {
 	for {

@@ -91,8 +91,9 @@
 // priority 0 and weight 1. The name is resolved when the cluster appears,
 // then again every refresh interval (WithDNSRefreshInterval, 30 s by
 // default) and whenever ResolveNow is called. A failed lookup is retried
-// after 1 s, then 1.6 times longer each time, at most the refresh
-// interval. A failure before any address was found gives the cluster an
+// after 1 s, then 1.6 times longer each time, each delay within ± 20 %, at
+// most the refresh interval (so every retry waits the refresh interval
+// when it is under a second). A failure before any address was found gives the cluster an
 // empty endpoint set and a ResolutionNote; a failure after that keeps the
 // addresses found last and is only logged.
 //

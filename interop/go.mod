@@ -7,8 +7,21 @@ require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/google/go-cmp v0.7.0
 	github.com/proxyless/xds v0.0.0-00010101000000-000000000000
+	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel/log v1.47.0 // indirect
+	go.opentelemetry.io/otel/metric v1.47.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
+	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 )
 
 require (
@@ -21,8 +34,8 @@ require (
 	github.com/envoyproxy/protoc-gen-validate v1.3.3 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.4 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
+	github.com/proxyless/xds/otelxds v0.0.0-00010101000000-000000000000
 	github.com/spiffe/go-spiffe/v2 v2.8.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/net v0.60.0 // indirect
@@ -36,3 +49,5 @@ require (
 )
 
 replace github.com/proxyless/xds => ../
+
+replace github.com/proxyless/xds/otelxds => ../otelxds

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/proxyless/xds/internal/backoff"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
 
@@ -43,8 +42,11 @@ type options struct {
 }
 
 // WithLogger sets the Client's logger (nil keeps the default); the
-// default discards everything. Stream errors are logged at Warn, reports
-// at Debug. The logger is called from the Client's goroutine.
+// default discards everything, as a Client knows no xDS client whose
+// logger it could take: give it that logger (client.Client.Logger), as
+// xdsresolver does for the Clients of its channels. Stream errors are
+// logged at Warn, reports at Debug. The logger is called from the
+// Client's goroutine.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -67,17 +69,22 @@ func WithBackoff(f func(retries int) time.Duration) Option {
 	}
 }
 
-// defaultBackoff is the default of WithBackoff.
-func defaultBackoff(retries int) time.Duration {
-	const (
-		initial    = float64(time.Second)
-		maxDelay   = float64(30 * time.Second)
-		multiplier = 1.5
-		jitter     = 0.5
-	)
-	d := initial * math.Pow(multiplier, float64(min(retries, 64)))
-	d = min(d, maxDelay)
-	return time.Duration(d * (1 - jitter + 2*jitter*rand.Float64()))
+// defaultBackoff is the policy of WithBackoff's default.
+var defaultBackoff = backoff.Policy{Initial: time.Second, Multiplier: 1.5, Jitter: 0.5, Max: 30 * time.Second}
+
+// newDefaultBackoff returns WithBackoff's default for one Client: a
+// backoff of defaultBackoff, started over when retries is 0. The Client
+// calls it on its goroutine with retries 0, 1, 2, … (0 again after a
+// stream that received a response), so the backoff's own count of
+// attempts is retries.
+func newDefaultBackoff() func(retries int) time.Duration {
+	b := defaultBackoff.New()
+	return func(retries int) time.Duration {
+		if retries == 0 {
+			b.Reset()
+		}
+		return b.NextBackOff()
+	}
 }
 
 // Client reports the load of a Store to a management server over the LRS
@@ -91,7 +98,8 @@ func defaultBackoff(retries int) time.Duration {
 //
 // A Client needs only a transport.Transport, so it works without a gRPC
 // channel: any program that records load in a Store can report it. It
-// starts one goroutine, ended by Close.
+// starts one goroutine, and one more per open stream to receive on it;
+// Close ends them and waits for them.
 type Client struct {
 	t      transport.Transport
 	node   *v3corepb.Node
@@ -108,9 +116,12 @@ type Client struct {
 // FeatureSendAllClusters added to its client features; node is not
 // modified). The caller keeps ownership of t and closes it after Close.
 func NewClient(t transport.Transport, node *v3corepb.Node, store *Store, opts ...Option) *Client {
-	o := options{logger: xdslog.Discard(), backoff: defaultBackoff}
+	o := options{logger: xdslog.Discard()}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.backoff == nil {
+		o.backoff = newDefaultBackoff()
 	}
 	n := proto.Clone(node).(*v3corepb.Node)
 	if n == nil {
@@ -126,7 +137,10 @@ func NewClient(t transport.Transport, node *v3corepb.Node, store *Store, opts ..
 }
 
 // Close sends a final report on an established stream, ends the stream
-// and waits for the Client's goroutine. It is idempotent.
+// and waits for the Client's goroutines: the one that runs the streams and
+// the one that receives on the current stream, which ends when the
+// transport ends the stream's Recv (transport.Transport.NewStream: a
+// stream lives until its context is cancelled). It is idempotent.
 func (c *Client) Close() {
 	c.once.Do(func() {
 		close(c.stop)
@@ -204,7 +218,16 @@ func (c *Client) runStream(ctx context.Context) (got bool, err error) {
 	}
 	resps := make(chan *v3lrspb.LoadStatsResponse)
 	errc := make(chan error, 1)
+	// The receiver is the Client's too: runStream returns (and so Close)
+	// only once it has, which cancelling sctx makes happen (a stream lives
+	// until its context is cancelled).
+	recvDone := make(chan struct{})
+	defer func() {
+		cancel()
+		<-recvDone
+	}()
 	go func() {
+		defer close(recvDone)
 		for {
 			b, err := st.Recv()
 			if err != nil {

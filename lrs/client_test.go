@@ -5,6 +5,7 @@ package lrs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -13,8 +14,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/proxyless/xds/internal/backoff"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/testutil/leakcheck"
 	"github.com/proxyless/xds/transport"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -22,10 +25,17 @@ import (
 )
 
 // fakeTransport hands each stream the client opens to the test.
-type fakeTransport struct{ streams chan *fakeStream }
+type fakeTransport struct {
+	streams chan *fakeStream
+	// linger is how long a stream's Recv takes to return once the
+	// stream's context has ended, as a transport that waits for the
+	// server's status does.
+	linger time.Duration
+}
 
 type fakeStream struct {
 	ctx      context.Context
+	linger   time.Duration
 	toServer chan []byte
 	toClient chan []byte
 	broken   chan struct{}
@@ -35,7 +45,7 @@ func (f *fakeTransport) NewStream(ctx context.Context, method string) (transport
 	if method != lrs.Method {
 		return nil, errors.New("unexpected method " + method)
 	}
-	s := &fakeStream{ctx: ctx, toServer: make(chan []byte, 100), toClient: make(chan []byte, 100), broken: make(chan struct{})}
+	s := &fakeStream{ctx: ctx, linger: f.linger, toServer: make(chan []byte, 100), toClient: make(chan []byte, 100), broken: make(chan struct{})}
 	f.streams <- s
 	return s, nil
 }
@@ -59,6 +69,7 @@ func (s *fakeStream) Recv() ([]byte, error) {
 	case <-s.broken:
 		return nil, errors.New("broken")
 	case <-s.ctx.Done():
+		time.Sleep(s.linger)
 		return nil, s.ctx.Err()
 	}
 }
@@ -279,5 +290,66 @@ func TestLRS_Client_CloseWhileOpening(t *testing.T) {
 		c := lrs.NewClient(bt, &v3corepb.Node{Id: "n"}, lrs.NewStore())
 		<-bt.opened
 		c.Close()
+	})
+}
+
+// TestLRS_Client_CloseWaitsForItsGoroutines checks that Close returns only
+// once every goroutine of the Client has: the stream's receiver included,
+// even when the transport takes a while (a second, in fake time) to end a
+// stream's Recv after its context is cancelled.
+func TestLRS_Client_CloseWaitsForItsGoroutines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ft := &fakeTransport{streams: make(chan *fakeStream, 4), linger: time.Second}
+		c := lrs.NewClient(ft, &v3corepb.Node{Id: "n"}, lrs.NewStore())
+		s := <-ft.streams
+		synctest.Wait()
+		s.next(t)
+		s.respond(t, &v3lrspb.LoadStatsResponse{Clusters: []string{"a"}})
+		synctest.Wait()
+		c.Close()
+		leakcheck.CheckNow(t)
+	})
+}
+
+// TestLRS_Client_DefaultBackoff pins the default of WithBackoff in fake
+// time: its policy is the documented one (1 s × 1.5^retries, at most 30 s,
+// ± 50 %), the Client waits that long between streams that end without a
+// response (each wait within its nominal delay ± 50 %, the nominal delay
+// reaching the 30 s cap after 9 retries), and starts over at 1 s after a
+// stream that received a response.
+func TestLRS_Client_DefaultBackoff(t *testing.T) {
+	if want := (backoff.Policy{Initial: time.Second, Multiplier: 1.5, Jitter: 0.5, Max: 30 * time.Second}); lrs.DefaultBackoff != want {
+		t.Fatalf("default backoff policy = %+v, want %+v (WithBackoff's doc)", lrs.DefaultBackoff, want)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ft := &fakeTransport{streams: make(chan *fakeStream, 4)}
+		c := lrs.NewClient(ft, &v3corepb.Node{Id: "n"}, lrs.NewStore())
+		defer c.Close()
+		within := func(what string, got, nominal time.Duration) {
+			t.Helper()
+			if got < nominal/2 || got > nominal*3/2+1 {
+				t.Errorf("%s: waited %v, want %v ± 50%%", what, got, nominal)
+			}
+		}
+		s := <-ft.streams
+		nominal := time.Second
+		for retry := range 12 {
+			synctest.Wait()
+			close(s.broken) // no response
+			ended := time.Now()
+			s = <-ft.streams
+			within(fmt.Sprintf("retry %d", retry), time.Since(ended), nominal)
+			nominal = min(nominal*3/2, 30*time.Second)
+		}
+		if nominal != 30*time.Second {
+			t.Fatalf("nominal delay after 12 retries = %v, want the 30s cap", nominal)
+		}
+		synctest.Wait()
+		s.respond(t, &v3lrspb.LoadStatsResponse{Clusters: []string{"a"}})
+		synctest.Wait()
+		close(s.broken)
+		ended := time.Now()
+		<-ft.streams
+		within("after a stream with a response", time.Since(ended), time.Second)
 	})
 }

@@ -23,6 +23,13 @@
 // interval (load_report_interval); clusters with nothing to report are
 // left out.
 //
+// With a Cluster's lrs_report_endpoint_metrics (gRFC A85), the backends'
+// per-call ORCA load reports (gRFC A51) are summed per locality with
+// LocalityLoad.AddBackendMetrics and reported in cpu_utilization,
+// mem_utilization, application_utilization and load_metric_stats
+// ("named_metrics.KEY"), as gRPC sends them (gRFC A64); see
+// NewBackendMetrics.
+//
 // Package xdsresolver feeds a Store from its channels' pickers when a
 // cluster has lrs_server set to self, and reports it on the xDS client's
 // ADS connection by default (R-22.1; see xdsresolver.WithLoadReportTransport).

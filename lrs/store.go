@@ -96,11 +96,13 @@ func (c *ClusterLoad) DropCounter(category string) *atomic.Uint64 {
 	return d
 }
 
-// LocalityLoad counts the RPCs sent to one locality of a cluster.
-// Safe for concurrent use.
+// LocalityLoad counts the RPCs sent to one locality of a cluster, and
+// sums the ORCA load its backends reported (AddBackendMetrics). Safe for
+// concurrent use.
 type LocalityLoad struct {
 	issued, succeeded, errored atomic.Uint64
 	inProgress                 atomic.Int64
+	backend                    backendLoad
 }
 
 // Start records an RPC sent to the locality: issued, and in progress
@@ -125,7 +127,8 @@ func (l *LocalityLoad) Finish(err error) {
 // means every cluster) since their previous Stats, and starts a new
 // period for them: counts of issued, succeeded and errored RPCs per
 // locality, RPCs in progress now, drops by category and in total, and the
-// actual length of the period. Clusters with nothing to report
+// actual length of the period, and the ORCA load of each locality
+// (AddBackendMetrics). Clusters with nothing to report
 // (no RPC and no drop in the period, none in progress) are left out. The
 // result is sorted by cluster, service, then locality.
 func (s *Store) Stats(wanted func(cluster string) bool) []*v3endpointpb.ClusterStats {
@@ -193,6 +196,7 @@ func (c *ClusterLoad) stats(now time.Time) *v3endpointpb.ClusterStats {
 			TotalErrorRequests:      l.errored.Swap(0),
 			TotalRequestsInProgress: uint64(inProgress),
 		}
+		l.backend.fill(us)
 		if us.TotalIssuedRequests+us.TotalSuccessfulRequests+us.TotalErrorRequests+us.TotalRequestsInProgress > 0 {
 			cs.UpstreamLocalityStats = append(cs.UpstreamLocalityStats, us)
 		}

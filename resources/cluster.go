@@ -65,6 +65,10 @@ type Cluster struct {
 	// when the type was made with WithHTTPConnect; without, such a
 	// Cluster is invalid.
 	HTTPConnect bool
+	// LRSReportEndpointMetrics is lrs_report_endpoint_metrics: the fields
+	// of the backends' ORCA load reports that load reports carry (gRFC
+	// A85); the keys of BackendMetricsNamed are LRSNamedMetrics().
+	LRSReportEndpointMetrics BackendMetrics
 	// OverrideHostStatus is common_lb_config.override_host_status: the
 	// health statuses of the endpoints a session may be pinned to (gRFC
 	// A55). Only UNKNOWN, HEALTHY and DRAINING count; the zero value,
@@ -221,6 +225,7 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster, httpConnect bool) (*C
 		}
 		out.LRSServerSelf = true
 	}
+	out.LRSReportEndpointMetrics = parseBackendMetrics(c.GetLrsReportEndpointMetrics())
 
 	switch dt := c.GetClusterDiscoveryType().(type) {
 	case *v3clusterpb.Cluster_Type:

@@ -3,7 +3,6 @@
 package testutil
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -13,7 +12,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/peer"
+
+	"github.com/proxyless/xds/internal/testservice"
 )
 
 // BackendOptions configures StartBackend.
@@ -74,7 +74,7 @@ func StartBackend(o BackendOptions) (*Backend, error) {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(b.srv, hs)
-	testgrpc.RegisterTestServiceServer(b.srv, &backendService{b: b})
+	testgrpc.RegisterTestServiceServer(b.srv, testservice.New(b.ID, b.Address))
 	go func() {
 		defer close(b.done)
 		_ = b.srv.Serve(lis) // returns when Stop is called
@@ -90,27 +90,9 @@ func (b *Backend) Stop() {
 }
 
 // NewTestService returns the grpc.testing.TestService a Backend serves,
-// for a server of your own (package testutil/xdsbackend uses it): its
-// UnaryCall answers with id (server_id), address (hostname) and the SPIFFE
-// ID of the client's certificate (username; "" without one); its other
-// methods are unimplemented.
+// for a server of your own: its UnaryCall answers with id (server_id),
+// address (hostname) and the SPIFFE ID of the client's certificate
+// (username; "" without one); its other methods are unimplemented.
 func NewTestService(id, address string) testgrpc.TestServiceServer {
-	return &backendService{b: &Backend{ID: id, Address: address}}
-}
-
-type backendService struct {
-	testgrpc.UnimplementedTestServiceServer
-	b *Backend
-}
-
-// UnaryCall answers with the backend's ID and address and the client's
-// SPIFFE ID.
-func (s *backendService) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
-	resp := &testgrpc.SimpleResponse{ServerId: s.b.ID, Hostname: s.b.Address}
-	if p, ok := peer.FromContext(ctx); ok {
-		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && info.SPIFFEID != nil {
-			resp.Username = info.SPIFFEID.String()
-		}
-	}
-	return resp, nil
+	return testservice.New(id, address)
 }

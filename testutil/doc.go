@@ -1,125 +1,67 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package testutil holds helpers for tests of xDS clients: an in-process
-// xDS management server and builders of valid xDS resources. It is used
-// by this module's own tests and is meant for users' integration tests.
-// It depends only on grpc and the envoy protos, not on go-control-plane's
-// server (R-24.2). Production code must not import it.
+// Package testutil holds helpers for tests of xDS clients, this module's
+// own and users' integration tests. Only tests import it (scripts/vet.sh
+// rejects any other file that does, outside testutil/ and the interop
+// module): programs, demos and tools use package mgmtserver, the
+// management server these helpers start, and mgmtserver/xdsbuild, the
+// resource builders. Like them it depends only on grpc and the envoy
+// protos, not on go-control-plane's server (R-24.2).
 //
-// # Server
+// # Management server
 //
-// NewManagementServer starts a ManagementServer serving the aggregated
-// discovery service (ADS), both SotW (StreamAggregatedResources) and
-// incremental (DeltaAggregatedResources), over gRPC on 127.0.0.1, or in
-// memory (ServerOptions.InMemory), and stops it when the test ends; it
-// fails the test (tb.Fatal) when the server cannot start.
-// StartManagementServer is the same for programs that are not tests
-// (xdsctl demo, examples): it returns an error instead, and the caller
-// calls Stop. Bootstrap returns a bootstrap file pointing at the server,
-// for bootstrap.Parse. Setup failures are reported, never panicked: Update
-// returns an error for a resource it cannot serve (and fails the test of
-// NewManagementServer's server).
-//
-// The server answers from snapshots. Update sets the snapshot of a node,
-// or the default one ("") used by nodes without their own; every resource
-// of a snapshot has the snapshot's version_info. Per stream and type URL
-// the server keeps the subscription (named, or wildcard as the xDS
-// protocol's "How the client specifies what resources to return" defines
-// it) and the version last sent, and it answers as the protocol's "ACK/NACK
-// and resource type instance version" section expects: a new or changed
-// subscription gets a response, an ACK or NACK does not, and Update pushes
-// a new version to every stream that subscribes to it. See Update for the
-// details.
-//
-// # Delta
-//
-// Delta streams answer from the same snapshots. Per stream and type URL the
-// server keeps the subscription (names, and the wildcard: "*", or the
-// legacy one, a first request that subscribes and unsubscribes nothing,
-// for Listener and Cluster only, which lasts until "*" is unsubscribed, as
-// in the incremental example of "How the client specifies what resources
-// to return") and the version of each resource the client has (from
-// initial_resource_versions, then from what was sent). A resource's
-// version is a hash of its bytes (16 hex digits), so a resource that did
-// not change between snapshots keeps its version and is not sent again;
-// system_version_info is the snapshot's version. A response carries the
-// wanted resources whose version the client does not have, in snapshot
-// order, and in removed_resources, sorted, the names the client has or
-// subscribed to that the snapshot lacks (a subscribed, absent name once).
-// A name subscribed again on a stream is resent ("Subscribing to
-// Resources"), and a name unsubscribed while the wildcard lasts is
-// answered with the resource or its removal ("Unsubscribing from
-// Resources"). Requests that change nothing (ACKs, NACKs) get no response.
-// Requests are recorded with Request.Delta set (Req is nil);
-// SendDeltaResponse scripts responses.
-//
-// # Scripting
-//
-// Every request is recorded before the server acts on it. Requests
-// returns them all; NextRequest and WaitForRequest consume them in arrival
-// order, so a test can assert ACKs and NACKs (version_info, response_nonce,
-// error_detail, resource_names). With ServerOptions.Manual the server
-// never answers on its own and SendResponse (SendDeltaResponse for delta
-// streams) scripts every response; it works without Manual too. BreakStreams ends the open streams, as a
-// server restart would; RejectStreams refuses new ones, as an unreachable
-// server would.
+// NewManagementServer starts a mgmtserver.Server for a test (see package
+// mgmtserver for what it serves and how it answers: SotW and delta ADS,
+// per-type streams, REST-JSON, snapshots, request recording, scripted
+// responses, BreakStreams and RejectStreams): over gRPC on 127.0.0.1, or
+// in memory (ServerOptions.InMemory); it fails the test (tb.Fatal) when
+// the server cannot start and stops it when the test ends. The
+// ManagementServer it returns has every method of mgmtserver.Server, and
+// its Update also fails the test with the error it returns, so a test may
+// ignore that error. NewLRSServer starts a mgmtserver.LRSServer likewise.
+// StartManagementServer is NewManagementServer for package examples,
+// which have no testing.TB; the caller calls Stop. ServerOptions,
+// Resources, Request, BootstrapOptions and the other server types are
+// mgmtserver's, under the names the tests use.
 //
 // # Builders
 //
-// Listener, ListenerInline, RouteConfig, Cluster and Endpoints build
-// resources that gRPC accepts (they decode without error with the decoders
-// of package resources), and Chain builds a whole Listener →
-// RouteConfiguration → Cluster → ClusterLoadAssignment chain from a
-// listener name. MarshalAny packs a message deterministically.
+// Listener, RouteConfig, Cluster, Endpoints, Chain, Canary, the
+// server-side, TLS, RBAC and session builders and the bootstrap edits
+// (WithCertificateProviders, WithServerListenerTemplate) are those of
+// package mgmtserver/xdsbuild, under the names the tests use; see that
+// package for what they build.
 //
-// # Security and backends
+// # Backends, processes and load
 //
-// UpstreamTLS and WithUpstreamTLS give a Cluster the transport socket of
-// xDS mTLS (gRFC A29), ExactSAN and PrefixSAN its server identities, and
-// WithCertificateProviders adds file_watcher certificate provider
-// instances to a bootstrap; subpackage certs makes the certificates.
 // StartBackend serves grpc.health.v1.Health and grpc.testing.TestService
 // on loopback, in plaintext or TLS, answering with its name and the
-// client's SPIFFE ID.
+// client's SPIFFE ID; subpackage xdsbackend serves the same as an
+// xDS-enabled server. StartServerProcess runs a management server in a
+// child process (the test binary run again on a helper test that calls
+// ServeProcess), so that the heap of the test process is the client's
+// alone. ClosedLoop drives RPCs for throughput tests, ProcessCPU reads the
+// process's CPU time, PinPolicy and RegisterPinPolicy give a Cluster a
+// custom load balancing policy (gRFC A52) that picks one port, and
+// LogBuffer collects a logger's output safely.
 //
-// # More servers and helpers
+// # Subpackages
 //
-// The same server also serves the per-type discovery services
-// (ListenerDiscoveryService and the others; xDS protocol, "Variants of
-// the xDS Transport Protocol"), which share its snapshots, request log,
-// BreakStreams and RejectStreams with ADS, and RESTHandler serves the
-// snapshots over REST-JSON polling (POST /v3/discovery:listeners and the
-// others, proto3 JSON, 304 when the version is current), recording each
-// poll with StreamID 0. NewLRSServer starts a Load
-// Reporting Service server (R-22) that records LoadStatsRequests and
-// scripts LoadStatsResponses; ServerOptions.LoadReporting serves it on the
-// management server's own listener, so that load reports share the ADS
-// connection (R-22.1). ServerOptions.WrapResources wraps snapshot
-// resources in a Resource (R-18). Canary builds the snapshot of a canary
-// deployment (routes by header and by path, weighted clusters).
-// StartServerProcess runs a ManagementServer in a child process (the test
-// binary run again on a helper test that calls ServeProcess), so that the
-// heap of the test process is the client's alone.
-// Subpackage leakcheck finds goroutines a test left running; subpackage
-// clienttest tests a transport.Builder with the real client; subpackage
-// faultproxy is a TCP proxy that resets, refuses or stalls connections on
-// command, to put a flaky network between a client and the server.
-// Subpackage transporttest is the conformance suite that every transport
+// leakcheck finds goroutines a test left running; certs makes real
+// certificates at run time; clienttest tests a transport.Builder with the
+// real client; faultproxy is a TCP proxy that resets, refuses or stalls
+// connections on command, to put a flaky network between a client and
+// the server; transporttest is the conformance suite that every transport
 // passes (ADS, per-type, REST, file, or your own: implement its Harness
 // and call transporttest.Run).
 //
-// # In-memory transport
+// # In a synctest bubble
 //
-// The TransportBuilder of an in-memory server builds transports
-// (transport.Transport) that reach the server without a network: a stream
-// is a pair of message queues between the client and the server's ADS
-// handler, the same handler the gRPC path uses, and messages cross it
-// serialized, as on the wire. The client is given the builder with
-// client.WithTransportBuilder. Because every goroutine of an in-memory
-// server is started by NewManagementServer or by NewStream, and blocks
-// only on channels, the server and a client can run inside a
-// testing/synctest bubble, where the 15 s watch expiry timers and the
-// reconnection backoff run in fake time:
+// Every goroutine of an in-memory server is started by
+// NewManagementServer or by its transports' NewStream, and blocks only on
+// channels, so the server and a client can run inside a testing/synctest
+// bubble, where the 15 s watch expiry timers and the reconnection backoff
+// run in fake time:
 //
 //	synctest.Test(t, func(t *testing.T) {
 //		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/proxyless/xds/mgmtserver"
+
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -168,7 +170,7 @@ func (p *ServerProcess) Address() string { return p.address }
 // reach it with the default transport (grpctransport) and insecure
 // credentials.
 func (p *ServerProcess) Bootstrap(opts BootstrapOptions) []byte {
-	return bootstrapJSON(p.address, opts)
+	return mgmtserver.BootstrapJSON(p.address, opts)
 }
 
 // Update is ManagementServer.Update in the child: it sets the snapshot of
@@ -194,7 +196,8 @@ func (p *ServerProcess) update(command, nodeID string, r Resources) error {
 	u := processUpdate{Node: nodeID, Version: r.Version}
 	var errs []error
 	add := func(name string, m proto.Message) {
-		a, err := marshalAny(m)
+		a := &anypb.Any{}
+		err := anypb.MarshalFrom(a, m, proto.MarshalOptions{Deterministic: true})
 		if err == nil {
 			var b []byte
 			if b, err = proto.Marshal(a); err == nil {
@@ -204,7 +207,9 @@ func (p *ServerProcess) update(command, nodeID string, r Resources) error {
 		}
 		errs = append(errs, fmt.Errorf("testutil: server process %s: resource %q: %w", command, name, err))
 	}
-	errs = append(errs, r.eachResource("testutil: server process "+command, add)...)
+	if err := r.Each(add); err != nil {
+		errs = append(errs, fmt.Errorf("testutil: server process %s: %w", command, err))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@
 //     per-type discovery services, load reporting (LRS). It keeps gRPC out
 //     of the client's engine and makes fakes (in-memory transports,
 //     fuzzers) cheap. Package grpctransport holds the gRPC implementation
-//     the client uses by default; package testutil holds an in-memory one.
+//     the client uses by default; package mgmtserver holds an in-memory one.
 //   - XDS is the seam the client's engine speaks: streams of typed xDS
 //     requests and responses, either one aggregated stream for every
 //     resource type (ADS) or one stream per type. ADS and PerTypeStreams

@@ -80,10 +80,12 @@
 // private_key_file, ca_certificate_file, spiffe_trust_bundle_map_file,
 // refresh_interval, default 10 minutes), on grpc-go's
 // certprovider/pemfile. Plugins of your own implement ProviderPlugin and
-// are given to NewProviderStore with WithProviderPlugins; give that store
-// to the resolver (xdsresolver.WithCertificateProviders):
+// are given to the store with WithProviderPlugins; make it with
+// NewClientProviderStore, which reads the client's bootstrap and logs with
+// the client's logger, and give it to the resolver
+// (xdsresolver.WithCertificateProviders):
 //
-//	store := xdscreds.NewProviderStore(cfg.CertificateProviders, xdscreds.WithProviderPlugins(myPlugin{}))
+//	store := xdscreds.NewClientProviderStore(c, xdscreds.WithProviderPlugins(myPlugin{}))
 //	b := xdsresolver.NewBuilder(c, xdsresolver.WithCertificateProviders(store))
 //
 // # Servers

@@ -75,8 +75,9 @@ func WithProviderPlugins(plugins ...ProviderPlugin) StoreOption {
 
 // WithStoreLogger sets the logger of the store: providers started and
 // stopped (Debug), instances whose config is invalid or whose plugin is
-// unknown (Warn, when the store is made). The default discards
-// everything.
+// unknown (Warn, when the store is made). The default is the client's
+// logger for NewClientProviderStore, and discards everything for
+// NewProviderStore.
 func WithStoreLogger(l *slog.Logger) StoreOption {
 	return func(o *storeOptions) {
 		if l != nil {
@@ -130,6 +131,29 @@ type sharedProvider struct {
 // ErrUnknownInstance is wrapped by the errors of Provider and Check for an
 // instance name that is not in the bootstrap's certificate_providers.
 var ErrUnknownInstance = errors.New("certificate provider instance not in the bootstrap's certificate_providers")
+
+// Client is what NewClientProviderStore reads of an xDS client:
+// *client.Client implements it (package xdscreds does not import the
+// client).
+type Client interface {
+	// BootstrapConfig returns the client's bootstrap, whose
+	// certificate_providers the store holds.
+	BootstrapConfig() *bootstrap.Config
+	// Logger returns the client's logger, which the store logs with
+	// unless WithStoreLogger says otherwise.
+	Logger() *slog.Logger
+}
+
+// NewClientProviderStore returns the store of the certificate provider
+// instances of c's bootstrap, logging with c's logger unless
+// WithStoreLogger is given, as the resolver, the dependency manager and
+// the server do by default; otherwise it is NewProviderStore. It is how a
+// program that adds plugins (WithProviderPlugins) makes the store it
+// gives to xdsresolver.WithCertificateProviders and
+// server.WithCertificateProviders.
+func NewClientProviderStore(c Client, opts ...StoreOption) *ProviderStore {
+	return NewProviderStore(c.BootstrapConfig().CertificateProviders, append([]StoreOption{WithStoreLogger(c.Logger())}, opts...)...)
+}
 
 // NewProviderStore returns a store of the certificate provider instances
 // providers (bootstrap.Config.CertificateProviders: instance name → plugin

@@ -12,8 +12,10 @@ import (
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/ringhash"
 
+	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/handshake"
+	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
@@ -52,7 +54,8 @@ func buildConfig(s dataplane.Snapshot, ringHashHeader string, providers *xdscred
 // EndpointInfo, its weight and its ring hash key.
 func routerPriority(p *dataplane.Priority) *router.Priority {
 	policy := p.PolicyConfig.(router.ChildPolicy) // childPolicyOf's
-	rp := &router.Priority{Priority: p, Policy: policy}
+	rp := &router.Priority{Priority: p, Policy: policy, Labels: make(map[resources.LocalityID]*calllabels.Labels, len(p.Localities)),
+		BackendMetrics: lrs.NewBackendMetrics(p.BackendMetrics, p.NamedMetrics)}
 	sec := securityKey(p.Security)
 	if p.Outlier != nil {
 		sec += "\x00outlier-detection"
@@ -61,6 +64,13 @@ func routerPriority(p *dataplane.Priority) *router.Priority {
 		sec += "\x00sessions"
 	}
 	for _, l := range p.Localities {
+		// As gRPC's cluster_impl picker labels an RPC: the leaf cluster,
+		// the locality in gRFC A76's form.
+		lbl := rp.Labels[l.ID]
+		if lbl == nil {
+			lbl = &calllabels.Labels{Locality: l.ID.String(), BackendService: p.Leaf}
+			rp.Labels[l.ID] = lbl
+		}
 		eps := make([]resolver.Endpoint, 0, len(l.Endpoints))
 		for i := range l.Endpoints {
 			e := &l.Endpoints[i]
@@ -94,7 +104,7 @@ func routerPriority(p *dataplane.Priority) *router.Priority {
 			}
 			continue
 		}
-		rp.Children = append(rp.Children, router.ChildConfig{Locality: l.ID, Weight: l.Weight, Key: childKey(p.Leaf, p.Priority, l.ID.String(), policy.Name, sec), Endpoints: eps})
+		rp.Children = append(rp.Children, router.ChildConfig{Locality: l.ID, Weight: l.Weight, Key: childKey(p.Leaf, p.Priority, l.ID.String(), policy.Name, sec), Endpoints: eps, Labels: lbl})
 	}
 	return rp
 }

@@ -343,9 +343,25 @@
 // The session stays on its endpoint across priorities only within the
 // priority in use, as in gRPC C++.
 //
-// Not supported: ORCA load reports in LRS. The resolver logs a warning
-// once per channel when, without DialOptions, a configuration uses fault
-// injection, max_stream_duration, stateful sessions or HTTP CONNECT.
+// Metrics. On a channel made with DialOptions, every RPC's context holds
+// a calllabels.Holder, which the picker sets, for each attempt, to the
+// locality and leaf cluster of the endpoint it picked (cleared when the
+// pick fails): stats handlers read them as gRPC's xDS channel hands them
+// to its OpenTelemetry plugin (grpc.lb.locality, gRFC A78;
+// grpc.lb.backend_service, A89; otelxds.DialOption records them). Child
+// balancers record through the channel's metrics recorder with those
+// labels filled in (weighted_round_robin's, gRFC A78), and outlier
+// detection counts its ejections (gRFC A91); the A91 counters are
+// registered with grpc's metrics registry by NewBuilder.
+//
+// ORCA in LRS (gRFC A64, A85). For a cluster with lrs_server and
+// lrs_report_endpoint_metrics, each RPC's ORCA report (the backend's
+// trailer, parsed by grpc's orca package into balancer.DoneInfo) adds the
+// selected fields to its locality's load report (lrs.AddBackendMetrics).
+//
+// The resolver logs a warning once per channel when, without
+// DialOptions, a configuration uses fault injection, max_stream_duration,
+// stateful sessions, HTTP CONNECT or the GCP authentication filter.
 //
 // Service config is required: the resolver names the router in the
 // service config it gives the channel, as gRPC Go's own xDS resolver

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
@@ -196,13 +197,15 @@ func (ic *interceptor) before(ctx context.Context, method string, conn *grpc.Cli
 	p := prepared{ctx: ctx, done: noop}
 	cc := ic.holder.wait(ctx, conn)
 	if cc == nil {
+		p.ctx = calllabels.NewContext(ctx, new(calllabels.Holder))
 		return p, nil
 	}
 	dp := cc.rc.DP
 	h := routing.Headers{Ctx: ctx}
 	rt := dp.Route(method, &h)
-	if rt == nil {
-		return p, nil // the picker fails it
+	if rt == nil { // the picker fails it, unless the configuration changes meanwhile
+		p.ctx = calllabels.NewContext(ctx, new(calllabels.Holder))
+		return p, nil
 	}
 	p.noRetry = cc.retrying && cc.retry[rt.Index] == ""
 	if cc.unexpressed != nil && cc.unexpressed[rt.Index] {
@@ -221,7 +224,7 @@ func (ic *interceptor) before(ctx context.Context, method string, conn *grpc.Cli
 		p.session, target = dataplane.NewSession(rt.Session, cookies(&h), rt, target)
 	}
 	p.choice = &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session}
-	ctx = router.WithRouteChoice(ctx, p.choice)
+	ctx = calllabels.NewContext(router.WithRouteChoice(ctx, p.choice), &p.choice.Labels)
 	faults, faultErr := target.FaultsFor(rt)
 	done := noop
 	if d := dp.MaxStreamDuration(rt); d > 0 {

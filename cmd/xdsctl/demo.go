@@ -19,10 +19,8 @@ import (
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
-	// The demo runs the library's test management server in-process: that
-	// is its purpose, so this is the one non-test file that imports
-	// testutil.
-	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/mgmtserver"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/watcher"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -180,7 +178,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		}
 		defer sec.close()
 	}
-	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
+	// The request log is never read: OnRequest keeps it from growing for
+	// as long as the demo runs.
+	ms, err := mgmtserver.Start(mgmtserver.Options{OnRequest: func(*mgmtserver.Request) {}})
 	if err != nil {
 		return fmt.Errorf("starting the demo management server: %w", err)
 	}
@@ -203,7 +203,7 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		return err
 	}
 
-	bootstrapJSON := ms.Bootstrap(testutil.BootstrapOptions{NodeID: demoNodeID})
+	bootstrapJSON := ms.Bootstrap(mgmtserver.BootstrapOptions{NodeID: demoNodeID})
 	if sec != nil {
 		if bootstrapJSON, err = sec.bootstrap(bootstrapJSON); err != nil {
 			return fmt.Errorf("writing the demo bootstrap: %w", err)
@@ -401,16 +401,16 @@ func (m *demoMesh) step() string {
 }
 
 // resources returns the mesh as a snapshot.
-func (m *demoMesh) resources() testutil.Resources {
-	clusters := []*v3clusterpb.Cluster{testutil.Cluster(demoCluster, demoEDS), testutil.Cluster(demoCanaryCluster, demoCanaryEDS)}
+func (m *demoMesh) resources() mgmtserver.Resources {
+	clusters := []*v3clusterpb.Cluster{xdsbuild.Cluster(demoCluster, demoEDS), xdsbuild.Cluster(demoCanaryCluster, demoCanaryEDS)}
 	if m.sec != nil {
 		for _, c := range clusters {
-			testutil.WithUpstreamTLS(c, m.sec.tlsOptions())
+			xdsbuild.WithUpstreamTLS(c, m.sec.tlsOptions())
 		}
 	}
-	return testutil.Resources{
+	return mgmtserver.Resources{
 		Version:   m.version(),
-		Listeners: []*v3listenerpb.Listener{testutil.Listener(demoListener, demoRoute)},
+		Listeners: []*v3listenerpb.Listener{xdsbuild.Listener(demoListener, demoRoute)},
 		Routes:    []*v3routepb.RouteConfiguration{demoRouteConfig()},
 		Clusters:  clusters,
 		Endpoints: []*v3endpointpb.ClusterLoadAssignment{

@@ -15,10 +15,11 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/certs"
+	"github.com/proxyless/xds/internal/xdsbackend"
+	"github.com/proxyless/xds/mgmtserver"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/server"
-	"github.com/proxyless/xds/testutil"
-	"github.com/proxyless/xds/testutil/certs"
-	"github.com/proxyless/xds/testutil/xdsbackend"
 	"github.com/proxyless/xds/xdscreds"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -82,7 +83,7 @@ func demoBackendNode(id string) string { return demoNodeID + "-" + id }
 // requires client certificates; without, a plaintext one. The backends
 // are not serving until their Listeners arrive (see waitServing). It
 // fails, naming the port, when one is taken.
-func startDemoBackends(ms *testutil.ManagementServer, base int, sec *demoMTLS) (*demoBackends, error) {
+func startDemoBackends(ms *mgmtserver.Server, base int, sec *demoMTLS) (*demoBackends, error) {
 	type slot struct {
 		port *uint32
 		id   string
@@ -111,9 +112,9 @@ func startDemoBackends(ms *testutil.ManagementServer, base int, sec *demoMTLS) (
 
 // startDemoBackend starts the backend id on addr and gives its node its
 // Listener.
-func startDemoBackend(ms *testutil.ManagementServer, addr, id string, sec *demoMTLS) (*demoBackend, error) {
+func startDemoBackend(ms *mgmtserver.Server, addr, id string, sec *demoMTLS) (*demoBackend, error) {
 	node := demoBackendNode(id)
-	raw, err := testutil.WithServerListenerTemplate(ms.Bootstrap(testutil.BootstrapOptions{NodeID: node}), demoServerListenerTemplate)
+	raw, err := xdsbuild.WithServerListenerTemplate(ms.Bootstrap(mgmtserver.BootstrapOptions{NodeID: node}), demoServerListenerTemplate)
 	if err == nil && sec != nil {
 		raw, err = sec.backendBootstrap(raw)
 	}
@@ -146,7 +147,7 @@ func startDemoBackend(ms *testutil.ManagementServer, addr, id string, sec *demoM
 		return nil, err
 	}
 	db := &demoBackend{node: node, c: c, b: b}
-	if err := ms.Update(node, testutil.Resources{Listeners: []*v3listenerpb.Listener{db.listener(sec != nil)}}); err != nil {
+	if err := ms.Update(node, mgmtserver.Resources{Listeners: []*v3listenerpb.Listener{db.listener(sec != nil)}}); err != nil {
 		db.stop()
 		return nil, fmt.Errorf("serving the Listener of %s: %w", id, err)
 	}
@@ -159,12 +160,12 @@ func startDemoBackend(ms *testutil.ManagementServer, addr, id string, sec *demoM
 func (db *demoBackend) listener(mtls bool) *v3listenerpb.Listener {
 	var tlsSocket *v3corepb.TransportSocket
 	if mtls {
-		tlsSocket = testutil.DownstreamTLS(testutil.DownstreamTLSOptions{
+		tlsSocket = xdsbuild.DownstreamTLS(xdsbuild.DownstreamTLSOptions{
 			IdentityInstance: demoInstance, RootInstance: demoInstance, RequireClientCertificate: true,
 		})
 	}
-	return testutil.ServerListener(db.b.Name(demoServerListenerTemplate), db.b.Address,
-		testutil.ServerFilterChain(testutil.FilterChainOptions{Name: "demo", TLS: tlsSocket}))
+	return xdsbuild.ServerListener(db.b.Name(demoServerListenerTemplate), db.b.Address,
+		xdsbuild.ServerFilterChain(xdsbuild.FilterChainOptions{Name: "demo", TLS: tlsSocket}))
 }
 
 // stop stops the server, then its client.
@@ -223,7 +224,7 @@ func (m *demoMTLS) close() { os.RemoveAll(m.mesh.Dir) }
 // of the demo's clients: a file_watcher of the client certificate and the
 // CA.
 func (m *demoMTLS) bootstrap(bootstrapJSON []byte) ([]byte, error) {
-	return testutil.WithCertificateProviders(bootstrapJSON, map[string]testutil.FileWatcher{
+	return xdsbuild.WithCertificateProviders(bootstrapJSON, map[string]xdsbuild.FileWatcher{
 		demoInstance: {CertificateFile: m.mesh.ClientCertFile, PrivateKeyFile: m.mesh.ClientKeyFile, CACertificateFile: m.mesh.CAFile},
 	})
 }
@@ -232,7 +233,7 @@ func (m *demoMTLS) bootstrap(bootstrapJSON []byte) ([]byte, error) {
 // instance of the demo's backends, of the same name: a file_watcher of
 // the backend certificate and the CA.
 func (m *demoMTLS) backendBootstrap(bootstrapJSON []byte) ([]byte, error) {
-	return testutil.WithCertificateProviders(bootstrapJSON, map[string]testutil.FileWatcher{
+	return xdsbuild.WithCertificateProviders(bootstrapJSON, map[string]xdsbuild.FileWatcher{
 		demoInstance: {CertificateFile: m.mesh.ServerCertFile, PrivateKeyFile: m.mesh.ServerKeyFile, CACertificateFile: m.mesh.CAFile},
 	})
 }
@@ -240,9 +241,9 @@ func (m *demoMTLS) backendBootstrap(bootstrapJSON []byte) ([]byte, error) {
 // tlsOptions are the UpstreamTlsContext of the demo's Clusters: roots and
 // client certificate from the demo instance, and the backends' SPIFFE ID
 // as the only accepted server identity.
-func (m *demoMTLS) tlsOptions() testutil.UpstreamTLSOptions {
-	return testutil.UpstreamTLSOptions{
+func (m *demoMTLS) tlsOptions() xdsbuild.UpstreamTLSOptions {
+	return xdsbuild.UpstreamTLSOptions{
 		RootInstance: demoInstance, IdentityInstance: demoInstance,
-		SubjectAltNames: []*v3matcherpb.StringMatcher{testutil.ExactSAN(m.mesh.ID("backend"))},
+		SubjectAltNames: []*v3matcherpb.StringMatcher{xdsbuild.ExactSAN(m.mesh.ID("backend"))},
 	}
 }

@@ -5,8 +5,8 @@
 //
 //   - three gRPC servers, A (stable), B (canary) and C (a service of its
 //     own), on 127.0.0.1, serving the interop TestService;
-//   - an in-process xDS management server (package testutil) with three
-//     routes (testutil.Canary): RPCs with the header x-canary: true go
+//   - an in-process xDS management server (package mgmtserver) with three
+//     routes (xdsbuild.Canary): RPCs with the header x-canary: true go
 //     to B; EmptyCall goes to C; the other RPCs are split between A and
 //     B by weight;
 //   - an xDS client, and a grpc.ClientConn for xds:///shop with
@@ -35,7 +35,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/mgmtserver"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/xdsresolver"
 )
 
@@ -60,16 +61,18 @@ func run(out io.Writer) error {
 		defer s.stop()
 		servers[id] = s
 	}
-	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
+	ms, err := mgmtserver.Start(mgmtserver.Options{})
 	if err != nil {
 		return err
 	}
 	defer ms.Stop()
-	opts := testutil.CanaryOptions{Listener: "shop", PortA: servers["A"].port, PortB: servers["B"].port, PortC: servers["C"].port, WeightA: 80, WeightB: 20}
-	ms.Update("", testutil.Canary(opts))
+	opts := xdsbuild.CanaryOptions{Listener: "shop", PortA: servers["A"].port, PortB: servers["B"].port, PortC: servers["C"].port, WeightA: 80, WeightB: 20}
+	if err := ms.Update("", xdsbuild.Canary(opts)); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "management server on %s: x-canary: true → B; EmptyCall → C; others → A %d / B %d\n", ms.Address(), opts.WeightA, opts.WeightB)
 
-	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{NodeID: "canary-example"}))
+	cfg, err := bootstrap.Parse(ms.Bootstrap(mgmtserver.BootstrapOptions{NodeID: "canary-example"}))
 	if err != nil {
 		return err
 	}
@@ -147,7 +150,9 @@ func run(out io.Writer) error {
 	for i, s := range steps {
 		if i > 0 {
 			opts.WeightA, opts.WeightB = s.wa, s.wb
-			ms.Update("", testutil.Canary(opts))
+			if err := ms.Update("", xdsbuild.Canary(opts)); err != nil {
+				return err
+			}
 			fmt.Fprintf(out, "update: others → A %d / B %d\n", s.wa, s.wb)
 		}
 		if err := show(fmt.Sprintf("others (A %d / B %d)", s.wa, s.wb), ctx, false, map[string]float64{"A": float64(s.wa), "B": float64(s.wb)}); err != nil {

@@ -5,7 +5,7 @@
 //
 //   - two gRPC servers, A and B, on 127.0.0.1, serving the interop
 //     TestService;
-//   - an in-process xDS management server (package testutil) whose
+//   - an in-process xDS management server (package mgmtserver) whose
 //     configuration sends the Listener "greeter" to server A;
 //   - an xDS client, and a grpc.ClientConn for xds:///greeter using the
 //     resolver.
@@ -32,7 +32,8 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
-	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/mgmtserver"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/xdsresolver"
 )
 
@@ -64,17 +65,19 @@ func run(out io.Writer) error {
 	// The management server: Listener greeter → RouteConfiguration
 	// route-greeter → Cluster cluster-greeter → ClusterLoadAssignment
 	// eds-greeter = [A].
-	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
+	ms, err := mgmtserver.Start(mgmtserver.Options{})
 	if err != nil {
 		return err
 	}
 	defer ms.Stop()
-	ms.Update("", testutil.Chain(testutil.ChainOptions{Listener: "greeter", Ports: []uint32{a.port}}))
+	if err := ms.Update("", xdsbuild.Chain(xdsbuild.ChainOptions{Listener: "greeter", Ports: []uint32{a.port}})); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "management server on %s: xds:///greeter → cluster-greeter → [A]\n", ms.Address())
 
 	// The three lines an application needs: a bootstrap (in production
 	// bootstrap.FromEnv), a client, and the resolver given to the channel.
-	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{NodeID: "example"}))
+	cfg, err := bootstrap.Parse(ms.Bootstrap(mgmtserver.BootstrapOptions{NodeID: "example"}))
 	if err != nil {
 		return err
 	}
@@ -122,7 +125,9 @@ func run(out io.Writer) error {
 	}
 
 	// The EDS update: the same chain, with B as the only endpoint.
-	ms.Update("", testutil.Chain(testutil.ChainOptions{Listener: "greeter", Ports: []uint32{b.port}}))
+	if err := ms.Update("", xdsbuild.Chain(xdsbuild.ChainOptions{Listener: "greeter", Ports: []uint32{b.port}})); err != nil {
+		return err
+	}
 	fmt.Fprintln(out, "EDS update: eds-greeter = [B]")
 	for {
 		got, err := call()

@@ -8,7 +8,7 @@
 //
 //	go run ./examples/server
 //
-// It starts testutil's management server and a SPIFFE mesh of
+// It starts a management server (package mgmtserver) and a SPIFFE mesh of
 // certificates, then an xDS-enabled server on 127.0.0.1 whose bootstrap
 // names a file_watcher certificate provider "mesh" (the server's
 // certificate and the mesh CA) and the Listener template
@@ -51,9 +51,10 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/certs"
+	"github.com/proxyless/xds/mgmtserver"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/server"
-	"github.com/proxyless/xds/testutil"
-	"github.com/proxyless/xds/testutil/certs"
 	"github.com/proxyless/xds/xdscreds"
 
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -169,19 +170,19 @@ func tour(ctx context.Context, out io.Writer) error {
 
 	// The management server, and a bootstrap with the server's Listener
 	// template and its certificates.
-	ms, err := testutil.StartManagementServer(testutil.ServerOptions{})
+	ms, err := mgmtserver.Start(mgmtserver.Options{})
 	if err != nil {
 		return err
 	}
 	defer ms.Stop()
 	const template = "grpc/server?xds.resource.listening_address=%s"
-	raw, err := testutil.WithCertificateProviders(ms.Bootstrap(testutil.BootstrapOptions{}), map[string]testutil.FileWatcher{
+	raw, err := xdsbuild.WithCertificateProviders(ms.Bootstrap(mgmtserver.BootstrapOptions{}), map[string]xdsbuild.FileWatcher{
 		"mesh": {CertificateFile: mesh.ServerCertFile, PrivateKeyFile: mesh.ServerKeyFile, CACertificateFile: mesh.CAFile},
 	})
 	if err != nil {
 		return err
 	}
-	if raw, err = testutil.WithServerListenerTemplate(raw, template); err != nil {
+	if raw, err = xdsbuild.WithServerListenerTemplate(raw, template); err != nil {
 		return err
 	}
 	cfg, err := bootstrap.Parse(raw)
@@ -265,12 +266,12 @@ func tour(ctx context.Context, out io.Writer) error {
 	}
 
 	fmt.Fprintln(out, "2. The management server sends it: mTLS with the instance \"mesh\", RBAC allowing "+mesh.ID("client")+".")
-	chain := testutil.ServerFilterChain(testutil.FilterChainOptions{
-		TLS: testutil.DownstreamTLS(testutil.DownstreamTLSOptions{IdentityInstance: "mesh", RootInstance: "mesh", RequireClientCertificate: true}),
-		HTTPFilters: []*v3httppb.HttpFilter{testutil.RBACFilter("envoy.filters.http.rbac",
-			testutil.RBACRules(v3rbacconfigpb.RBAC_ALLOW, map[string][]string{"allow-client": {mesh.ID("client")}}))},
+	chain := xdsbuild.ServerFilterChain(xdsbuild.FilterChainOptions{
+		TLS: xdsbuild.DownstreamTLS(xdsbuild.DownstreamTLSOptions{IdentityInstance: "mesh", RootInstance: "mesh", RequireClientCertificate: true}),
+		HTTPFilters: []*v3httppb.HttpFilter{xdsbuild.RBACFilter("envoy.filters.http.rbac",
+			xdsbuild.RBACRules(v3rbacconfigpb.RBAC_ALLOW, map[string][]string{"allow-client": {mesh.ID("client")}}))},
 	})
-	if err := ms.Update("", testutil.Resources{Listeners: []*v3listenerpb.Listener{testutil.ServerListener(name, addr, chain)}}); err != nil {
+	if err := ms.Update("", mgmtserver.Resources{Listeners: []*v3listenerpb.Listener{xdsbuild.ServerListener(name, addr, chain)}}); err != nil {
 		return err
 	}
 	if err := waitMode(server.ServingModeServing); err != nil {
@@ -287,7 +288,7 @@ func tour(ctx context.Context, out io.Writer) error {
 	}
 
 	fmt.Fprintln(out, "3. The management server deletes the Listener.")
-	if err := ms.Update("", testutil.Resources{}); err != nil {
+	if err := ms.Update("", mgmtserver.Resources{}); err != nil {
 		return err
 	}
 	if err := waitMode(server.ServingModeNotServing); err != nil {

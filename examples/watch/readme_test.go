@@ -77,16 +77,17 @@ type wrapping struct {
 // snippet key; a fragment without one gets the zero wrapping. Whole
 // programs need none.
 var readmeWrappings = map[string]wrapping{
-	"Quick start #2":            {params: "c *client.Client"},
-	"With gRPC #1":              {params: "cfg *bootstrap.Config"},
-	"Security (mTLS) #1":        {params: "c *client.Client"},
-	"The xDS-enabled server #1": {params: "c *client.Client"},
-	"Other transports #1":       {params: "cfg *bootstrap.Config", paragraphs: true},
-	"Operating it #1":           {params: "cfg *bootstrap.Config"},
-	"Operating it #2":           {params: "c *client.Client, lis net.Listener"},
-	"Operating it #3":           {params: "cfg *bootstrap.Config, meterProvider metric.MeterProvider", module: "otelxds"},
-	"Operating it #4":           {params: "cfg *bootstrap.Config"},
-	"In your own module #1":     {module: "otelxds"},
+	"Quick start #2":             {params: "c *client.Client"},
+	"With gRPC #1":               {params: "cfg *bootstrap.Config"},
+	"Security (mTLS) #1":         {params: "c *client.Client"},
+	"The xDS-enabled server #1":  {params: "c *client.Client"},
+	"Other transports #1":        {params: "cfg *bootstrap.Config", paragraphs: true},
+	"Operating it #1":            {params: "cfg *bootstrap.Config"},
+	"Operating it #2":            {params: "c *client.Client, lis net.Listener"},
+	"Operating it #3":            {params: "cfg *bootstrap.Config, meterProvider metric.MeterProvider", module: "otelxds"},
+	"Operating it #4":            {params: "cfg *bootstrap.Config"},
+	"In your own module #1":      {module: "otelxds"},
+	"Observing the data path #1": {params: "c *client.Client, mp metric.MeterProvider", module: "otelxds"},
 }
 
 // readmeImports are the packages a fragment may use without showing its
@@ -109,6 +110,8 @@ var readmeImports = map[string]string{
 	"client":        "github.com/proxyless/xds/client",
 	"csds":          "github.com/proxyless/xds/csds",
 	"depmgr":        "github.com/proxyless/xds/depmgr",
+	"mgmtserver":    "github.com/proxyless/xds/mgmtserver",
+	"xdsbuild":      "github.com/proxyless/xds/mgmtserver/xdsbuild",
 	"resources":     "github.com/proxyless/xds/resources",
 	"server":        "github.com/proxyless/xds/server",
 	"testutil":      "github.com/proxyless/xds/testutil",
@@ -124,6 +127,7 @@ var readmeImports = map[string]string{
 	"otelxds":       "github.com/proxyless/xds/otelxds",
 	"metric":        "go.opentelemetry.io/otel/metric",
 	"sdkmetric":     "go.opentelemetry.io/otel/sdk/metric",
+	"opentelemetry": "google.golang.org/grpc/stats/opentelemetry",
 }
 
 // usedPackages returns the names of readmeImports that code uses as

@@ -71,6 +71,12 @@ type Priority struct {
 	// none, or one that ejects nothing (neither algorithm: gRFC A50's
 	// no-op config, which only counts).
 	Outlier *resources.OutlierDetection
+	// BackendMetrics and NamedMetrics are the leaf's
+	// lrs_report_endpoint_metrics (gRFC A85): the ORCA fields its load
+	// reports carry (resources.Cluster.LRSReportEndpointMetrics and
+	// LRSNamedMetrics).
+	BackendMetrics resources.BackendMetrics
+	NamedMetrics   []string
 	// Sessions: the configuration has stateful sessions (gRFC A55); Hosts
 	// lists the addresses sessions may be pinned to.
 	Sessions bool
@@ -307,6 +313,9 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 				Leaf: leaf.Name, EDSService: eds, Priority: l.Priority, Drops: drops, MaxRequests: c.MaxRequests,
 				LoadReported: c.LRSServerSelf, LRSService: c.EDSServiceName, Policy: c.LBPolicy, PolicyConfig: policyConfig,
 				Security: c.Security, HTTPConnect: c.HTTPConnect, Outlier: od, Sessions: sessions,
+			}
+			if c.LRSServerSelf && c.LRSReportEndpointMetrics != 0 {
+				p.BackendMetrics, p.NamedMetrics = c.LRSReportEndpointMetrics, c.LRSNamedMetrics()
 			}
 			byPrio[l.Priority] = p
 			out = append(out, p)

@@ -71,6 +71,12 @@ type OutlierDetector struct {
 	addrs      map[string]*OutlierEndpoint // by address
 	ejected    int                         // endpoints ejected
 	timerStart time.Time                   // the start of the current interval; zero before the first
+	// OnDecision, when set, is told of each outlier found by Sweep (gRFC
+	// A91): its detection method ("success_rate" or
+	// "failure_percentage"), and why it was not ejected
+	// ("max_ejection_overflow", "enforcement_percentage"; "" when it
+	// was). Called by Sweep, under the detector's owner's lock.
+	OnDecision func(method, unenforcedReason string)
 }
 
 // NewOutlierDetector returns a detector of cfg (a Priority.Outlier: not
@@ -209,7 +215,7 @@ func (d *OutlierDetector) successRate(sr *resources.SuccessRateEjection, now tim
 	required := mean - math.Sqrt(sq/float64(len(cs)))*(float64(sr.StdevFactor)/1000)
 	for _, e := range cs {
 		if e.successRate() < required {
-			changes = d.maybeEject(e, sr.EnforcementPercentage, now, changes)
+			changes = d.maybeEject(e, "success_rate", sr.EnforcementPercentage, now, changes)
 		}
 	}
 	return changes
@@ -223,25 +229,38 @@ func (d *OutlierDetector) failurePercentage(fp *resources.FailurePercentageEject
 	}
 	for _, e := range cs {
 		if (1-e.successRate())*100 > float64(fp.Threshold) {
-			changes = d.maybeEject(e, fp.EnforcementPercentage, now, changes)
+			changes = d.maybeEject(e, "failure_percentage", fp.EnforcementPercentage, now, changes)
 		}
 	}
 	return changes
 }
 
-// maybeEject ejects e with probability enforcement %, unless it is
-// ejected or max_ejection_percent is reached.
-func (d *OutlierDetector) maybeEject(e *OutlierEndpoint, enforcement uint32, now time.Time, changes []OutlierChange) []OutlierChange {
-	if !e.ejectedAt.IsZero() || float64(d.ejected)/float64(len(d.endpoints))*100 >= float64(d.cfg.MaxEjectionPercent) {
+// maybeEject ejects e, an outlier by method, with probability
+// enforcement %, unless it is ejected or max_ejection_percent is
+// reached, and tells OnDecision.
+func (d *OutlierDetector) maybeEject(e *OutlierEndpoint, method string, enforcement uint32, now time.Time, changes []OutlierChange) []OutlierChange {
+	if !e.ejectedAt.IsZero() {
+		return changes
+	}
+	if float64(d.ejected)/float64(len(d.endpoints))*100 >= float64(d.cfg.MaxEjectionPercent) {
+		d.decided(method, "max_ejection_overflow")
 		return changes
 	}
 	if rand.Uint32N(100) >= enforcement {
+		d.decided(method, "enforcement_percentage")
 		return changes
 	}
+	d.decided(method, "")
 	d.ejected++
 	e.ejectedAt = now
 	e.multiplier++
 	return append(changes, OutlierChange{Endpoint: e, Eject: true})
+}
+
+func (d *OutlierDetector) decided(method, reason string) {
+	if d.OnDecision != nil {
+		d.OnDecision(method, reason)
+	}
 }
 
 func (d *OutlierDetector) uneject(e *OutlierEndpoint, changes []OutlierChange) []OutlierChange {

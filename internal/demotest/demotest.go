@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ import (
 const pollInterval = 10 * time.Millisecond
 
 // Build builds cmd/xdsctl of this module into a temporary directory of
-// t and returns the binary's path. It skips the test with -short or
+// t and returns the binary's path. It builds in this module's root, so
+// that the tests of a nested module (examples/metrics) can run the demo. It skips the test with -short or
 // without a go command, and fails it when the build fails.
 func Build(ctx context.Context, t *testing.T) string {
 	t.Helper()
@@ -33,7 +35,11 @@ func Build(ctx context.Context, t *testing.T) string {
 		t.Skip("no go command: ", err)
 	}
 	path := filepath.Join(t.TempDir(), "xdsctl")
-	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", path, "github.com/proxyless/xds/cmd/xdsctl").CombinedOutput(); err != nil {
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", path, "github.com/proxyless/xds/cmd/xdsctl")
+	if _, file, _, ok := runtime.Caller(0); ok {
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..") // internal/demotest → the module's root
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/xdsctl: %v\n%s", err, out)
 	}
 	return path

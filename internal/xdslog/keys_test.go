@@ -47,8 +47,8 @@ func TestNoLiteralKeys(t *testing.T) {
 			if !ok {
 				return true
 			}
-			if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "status" {
-				return true // grpc's status.Error(code, msg), not a logger
+			if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "status" || pkg.Name == "http") {
+				return true // grpc's status.Error(code, msg), net/http's Error(w, msg, code): not loggers
 			}
 			start := -1
 			switch sel.Sel.Name {

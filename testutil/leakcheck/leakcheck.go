@@ -8,7 +8,9 @@
 //
 //	func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 //
-// or per test with defer leakcheck.Check(t).
+// or per test with defer leakcheck.Check(t); leakcheck.CheckNow(t), right
+// after a Close that promises to wait for its goroutines, checks that it
+// did.
 package leakcheck
 
 import (
@@ -48,6 +50,9 @@ var ignored = []string{
 	"runtime.ReadTrace",
 	"os/signal.loop",
 	"internal/fuzz.",
+	// testing/synctest's own goroutines, when the check runs in a bubble.
+	"internal/synctest.Run(",
+	"testing/synctest.testingSynctestTest(",
 	// grpc-go's process-wide goroutines, started once and never stopped.
 	"google.golang.org/grpc/internal/grpcsync.NewCallbackSerializer",
 	"google.golang.org/grpc/internal/transport.init",
@@ -114,6 +119,20 @@ func Check(t testing.TB) {
 	t.Helper()
 	if gs := leaked(Timeout); len(gs) > 0 {
 		t.Errorf("leakcheck: %d goroutine(s) leaked:\n%s", len(gs), strings.Join(gs, "\n\n"))
+	}
+}
+
+// CheckNow fails t if goroutines other than the test's own are running
+// now: unlike Check it does not wait for them to exit. It is how a test
+// checks that a Close which promises to wait for its goroutines does:
+// call it right after Close returns, where nothing else the test started
+// is still ending (a component with fake dependencies, in a
+// testing/synctest bubble or not). Goroutines of tests running in
+// parallel count too: do not use it in parallel tests.
+func CheckNow(t testing.TB) {
+	t.Helper()
+	if gs := interestingGoroutines(); len(gs) > 0 {
+		t.Errorf("leakcheck: %d goroutine(s) still running:\n%s", len(gs), strings.Join(gs, "\n\n"))
 	}
 }
 

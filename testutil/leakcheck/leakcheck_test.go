@@ -3,8 +3,10 @@
 package leakcheck
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -26,4 +28,38 @@ func TestLeakcheck_FindsBlockedGoroutine(t *testing.T) {
 	if gs := leaked(time.Second); len(gs) != 0 {
 		t.Fatalf("leaked() after release = %q, want none", gs)
 	}
+}
+
+// errorsTB records Errorf instead of failing the test.
+type errorsTB struct {
+	testing.TB
+	errs []string
+}
+
+func (tb *errorsTB) Helper() {}
+
+func (tb *errorsTB) Errorf(format string, args ...any) {
+	tb.errs = append(tb.errs, fmt.Sprintf(format, args...))
+}
+
+// TestLeakcheck_CheckNow checks that CheckNow reports a goroutine still
+// running at once, without waiting for it, and passes inside a
+// testing/synctest bubble once the bubble's goroutines have exited (the
+// bubble's own machinery is not reported).
+func TestLeakcheck_CheckNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		exited := make(chan struct{})
+		go func() {
+			defer close(exited)
+			time.Sleep(time.Hour)
+		}()
+		synctest.Wait()
+		tb := &errorsTB{TB: t}
+		CheckNow(tb)
+		if len(tb.errs) != 1 || !strings.Contains(tb.errs[0], "TestLeakcheck_CheckNow") {
+			t.Errorf("CheckNow with a sleeping goroutine reported %q, want it", tb.errs)
+		}
+		<-exited
+		CheckNow(t)
+	})
 }

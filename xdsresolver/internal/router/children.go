@@ -78,6 +78,9 @@ type child struct {
 	// balancer is built, as its key says whether the priority has them.
 	od   *odGroup
 	sess *sessGroup
+	// locality is the child's locality for the metrics its balancer
+	// records (lbmetrics.go): "" for a child over the whole priority.
+	locality string
 }
 
 // NewSubConn creates a SubConn on the channel: its state listener runs
@@ -237,6 +240,9 @@ func (r *router) startPriorityLocked(p *Priority, want map[string]bool) {
 		if c == nil {
 			c = &child{ClientConn: r.cc, r: r, key: l.Key, leaf: p.Leaf, security: p.Security,
 				state: balancer.State{ConnectivityState: connectivity.Connecting, Picker: queuePicker{}}}
+			if l.Labels != nil { // a child per locality, under a pick by locality weight
+				c.locality = l.Labels.Locality
+			}
 			r.children.byKey[l.Key] = c
 		}
 		c.policy, c.addrLocality, c.od, c.sess = p.Policy, l.AddrLocality, nil, nil

@@ -74,6 +74,7 @@ func (r *router) updateODLocked(p *Priority) {
 	g := r.ods[k]
 	if g == nil {
 		g = &odGroup{det: dataplane.NewOutlierDetector(p.Outlier), subConns: make(map[*dataplane.OutlierEndpoint]map[*subConn]bool)}
+		g.det.OnDecision = ejectionRecorder(r.cc.MetricsRecorder, r.bopts.Target.String())
 		r.ods[k] = g
 	}
 	g.det.SetConfig(p.Outlier)

@@ -12,10 +12,13 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
+
+	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 )
 
 // picker routes one RPC: the first route of the virtual host that matches
@@ -50,6 +53,9 @@ type prioPicker struct {
 	other   balancer.Picker // when no locality is READY: the best child's
 	// otherLoad is the load of other's locality; nil when not reported.
 	otherLoad *lrs.LocalityLoad
+	// otherLabels are the xDS labels of other's locality; nil for a
+	// child over the whole priority (found from the SubConn).
+	otherLabels *calllabels.Labels
 	// ringLoad is the load of a cluster whose child covers the whole
 	// priority (ring_hash): the locality is found from the SubConn.
 	ringLoad *lrs.ClusterLoad
@@ -65,9 +71,10 @@ type prioPicker struct {
 }
 
 type weightedPicker struct {
-	cum  uint64
-	p    balancer.Picker
-	load *lrs.LocalityLoad // nil when load is not reported
+	cum    uint64
+	p      balancer.Picker
+	load   *lrs.LocalityLoad  // nil when load is not reported
+	labels *calllabels.Labels // the locality's xDS labels
 }
 
 // prioErrors are the errors of a priority, made once per picker, and the
@@ -110,18 +117,21 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	h := routing.Headers{Ctx: info.Ctx}
 	var sess *dataplane.Session
+	var labels *calllabels.Holder // the RPC's xDS labels, set when an endpoint is picked
 	if p.cfg.Intercepted {
 		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*RouteChoice); ok {
+			labels = &rc.Labels
+			labels.Set(nil)
 			var (
 				res balancer.PickResult
 				err error
 			)
 			if rc.Cfg == p.cfg {
-				res, err = p.pickRoute(rc.Route, rc.Target, rc.Session, info, &h)
+				res, err = p.pickRoute(rc.Route, rc.Target, rc.Session, info, &h, labels)
 			} else {
 				// The interceptor matched in another configuration: the
 				// route is matched again, the session stays.
-				res, err = p.pickAgain(rc.Session, info, &h)
+				res, err = p.pickAgain(rc.Session, info, &h, labels)
 			}
 			if err != nil {
 				// grpc never retries a pick that fails with a status (a
@@ -133,13 +143,15 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 			return res, err
 		}
 	}
-	return p.pickAgain(sess, info, &h)
+	labels = calllabels.FromContext(info.Ctx)
+	labels.Set(nil)
+	return p.pickAgain(sess, info, &h, labels)
 }
 
 // pickAgain matches the RPC's route, and picks for it.
-func (p *picker) pickAgain(sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+func (p *picker) pickAgain(sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers, labels *calllabels.Holder) (balancer.PickResult, error) {
 	if rt := p.cfg.DP.Route(info.FullMethodName, h); rt != nil {
-		return p.pickRoute(rt, nil, sess, info, h)
+		return p.pickRoute(rt, nil, sess, info, h, labels)
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
 }
@@ -147,7 +159,7 @@ func (p *picker) pickAgain(sess *dataplane.Session, info balancer.PickInfo, h *r
 // pickRoute picks for an RPC that matched rt, sending it to target (one of
 // rt's clusters, chosen by the interceptor), or, when nil, to a cluster
 // of rt chosen by weight; sess is the RPC's session, nil for none.
-func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers, labels *calllabels.Holder) (balancer.PickResult, error) {
 	switch rt.Action {
 	case resources.RouteActionCluster, resources.RouteActionWeightedClusters:
 	case resources.RouteActionNonForwarding:
@@ -180,7 +192,7 @@ func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *
 	if cp.err != nil {
 		return balancer.PickResult{}, cp.err
 	}
-	res, err := cp.prio.pick(p, rt, t, sess, info, h)
+	res, err := cp.prio.pick(p, rt, t, sess, info, h, labels)
 	p.rewriteAuthority(rt, &res, err)
 	return res, err
 }
@@ -211,7 +223,7 @@ func (p *picker) rewriteAuthority(rt *dataplane.Route, res *balancer.PickResult,
 // cluster; then, for an RPC of a session pinned to an endpoint of the
 // priority that can take it, picks that endpoint (gRFC A55); else picks
 // a locality by weight and delegates to its picker.
-func (pp *prioPicker) pick(p *picker, rt *dataplane.Route, cluster string, sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers) (balancer.PickResult, error) {
+func (pp *prioPicker) pick(p *picker, rt *dataplane.Route, cluster string, sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers, labels *calllabels.Holder) (balancer.PickResult, error) {
 	if i, drop := pp.cfg.PickDrop(); drop {
 		if pp.errs.dropCounters != nil {
 			pp.errs.dropCounters[i].Add(1)
@@ -234,17 +246,18 @@ func (pp *prioPicker) pick(p *picker, rt *dataplane.Route, cluster string, sess 
 			if pp.clusterLoad != nil {
 				load = pp.clusterLoad.Locality(e.Locality)
 			}
+			labels.Set(pp.cfg.Labels[e.Locality])
 			return pp.done1(balancer.PickResult{SubConn: w}, load, sess, cluster)
 		}
 	}
-	child, load := pp.other, pp.otherLoad
+	child, load, lbl := pp.other, pp.otherLoad, pp.otherLabels
 	if len(pp.ready) > 0 {
-		child, load = pp.ready[0].p, pp.ready[0].load
+		child, load, lbl = pp.ready[0].p, pp.ready[0].load, pp.ready[0].labels
 		if len(pp.ready) > 1 {
 			x := rand.Uint64N(pp.total)
 			for _, w := range pp.ready {
 				if x < w.cum {
-					child, load = w.p, w.load
+					child, load, lbl = w.p, w.load, w.labels
 					break
 				}
 			}
@@ -269,11 +282,16 @@ func (pp *prioPicker) pick(p *picker, rt *dataplane.Route, cluster string, sess 
 		pp.counter.Add(-1)
 		return res, err
 	}
-	if pp.ringLoad != nil && pp.ring != nil {
-		if id, ok := pp.ring.scLocality.Load(res.SubConn); ok {
-			load = pp.ringLoad.Locality(id.(resources.LocalityID))
+	if pp.ring != nil && (pp.ringLoad != nil || labels != nil) {
+		if v, ok := pp.ring.scLocality.Load(res.SubConn); ok {
+			id := v.(resources.LocalityID)
+			lbl = pp.cfg.Labels[id]
+			if pp.ringLoad != nil {
+				load = pp.ringLoad.Locality(id)
+			}
 		}
 	}
+	labels.Set(lbl)
 	return pp.done1(res, load, sess, cluster)
 }
 
@@ -309,6 +327,12 @@ func (pp *prioPicker) done1(res balancer.PickResult, load *lrs.LocalityLoad, ses
 		}
 		if load != nil {
 			load.Finish(di.Err)
+			if m := pp.cfg.BackendMetrics; m != nil {
+				// gRFC A64, A85: the backend's ORCA report, from its
+				// trailer (grpc's orca package parses it).
+				r, _ := di.ServerLoad.(*v3orcapb.OrcaLoadReport)
+				load.AddBackendMetrics(r, m)
+			}
 		}
 		if done != nil {
 			done(di)

@@ -101,17 +101,17 @@ func (r *router) updateStateLocked() {
 			}
 			if c.state.ConnectivityState == connectivity.Ready {
 				pp.total += uint64(l.Weight)
-				pp.ready = append(pp.ready, weightedPicker{cum: pp.total, p: c.state.Picker, load: ll})
+				pp.ready = append(pp.ready, weightedPicker{cum: pp.total, p: c.state.Picker, load: ll, labels: l.Labels})
 			}
 			if best == nil || rank(c.state.ConnectivityState) > rank(best.state.ConnectivityState) {
 				best = c
-				pp.other, pp.otherLoad = c.state.Picker, ll
+				pp.other, pp.otherLoad, pp.otherLabels = c.state.Picker, ll, l.Labels
 			}
 			if prio.Policy.PerPriority {
 				pp.ring = c
 				pp.ready = pp.ready[:0:0] // one child: picked through other
 				pp.total = 0
-				pp.other, pp.otherLoad = c.state.Picker, nil
+				pp.other, pp.otherLoad, pp.otherLabels = c.state.Picker, nil, nil
 			}
 		}
 		cp.prio = pp

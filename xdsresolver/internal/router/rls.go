@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
 )
@@ -298,12 +299,13 @@ func (p *picker) pickTarget(cluster string, info balancer.PickInfo) (balancer.Pi
 	}
 	h := routing.Headers{Ctx: info.Ctx}
 	rt, sess := (*dataplane.Route)(nil), (*dataplane.Session)(nil)
+	labels := calllabels.FromContext(info.Ctx) // set again for the target's endpoint
 	if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*RouteChoice); ok && rc.Cfg == p.cfg {
 		rt, sess = rc.Route, rc.Session
 	} else if rt = p.cfg.DP.Route(info.FullMethodName, &h); rt == nil {
 		return balancer.PickResult{}, unavailable("RPC " + info.FullMethodName + " matches no route of the virtual host")
 	}
-	res, err := cp.prio.pick(p, rt, cluster, sess, info, &h)
+	res, err := cp.prio.pick(p, rt, cluster, sess, info, &h, labels)
 	p.rewriteAuthority(rt, &res, err)
 	return res, err
 }

@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
@@ -69,6 +70,7 @@ func Register() {
 	registerOnce.Do(func() {
 		balancer.Register(builder{})
 		balancer.Register(targetBuilder{}) // rls.go
+		registerLBMetrics()
 	})
 }
 
@@ -131,6 +133,12 @@ type Priority struct {
 	// Policy; for a policy over the whole priority (PerPriority), one
 	// child holding every endpoint of the priority.
 	Children []ChildConfig
+	// Labels are the xDS labels of the RPCs to each locality of the
+	// priority (package calllabels), made once per configuration.
+	Labels map[resources.LocalityID]*calllabels.Labels
+	// BackendMetrics are the ORCA fields the load reports carry (gRFC
+	// A64, A85); nil for none.
+	BackendMetrics *lrs.BackendMetrics
 }
 
 // ChildPolicy is the endpoint policy of a leaf cluster: a grpc balancer
@@ -163,6 +171,9 @@ type ChildConfig struct {
 	// AddrLocality maps each address to its locality, for a child over a
 	// whole priority; nil otherwise.
 	AddrLocality map[string]resources.LocalityID
+	// Labels are the xDS labels of the child's locality; nil for a child
+	// over the whole priority.
+	Labels *calllabels.Labels
 }
 
 // configKey is the resolver.State attribute key of *Config.
@@ -185,6 +196,9 @@ type RouteChoice struct {
 	// gRPC never retries; the interceptor's retries (package rpcretry)
 	// read it after each attempt, and clear it before the next.
 	PickFailed atomic.Bool
+	// Labels are the xDS labels of the RPC's current attempt, set by the
+	// picker (package calllabels); the RPC's context holds them.
+	Labels calllabels.Holder
 }
 
 type routeChoiceKey struct{}
