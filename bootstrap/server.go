@@ -10,9 +10,7 @@ import (
 // Server features: the `server_features` strings that change what the
 // client does (R-2). Other strings are kept in ServerConfig.ServerFeatures
 // and otherwise ignored: among them "xds_v3", historical (gRFC A30: every
-// client speaks xDS v3 only; R-2.2), and "trusted_xds_server" (gRFC A81),
-// which marks a server whose security-affecting fields may be honoured:
-// the client honours none yet (R-2.3).
+// client speaks xDS v3 only; R-2.2).
 const (
 	// FeatureIgnoreResourceDeletion asks the client to keep a cached
 	// Listener or Cluster that a SotW response no longer names, instead of
@@ -37,6 +35,14 @@ const (
 	// option client.WithDelta turns it on for every server. Without it the
 	// server is spoken to in SotW.
 	FeatureDeltaADS = "delta_ads"
+
+	// FeatureTrustedXDSServer marks a server trusted with configuration
+	// that affects security (gRFC A81, R-2.3): package xdsresolver
+	// honours a route's auto_host_rewrite only in a RouteConfiguration of
+	// an authority all of whose servers list it (TrustedXDSServer). It
+	// changes nothing about the connection to the server, so it is not
+	// part of Key.
+	FeatureTrustedXDSServer = "trusted_xds_server"
 
 	// featureResourceTimerIsTransientFailure is the gRFC A88 misspelling of
 	// FeatureResourceTimerIsTransientError, accepted as an alias (R-2.5
@@ -71,6 +77,12 @@ func (sc *ServerConfig) HasFeature(feature string) bool {
 // FeatureIgnoreResourceDeletion (gRFC A53, R-2.1).
 func (sc *ServerConfig) IgnoreResourceDeletion() bool {
 	return sc.HasFeature(FeatureIgnoreResourceDeletion)
+}
+
+// TrustedXDSServer reports whether the server lists
+// FeatureTrustedXDSServer (gRFC A81, R-2.3).
+func (sc *ServerConfig) TrustedXDSServer() bool {
+	return sc.HasFeature(FeatureTrustedXDSServer)
 }
 
 // DeltaADS reports whether the server lists FeatureDeltaADS: the client

@@ -76,8 +76,9 @@ func TestServerConfig_Key(t *testing.T) {
 			give: `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["ignore_resource_deletion"]}`,
 		},
 		{
-			// R-2.3: trusted_xds_server changes nothing the client does yet.
-			name:      "trusted_xds_server ignored",
+			// R-2.3: trusted_xds_server changes nothing about the
+			// connection.
+			name:      "trusted_xds_server not part of the key",
 			give:      `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["trusted_xds_server"]}`,
 			wantEqual: true,
 		},
@@ -197,6 +198,12 @@ func TestServerConfig_Features(t *testing.T) {
 	}
 	if parseServerEntry(t, `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}]}`).IgnoreResourceDeletion() {
 		t.Error("IgnoreResourceDeletion() = true without the feature, want false")
+	}
+	if sc.TrustedXDSServer() {
+		t.Error("TrustedXDSServer() = true without the feature, want false")
+	}
+	if !parseServerEntry(t, `{"server_uri": "s:443", "channel_creds": [{"type": "insecure"}], "server_features": ["trusted_xds_server"]}`).TrustedXDSServer() {
+		t.Error("TrustedXDSServer() = false with trusted_xds_server, want true")
 	}
 }
 

@@ -69,7 +69,11 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	reg, err := newRegistry(append(resources.BuiltinTypes(resources.WithCertificateProviderInstances(cfg.CertificateProviderNames()...)), o.customTypes...)...)
+	decodeOpts := []resources.DecodeOption{resources.WithCertificateProviderInstances(cfg.CertificateProviderNames()...)}
+	if o.httpConnect {
+		decodeOpts = append(decodeOpts, resources.WithHTTPConnect())
+	}
+	reg, err := newRegistry(append(resources.BuiltinTypes(decodeOpts...), o.customTypes...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -137,6 +141,9 @@ func (c *Client) NodeID() string { return c.node.GetId() }
 // BootstrapConfig returns the config the client was created with. It must
 // not be modified.
 func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
+
+// HTTPConnect reports whether the client was made with WithHTTPConnect.
+func (c *Client) HTTPConnect() bool { return c.opts.httpConnect }
 
 // Logger returns the logger given with WithLogger, or the default one,
 // which discards everything. The packages built on a client (depmgr,

@@ -32,6 +32,7 @@ type options struct {
 	persistDir         string        // WithPersistence: a DirStore of the client's logger
 	persistTimeout     time.Duration // WithPersistenceTimeout; 0: DefaultPersistenceTimeout
 	metrics            metricsOptions
+	httpConnect        bool // WithHTTPConnect
 }
 
 func defaultOptions() options {
@@ -130,6 +131,17 @@ func WithMaxRecvMsgSize(bytes int) Option {
 			o.maxRecvMsgSize = bytes
 		}
 	}
+}
+
+// WithHTTPConnect turns on HTTP CONNECT configured by xDS (gRFC A86): the
+// client accepts Clusters whose transport_socket is the HTTP/1.1 proxy
+// transport socket, and reads the proxy addresses of endpoints and
+// localities (resources.WithHTTPConnect, R-17.4, R-17.5); the channels of
+// xdsresolver.DialOptions then connect to such endpoints through their
+// proxy. Without it, as grpc-go without
+// GRPC_EXPERIMENTAL_XDS_HTTP_CONNECT=true, such Clusters are NACKed.
+func WithHTTPConnect() Option {
+	return func(o *options) { o.httpConnect = true }
 }
 
 // builder returns the transport builder: WithTransportBuilder's, else a

@@ -4,62 +4,107 @@ package interop
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	grpcxds "google.golang.org/grpc/xds"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/xdsresolver"
 
-	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
 
-// TestAuthority_SideBySide_GRPCGo serves, from go-control-plane, the
-// Listener "svc/v2 beta" whose RouteConfiguration has a virtual host for
-// the target's path percent-encoded as gRPC encodes a channel's
-// authority ("svc%2Fv2%20beta" → A), one for the raw path ("svc/v2 beta"
-// → B) and "override.example" → C; and checks that this library's
-// channel and grpc-go's xDS channel select the same virtual host (R-5.5):
-// A for xds:///svc/v2 beta, C with grpc.WithAuthority("override.example").
-func TestAuthority_SideBySide_GRPCGo(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+// authorityEcho answers UnaryCall with the :authority it got.
+type authorityEcho struct {
+	testgrpc.UnimplementedTestServiceServer
+}
+
+func (authorityEcho) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return &testgrpc.SimpleResponse{Username: strings.Join(md.Get(":authority"), ",")}, nil
+}
+
+// TestAuthorityRewrite_SideBySide_GRPCGo: auto_host_rewrite (gRFC A81)
+// from a server with trusted_xds_server, on this library's channel and on
+// grpc-go's (GRPC_EXPERIMENTAL_XDS_AUTHORITY_REWRITE=true, in a child
+// process): the same :authority reaches the backend, with and without
+// the field, and with the server not trusted.
+func TestAuthorityRewrite_SideBySide_GRPCGo(t *testing.T) {
+	if !inChildWithGRPCEnv(t, "GRPC_EXPERIMENTAL_XDS_AUTHORITY_REWRITE=true") {
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	const service = "svc/v2 beta"
-	a, b, c := startIDServer(t, "A"), startIDServer(t, "B"), startIDServer(t, "C")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(srv, authorityEcho{})
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	port := uint32(lis.Addr().(*net.TCPAddr).Port)
+	var res testutil.Resources
+	for _, name := range []string{"rewrite", "no-rewrite"} {
+		addChain(&res, name, port, func(r testutil.Resources) {
+			r.Endpoints[0].Endpoints[0].LbEndpoints[0].GetEndpoint().Hostname = "host.example"
+			if name == "rewrite" {
+				r.Routes[0].VirtualHosts[0].Routes[0].GetRoute().HostRewriteSpecifier = &v3routepb.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)}
+			}
+		})
+	}
 	s := startGCPServer(t)
-	s.setSnapshot(ctx, t, "1", testutil.Resources{
-		Listeners: []*v3listenerpb.Listener{testutil.Listener(service, "route-svc")},
-		Routes: []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("route-svc",
-			testutil.VirtualHost("encoded", []string{"svc%2Fv2%20beta"}, testutil.ClusterRoute("", "cluster-a")),
-			testutil.VirtualHost("raw", []string{service}, testutil.ClusterRoute("", "cluster-b")),
-			testutil.VirtualHost("override", []string{"override.example"}, testutil.ClusterRoute("", "cluster-c")),
-		)},
-		Clusters: []*v3clusterpb.Cluster{testutil.Cluster("cluster-a", "eds-a"), testutil.Cluster("cluster-b", "eds-b"), testutil.Cluster("cluster-c", "eds-c")},
-		Endpoints: []*v3endpointpb.ClusterLoadAssignment{
-			testutil.Endpoints("eds-a", "127.0.0.1", a.port), testutil.Endpoints("eds-b", "127.0.0.1", b.port), testutil.Endpoints("eds-c", "127.0.0.1", c.port),
-		},
-	})
-	for _, tc := range []struct {
-		name string
-		opts []grpc.DialOption
-		want string
-	}{
-		{"the target's path", nil, "A"},
-		{"grpc.WithAuthority", []grpc.DialOption{grpc.WithAuthority("override.example")}, "C"},
-	} {
-		for _, ch := range bothChannels(t, s, "xds:///"+service, tc.opts...) {
-			tsc := testgrpc.NewTestServiceClient(ch.cc)
-			for range 3 {
-				resp, err := tsc.UnaryCall(ctx, &testgrpc.SimpleRequest{}, grpc.WaitForReady(true))
-				if err != nil || resp.GetServerId() != tc.want {
-					t.Errorf("%s, %s: server %q, error %v; want %s", tc.name, ch.name, resp.GetServerId(), err, tc.want)
-					break
+	s.setSnapshot(ctx, t, "1", res)
+	for _, trusted := range []bool{true, false} {
+		features := `["xds_v3"]`
+		if trusted {
+			features = `["xds_v3", "trusted_xds_server"]`
+		}
+		js := []byte(fmt.Sprintf(`{
+			"xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": %s}],
+			"node": {"id": %q}
+		}`, s.Addr, features, nodeID))
+		cfg, err := bootstrap.Parse(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirResolver, err := grpcxds.NewXDSResolverWithConfigForTesting(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, target := range []string{"rewrite", "no-rewrite"} {
+			want := target
+			if trusted && target == "rewrite" {
+				want = "host.example"
+			}
+			authority := func(opts ...grpc.DialOption) string {
+				resp, err := oneRPC(ctx, t, "xds:///"+target, opts...)
+				if err != nil {
+					return "error: " + err.Error()
 				}
+				return resp.GetUsername()
+			}
+			ours := authority(xdsresolver.DialOptions(c)...)
+			theirs := authority(grpc.WithResolvers(theirResolver), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if ours != want || theirs != want {
+				t.Errorf("trusted %v, %s: :authority proxyless/xds %q, grpc-go %q; want both %q", trusted, target, ours, theirs, want)
 			}
 		}
+		c.Close()
 	}
 }

@@ -29,7 +29,7 @@ var clusterConfig = TypeConfig[*Cluster]{
 	TypeURL:                    ClusterTypeURL,
 	TypeName:                   "Cluster",
 	AllResourcesRequiredInSotW: true,
-	Decode:                     decodeCluster,
+	Decode:                     func(inner *anypb.Any) (string, *Cluster, error) { return decodeCluster(inner, decodeOptions{}) },
 	NameField:                  1, // name
 }
 
@@ -45,8 +45,9 @@ const (
 
 // Cluster is a decoded Cluster resource: what a gRPC client needs to reach
 // one upstream cluster. It is immutable once decoded and shared by every
-// watcher: do not modify it or its slices. (The small fields come first:
-// 160 bytes, a size class, at tens of thousands of cached clusters.)
+// watcher: do not modify it, its slices or its map. (The small fields
+// come first: 176 bytes, a size class, at tens of thousands of cached
+// clusters.)
 type Cluster struct {
 	// Name is the resource name in canonical form.
 	Name string
@@ -56,6 +57,14 @@ type Cluster struct {
 	// LRSServerSelf reports whether lrs_server is set (it must be "self"):
 	// load reports go to the management server that sent the cluster.
 	LRSServerSelf bool
+	// HTTPConnect reports that transport_socket is the HTTP/1.1 proxy
+	// transport socket (gRFC A86): connections to an endpoint that has a
+	// proxy address (Endpoint.ProxyAddress, else its
+	// Locality.ProxyAddress) go through an HTTP CONNECT tunnel to it;
+	// Security is then that of the transport socket it wraps. Set only
+	// when the type was made with WithHTTPConnect; without, such a
+	// Cluster is invalid.
+	HTTPConnect bool
 	// LRSReportEndpointMetrics is lrs_report_endpoint_metrics: the fields
 	// of the backends' ORCA load reports that load reports carry (gRFC
 	// A85); the keys of BackendMetricsNamed are LRSNamedMetrics().
@@ -85,12 +94,19 @@ type Cluster struct {
 	// from load_balancing_policy when set, else from lb_policy. Aggregate
 	// clusters have one too, unused (gRFC A37).
 	LBPolicy LBPolicy
-	// Security is the TLS configuration from transport_socket; nil when
-	// unset (gRFC A29).
+	// Security is the TLS configuration from transport_socket (or the
+	// transport socket the HTTP/1.1 proxy socket wraps); nil when there is
+	// none (gRFC A29, A86).
 	Security *SecurityConfig
 	// OutlierDetection is outlier_detection with defaults applied; nil
 	// when unset (gRFC A50).
 	OutlierDetection *OutlierDetection
+	// Audiences are the audiences of the GCP authentication filter (gRFC
+	// A83), keyed by filter instance name: the url of each entry of
+	// metadata.typed_filter_metadata of type
+	// envoy.extensions.filters.http.gcp_authn.v3.Audience (which must not
+	// be empty). nil when there are none.
+	Audiences map[string]string
 
 	raw rawBytes // the serialized resource as received (the unwrapped Any's value)
 }
@@ -140,8 +156,8 @@ func (k ClusterKind) String() string {
 // of a resource alive.
 var clusterMsgs = sync.Pool{New: func() any { return new(v3clusterpb.Cluster) }}
 
-// decodeCluster decodes a Cluster.
-func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
+// decodeCluster decodes a Cluster with the options o.
+func decodeCluster(inner *anypb.Any, o decodeOptions) (string, *Cluster, error) {
 	c := clusterMsgs.Get().(*v3clusterpb.Cluster)
 	defer func() {
 		proto.Reset(c)
@@ -154,15 +170,20 @@ func decodeCluster(inner *anypb.Any) (string, *Cluster, error) {
 	if name == "" {
 		return "", nil, errEmptyName("name")
 	}
-	out, err := clusterFromProto(name, c)
+	out, err := clusterFromProto(name, c, o.httpConnect)
 	if err != nil {
 		return name, nil, err
+	}
+	if o.certProviders != nil {
+		if err := checkCertificateProviders(out, o.certProviders); err != nil {
+			return name, nil, err
+		}
 	}
 	out.raw = keepRaw(inner.GetValue())
 	return name, out, nil
 }
 
-func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
+func clusterFromProto(name string, c *v3clusterpb.Cluster, httpConnect bool) (*Cluster, error) {
 	out := &Cluster{Name: CanonicalName(name), MaxRequests: defaultMaxRequests}
 
 	// The checks run in grpc-go's order, so that a Cluster with several
@@ -171,7 +192,7 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if out.Security, err = securityFromCluster(c); err != nil {
+	if out.Security, out.HTTPConnect, err = securityFromCluster(c, httpConnect); err != nil {
 		return nil, err
 	}
 	if out.OutlierDetection, err = outlierDetectionFromProto(c.GetOutlierDetection()); err != nil {
@@ -184,6 +205,9 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster) (*Cluster, error) {
 	}
 	out.LBPolicy = lb
 	out.OverrideHostStatus = overrideHostStatus(c)
+	if out.Audiences, err = audiencesFromMetadata(c.GetMetadata()); err != nil {
+		return nil, err
+	}
 
 	for _, t := range c.GetCircuitBreakers().GetThresholds() {
 		if t.GetPriority() != v3corepb.RoutingPriority_DEFAULT {

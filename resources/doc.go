@@ -87,9 +87,11 @@
 //     TypedStruct, unknown or server-only filters (RBAC) dropped when
 //     optional and rejected otherwise, configs of known filters decoded,
 //     the router last and only last (gRFC A39). The filters a client runs
-//     are the router and fault injection, a default grpc-go build's, and
-//     the stateful session filter with a cookie session state (gRFC A55,
-//     as gRPC C++; StatefulSession reads its config).
+//     are the router and fault injection, a default grpc-go build's, the
+//     stateful session filter with a cookie session state (gRFC A55, as
+//     gRPC C++; StatefulSession reads its config) and the GCP
+//     authentication filter (gRFC A83; GCPAuthnCacheSize reads its
+//     config).
 //   - Server-side Listener (R-17.2, R-26; gRFC A36), one without
 //     api_listener, decoded into Listener.Server: a TCP socket_address;
 //     no listener_filters nor use_original_dst; filter chains whose
@@ -112,7 +114,8 @@
 //     (gRFC A44); hash policies (gRFC A42); max_stream_duration;
 //     non-forwarding and other actions kept; typed_per_filter_config
 //     overrides validated at the virtual host, route and weighted cluster
-//     level, including RBAC overrides (gRFC A41).
+//     level, including RBAC overrides (gRFC A41); auto_host_rewrite
+//     (gRFC A81).
 //   - Cluster: lb_policy ROUND_ROBIN, RING_HASH (XX_HASH,
 //     ring sizes within 8Mi and ordered) or LEAST_REQUEST (choice count ≥ 2);
 //     load_balancing_policy (gRFC A52: round_robin, ring_hash,
@@ -120,9 +123,11 @@
 //     wrr_locality, a TypedStruct naming a balancer registered with gRPC,
 //     16 levels at most); override_host_status (gRFC A55); the TLS
 //     transport socket of gRFC A29
-//     and its unsupported fields, system_root_certs (gRFC A82), and, given
-//     the bootstrap's instances, the certificate provider instances it
-//     names; outlier detection (gRFC A50); lrs_server
+//     and its unsupported fields, system_root_certs (gRFC A82), SNI (gRFC
+//     A101), and, given the bootstrap's instances, the certificate
+//     provider instances it names; with WithHTTPConnect, the HTTP/1.1
+//     proxy transport socket (gRFC A86); audiences in metadata (gRFC A83);
+//     outlier detection (gRFC A50); lrs_server
 //     self; EDS (ads or self, service_name required for xdstp names),
 //     LOGICAL_DNS (one locality, one endpoint) and aggregate (gRFC A37)
 //     clusters; circuit breakers.
@@ -131,7 +136,8 @@
 //     and endpoint weight sums within uint32, endpoint weights not 0, no
 //     duplicate address (additional addresses included, gRFC A61), no
 //     duplicate locality in a priority, drop overloads; hash keys from
-//     "envoy.lb" metadata (gRFC A76).
+//     "envoy.lb" metadata (gRFC A76); with WithHTTPConnect, proxy
+//     addresses from endpoint and locality metadata (gRFC A86).
 //   - A panic in a decoder is a per-resource error.
 //
 // Where this package deliberately differs from grpc-go, it is stricter on
@@ -145,9 +151,10 @@
 // resolver scheme of an RLS lookup_service are not checked; custom LB
 // policies in a TypedStruct are looked up in gRPC's balancer registry of
 // the program, as grpc-go does; features behind grpc-go environment
-// variables that default to off (HTTP CONNECT, system root certificates,
-// SNI, ext_proc, ext_authz, GCP authentication metadata) are treated as
-// off.
+// variables that default to off are treated as off (ext_proc,
+// ext_authz), except system root certificates, SNI and the GCP
+// authentication filter, which are on, and HTTP CONNECT, which
+// WithHTTPConnect turns on.
 //
 // # Performance
 //

@@ -5,8 +5,14 @@ package resources
 import (
 	"fmt"
 	"hash/maphash"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
 	"unique"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -28,7 +34,7 @@ var endpointsConfig = TypeConfig[*Endpoints]{
 	TypeURL:                    EndpointsTypeURL,
 	TypeName:                   "ClusterLoadAssignment",
 	AllResourcesRequiredInSotW: false,
-	Decode:                     decodeEndpoints,
+	Decode:                     func(inner *anypb.Any) (string, *Endpoints, error) { return decodeEndpoints(inner, decodeOptions{}) },
 	NameField:                  1, // cluster_name
 }
 
@@ -68,6 +74,13 @@ type Locality struct {
 	Weight uint32
 	// Endpoints are the lb_endpoints in the order received; possibly empty.
 	Endpoints []Endpoint
+	// ProxyAddress is the HTTP CONNECT proxy of the locality's endpoints
+	// that have none of their own (gRFC A86), "host:port" with an IP
+	// address: the socket address under the key
+	// "envoy.http11_proxy_transport_socket.proxy_address" of the
+	// locality's typed_filter_metadata. Read only by types made with
+	// WithHTTPConnect; "" otherwise, and when unset.
+	ProxyAddress string
 }
 
 // LocalityID is the locality of a group of endpoints (core.Locality).
@@ -99,6 +112,10 @@ type Endpoint struct {
 	// string "hash_key" of the endpoint's "envoy.lb" filter metadata
 	// (gRFC A76); "" when unset, in which case the address is hashed.
 	HashKey string
+	// ProxyAddress is the endpoint's HTTP CONNECT proxy (gRFC A86), as
+	// Locality.ProxyAddress but from the endpoint's metadata, which takes
+	// precedence. Read only by types made with WithHTTPConnect.
+	ProxyAddress string
 }
 
 // DropOverload is one category of the policy.drop_overloads: the share of
@@ -135,22 +152,22 @@ func (h HealthStatus) String() string {
 	return fmt.Sprintf("HealthStatus(%d)", int32(h))
 }
 
-// decodeEndpoints decodes a ClusterLoadAssignment. The usual
-// shape is read straight from the wire (see endpoints_wire.go); anything
-// else, and every invalid resource, goes through proto.Unmarshal. Both
-// paths convert with one endpointsBuilder.
-func decodeEndpoints(inner *anypb.Any) (string, *Endpoints, error) {
-	if name, e, ok := endpointsFromWire(inner.GetValue()); ok {
+// decodeEndpoints decodes a ClusterLoadAssignment with the
+// options o. The usual shape is read straight from the wire (see
+// endpoints_wire.go); anything else, and every invalid resource, goes
+// through proto.Unmarshal. Both paths convert with one endpointsBuilder.
+func decodeEndpoints(inner *anypb.Any, o decodeOptions) (string, *Endpoints, error) {
+	if name, e, ok := endpointsFromWire(inner.GetValue(), o.httpConnect); ok {
 		e.ClusterName = CanonicalName(name)
 		e.raw = keepRaw(inner.GetValue())
 		return name, e, nil
 	}
-	return decodeEndpointsProto(inner)
+	return decodeEndpointsProto(inner, o)
 }
 
 // decodeEndpointsProto is the proto path of decodeEndpoints, for every
 // ClusterLoadAssignment.
-func decodeEndpointsProto(inner *anypb.Any) (string, *Endpoints, error) {
+func decodeEndpointsProto(inner *anypb.Any, o decodeOptions) (string, *Endpoints, error) {
 	cla := &v3endpointpb.ClusterLoadAssignment{}
 	if err := unmarshalResource(inner, cla, "ClusterLoadAssignment"); err != nil {
 		return "", nil, err
@@ -159,7 +176,7 @@ func decodeEndpointsProto(inner *anypb.Any) (string, *Endpoints, error) {
 	if name == "" {
 		return "", nil, errEmptyName("cluster_name")
 	}
-	e, err := endpointsFromProto(cla)
+	e, err := endpointsFromProto(cla, o)
 	if err != nil {
 		return name, nil, err
 	}
@@ -168,9 +185,10 @@ func decodeEndpointsProto(inner *anypb.Any) (string, *Endpoints, error) {
 	return name, e, nil
 }
 
-// endpointsFromProto validates cla and converts it. The caller sets
-// ClusterName and raw. Field paths are built only on the error path.
-func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, error) {
+// endpointsFromProto validates cla and converts it with the options o.
+// The caller sets ClusterName and raw. Field paths are built only on the
+// error path.
+func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment, o decodeOptions) (*Endpoints, error) {
 	e := &Endpoints{}
 	if drops := cla.GetPolicy().GetDropOverloads(); len(drops) > 0 {
 		e.DropOverloads = make([]DropOverload, 0, len(drops))
@@ -212,7 +230,12 @@ func endpointsFromProto(cla *v3endpointpb.ClusterLoadAssignment) (*Endpoints, er
 		if !keep {
 			continue
 		}
-		if err := b.endpointsOfLocality(lp.GetLbEndpoints()); err != nil {
+		if o.httpConnect {
+			if b.loc.ProxyAddress, err = proxyAddress(lp.GetMetadata()); err != nil {
+				return nil, withFieldPrefix(indexed("endpoints", i)+".metadata", err)
+			}
+		}
+		if err := b.endpointsOfLocality(lp.GetLbEndpoints(), o.httpConnect); err != nil {
 			return nil, withFieldPrefix(indexed("endpoints", i), err)
 		}
 		b.endLocality()
@@ -355,9 +378,10 @@ func (b *endpointsBuilder) finish() error {
 	return nil
 }
 
-// endpointsOfLocality converts the lb_endpoints of the current locality;
-// error fields are relative to the LocalityLbEndpoints.
-func (b *endpointsBuilder) endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint) error {
+// endpointsOfLocality converts the lb_endpoints of the current locality,
+// with their proxy addresses when httpConnect; error fields are relative
+// to the LocalityLbEndpoints.
+func (b *endpointsBuilder) endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint, httpConnect bool) error {
 	for j, lb := range lbs {
 		w := lb.GetLoadBalancingWeight()
 		weight, err := b.endpointWeight(j, w.GetValue(), w != nil)
@@ -387,6 +411,13 @@ func (b *endpointsBuilder) endpointsOfLocality(lbs []*v3endpointpb.LbEndpoint) e
 		}
 		if err := b.endpoint(j, first, ep.GetHostname(), HealthStatus(lb.GetHealthStatus()), weight, hashKey(lb)); err != nil {
 			return err
+		}
+		if httpConnect {
+			proxy, err := proxyAddress(lb.GetMetadata())
+			if err != nil {
+				return withFieldPrefix(indexed("lb_endpoints", j)+".metadata", err)
+			}
+			b.allEps[len(b.allEps)-1].ProxyAddress = proxy
 		}
 	}
 	return nil
@@ -453,7 +484,8 @@ func (s *addressSet) grow() {
 // hashKey returns the A76 hash key of an endpoint, from its "envoy.lb"
 // filter metadata. grpc-go converts typed_filter_metadata too, but only
 // for types behind environment variables that default to off, so
-// metadata never makes a resource invalid here.
+// metadata makes a resource invalid only with WithHTTPConnect
+// (proxyAddress).
 func hashKey(lb *v3endpointpb.LbEndpoint) string {
 	fm := lb.GetMetadata().GetFilterMetadata()
 	if len(fm) == 0 {
@@ -492,4 +524,53 @@ func intern(s string) string {
 		return ""
 	}
 	return unique.Make(s).Value()
+}
+
+const (
+	// proxyAddressKey is the metadata key of an endpoint's HTTP CONNECT
+	// proxy (gRFC A86).
+	proxyAddressKey = "envoy.http11_proxy_transport_socket.proxy_address"
+	// addressTypeURL is the type of the metadata entries gRFC A86
+	// validates.
+	addressTypeURL = "type.googleapis.com/envoy.config.core.v3.Address"
+)
+
+// proxyAddress validates the entries of md's typed_filter_metadata whose
+// type is envoy.config.core.v3.Address, whatever their key (gRFC A86: a
+// registered metadata type): each must be a socket_address whose address
+// is an IPv4 or IPv6 literal and whose port_value is set. It returns the
+// one under proxyAddressKey as "host:port", "" when there is none. Error
+// fields are relative to the Metadata; keys are checked in sorted order,
+// so that the error is the same for the same resource.
+func proxyAddress(md *v3corepb.Metadata) (string, error) {
+	tfm := md.GetTypedFilterMetadata()
+	if len(tfm) == 0 {
+		return "", nil
+	}
+	var proxy string
+	for _, key := range slices.Sorted(maps.Keys(tfm)) {
+		a := tfm[key]
+		if a.GetTypeUrl() != addressTypeURL {
+			continue // another type: not gRPC's, ignored (gRFC A86)
+		}
+		field := fmt.Sprintf("typed_filter_metadata[%q]", key)
+		addr := &v3corepb.Address{}
+		if err := proto.Unmarshal(a.GetValue(), addr); err != nil {
+			return "", invalid(field, "decoding Address: %w", err)
+		}
+		sa := addr.GetSocketAddress()
+		if sa == nil {
+			return "", invalid(field+".socket_address", "missing")
+		}
+		if _, err := netip.ParseAddr(sa.GetAddress()); err != nil {
+			return "", invalid(field+".socket_address.address", "%q is not an IPv4 or IPv6 address", sa.GetAddress())
+		}
+		if sa.GetPortValue() == 0 {
+			return "", invalid(field+".socket_address.port_value", "missing or zero")
+		}
+		if key == proxyAddressKey {
+			proxy = net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
+		}
+	}
+	return proxy, nil
 }

@@ -46,6 +46,7 @@ var (
 	localityLbEndpoints     = fieldNumber(localityLbDesc, "lb_endpoints")
 	localityLbWeightField   = fieldNumber(localityLbDesc, "load_balancing_weight")
 	localityLbPriorityField = fieldNumber(localityLbDesc, "priority")
+	localityLbMetadataField = fieldNumber(localityLbDesc, "metadata")
 
 	localityRegionField  = fieldNumber(localityDesc, "region")
 	localityZoneField    = fieldNumber(localityDesc, "zone")
@@ -91,11 +92,13 @@ type endpointsPlanSet struct {
 // of the input, flat. Pooled: it is garbage once converted.
 type claWire struct {
 	plans *endpointsPlanSet
-	name  []byte
-	locs  []wireLocality
-	eps   []wireEndpoint
-	addrs []wireAddress
-	size  int // arena bytes for the addresses
+	// localityMetadata: a locality with metadata is not the usual shape.
+	localityMetadata bool
+	name             []byte
+	locs             []wireLocality
+	eps              []wireEndpoint
+	addrs            []wireAddress
+	size             int // arena bytes for the addresses
 }
 
 // wireLocality is one LocalityLbEndpoints.
@@ -122,11 +125,13 @@ type wireAddress struct {
 
 // endpointsFromWire decodes b, a serialized ClusterLoadAssignment, if it
 // has the usual shape and is valid; ok is false otherwise, and the caller
-// takes the proto path. The caller sets ClusterName and raw.
-func endpointsFromWire(b []byte) (name string, e *Endpoints, ok bool) {
+// takes the proto path. With httpConnect, locality metadata is not the
+// usual shape either (WithHTTPConnect reads it). The caller sets
+// ClusterName and raw.
+func endpointsFromWire(b []byte, httpConnect bool) (name string, e *Endpoints, ok bool) {
 	w := claWirePool.Get().(*claWire)
 	defer w.release()
-	w.plans = endpointsPlans()
+	w.plans, w.localityMetadata = endpointsPlans(), httpConnect
 	if !w.readCLA(b, wireRecursionLimit-1) || len(w.name) == 0 {
 		return "", nil, false
 	}
@@ -244,6 +249,8 @@ func (w *claWire) readLocality(b []byte, d int) bool {
 			hasWeight = true
 		case it.num == localityLbPriorityField && it.typ == protowire.VarintType:
 			l.priority = uint32(it.u)
+		case it.num == localityLbMetadataField && w.localityMetadata:
+			return false
 		case !w.plans.localityLb.checkIter(&it, d):
 			return false
 		}

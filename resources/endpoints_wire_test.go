@@ -29,7 +29,7 @@ func TestEndpoints_WireAndProtoPathsAgree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &anypb.Any{TypeUrl: EndpointsTypeURL, Value: tc.in}
 			checkEndpointsPaths(t, in)
-			if _, _, ok := endpointsFromWire(tc.in); ok != tc.wire {
+			if _, _, ok := endpointsFromWire(tc.in, false); ok != tc.wire {
 				t.Fatalf("endpointsFromWire() ok = %v, want %v", ok, tc.wire)
 			}
 		})

@@ -185,10 +185,15 @@ func FuzzDecodeEndpoints(f *testing.F) {
 }
 
 // checkEndpointsPaths fails t if the wire and proto paths of the
-// ClusterLoadAssignment decoder disagree.
+// ClusterLoadAssignment decoder disagree, without options and with
+// WithHTTPConnect.
 func checkEndpointsPaths(t *testing.T, in *anypb.Any) {
 	t.Helper()
-	checkPaths(t, in, decodeEndpoints, decodeEndpointsProto)
+	for _, o := range []decodeOptions{{}, {httpConnect: true}} {
+		checkPaths(t, in,
+			func(in *anypb.Any) (string, *Endpoints, error) { return decodeEndpoints(in, o) },
+			func(in *anypb.Any) (string, *Endpoints, error) { return decodeEndpointsProto(in, o) })
+	}
 }
 
 // TestListener_WireAndProtoPathsAgree runs every Listener table case, and

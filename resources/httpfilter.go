@@ -22,8 +22,10 @@ import (
 // The HTTP filters a gRPC client knows (gRFC A39), with the type URLs of
 // their configs. They are the filters a default grpc-go build registers
 // (google.golang.org/grpc/xds imports router, fault and rbac; ext_proc and
-// ext_authz are behind environment variables that default to off, and
-// gcp_authn is not imported).
+// ext_authz are behind environment variables that default to off), the
+// stateful session filter (statefulsession.go) and the GCP
+// authentication filter (gcpauthn.go), which grpc-go reads only with
+// GRPC_EXPERIMENTAL_XDS_GCP_AUTHENTICATION_FILTER.
 const (
 	routerTypeURL       = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
 	faultTypeURL        = "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault"
@@ -56,9 +58,10 @@ type httpFilterImpl struct {
 // filterConfig is a filter config decoded: at most one field is set, the
 // one of the filter's type (HTTPFilter and FilterOverride carry them).
 type filterConfig struct {
-	fault   *HTTPFault
-	rbac    *RBACRules
-	session *CookieSession
+	fault             *HTTPFault
+	rbac              *RBACRules
+	session           *CookieSession
+	gcpAuthnCacheSize uint64
 }
 
 // routerImpl is the router, the terminal filter. The fault filter is in
@@ -90,6 +93,8 @@ func httpFilterFor(typeURL string) *httpFilterImpl {
 		return rbacImpl // rbac.go
 	case statefulSessionTypeURL, statefulSessionPerRouteTypeURL:
 		return statefulSessionImpl // statefulsession.go
+	case gcpAuthnTypeURL:
+		return gcpAuthnImpl // gcpauthn.go
 	}
 	return nil
 }

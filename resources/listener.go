@@ -120,6 +120,10 @@ type HTTPFilter struct {
 	// A55); nil for other filters, and for one that keeps no session (no
 	// session_state).
 	Session *CookieSession
+	// GCPAuthnCacheSize is the cache size of a GCP authentication filter
+	// (gRFC A83: cache_config.cache_size, 10 when unset, never 0); 0 for
+	// other filters.
+	GCPAuthnCacheSize uint64
 }
 
 // decodeListener decodes a client-side Listener. The usual
@@ -417,7 +421,7 @@ func httpFiltersFromView(field string, fs []filterView, out []HTTPFilter, side f
 			firstTerminal = len(out)
 		}
 		lastTerminal = impl.terminal
-		out = append(out, HTTPFilter{Name: name, TypeURL: typeURL, Config: cfg, Optional: f.optional, Fault: fc.fault, RBAC: fc.rbac, Session: fc.session})
+		out = append(out, HTTPFilter{Name: name, TypeURL: typeURL, Config: cfg, Optional: f.optional, Fault: fc.fault, RBAC: fc.rbac, Session: fc.session, GCPAuthnCacheSize: fc.gcpAuthnCacheSize})
 	}
 	// index returns the position in fs of a kept filter, for messages;
 	// names are unique.

@@ -262,6 +262,7 @@ func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[stri
 			return false, withFieldPrefix("route.retry_policy", err)
 		}
 	}
+	out.AutoHostRewrite = a.GetAutoHostRewrite().GetValue() // gRFC A81
 	return true, nil
 }
 

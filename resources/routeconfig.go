@@ -259,6 +259,12 @@ type RouteAction struct {
 	// RetryPolicy is the route's retry_policy; nil when unset, in which
 	// case the virtual host's applies. Only for the forwarding kinds.
 	RetryPolicy *RetryPolicy
+	// AutoHostRewrite is auto_host_rewrite: an RPC's :authority is to be
+	// the host name of the endpoint it goes to, if the endpoint has one
+	// (gRFC A81). A client honours it only in a RouteConfiguration from a
+	// management server it trusts (bootstrap.FeatureTrustedXDSServer); it
+	// is decoded whatever the server. Only for the forwarding kinds.
+	AutoHostRewrite bool
 }
 
 // WeightedCluster is one cluster of a weighted_clusters action.

@@ -185,6 +185,19 @@ func routePolicyCases(t testing.TB) []decodeCase[*RouteConfig] {
 
 	return []decodeCase[*RouteConfig]{
 		{
+			// gRFC A81: decoded whatever the server; the resolver checks
+			// that the server is trusted.
+			rule: "R-17.3",
+			name: "auto host rewrite",
+			give: routeConfig("r", vhost("v", clusterRoute("c", func(r *v3routepb.Route) {
+				r.GetRoute().HostRewriteSpecifier = &v3routepb.RouteAction_AutoHostRewrite{AutoHostRewrite: wrapperspb.Bool(true)}
+			}))),
+			want: func() *RouteConfig {
+				rc := withAction(RouteAction{Kind: RouteActionCluster, Cluster: "c", AutoHostRewrite: true})
+				return &rc
+			}(),
+		},
+		{
 			// grpc-go good-route-config-with-retry-policy: route and
 			// virtual host policies, defaults, unknown codes ignored.
 			rule: "R-17.3",

@@ -6,13 +6,21 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3http11proxypb "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/http_11_proxy/v3"
 	v3tlspb "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 )
 
 const (
-	// tlsTransportSocketName is the only transport socket gRPC knows.
+	// tlsTransportSocketName is the name of the TLS transport socket.
 	tlsTransportSocketName = "envoy.transport_sockets.tls"
 	upstreamTLSTypeURL     = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+	// http11ProxyTypeURL is the type of the HTTP/1.1 proxy transport
+	// socket (HTTP CONNECT, gRFC A86), which wraps another.
+	http11ProxyTypeURL = "type.googleapis.com/envoy.extensions.transport_sockets.http_11_proxy.v3.Http11ProxyUpstreamTransport"
+
+	// maxSNILength is the longest UpstreamTlsContext.sni accepted, as
+	// Envoy's (gRFC A101).
+	maxSNILength = 255
 )
 
 // SecurityConfig is the TLS configuration of a cluster (gRFC A29): where
@@ -39,51 +47,86 @@ type SecurityConfig struct {
 	// set only when no ca_certificate_provider_instance is given, which
 	// takes precedence.
 	SystemRootCerts bool
+
+	// SNI is UpstreamTlsContext.sni: the server name the client sends in
+	// its TLS handshakes (gRFC A101), "" for none; at most 255 bytes.
+	// AutoHostSNI takes precedence for an endpoint that has a host name.
+	SNI string
+	// AutoHostSNI is UpstreamTlsContext.auto_host_sni: the SNI of a
+	// handshake is the host name of its endpoint (Endpoint.Hostname, or
+	// the DNS name of a LOGICAL_DNS cluster, without port) when it has
+	// one, else SNI (gRFC A101).
+	AutoHostSNI bool
+	// AutoSNISANValidation is UpstreamTlsContext.auto_sni_san_validation:
+	// when a handshake sends an SNI, the server certificate must have a
+	// DNS SAN that matches it, in place of SubjectAltNameMatchers; without
+	// an SNI, SubjectAltNameMatchers apply as usual (gRFC A101).
+	AutoSNISANValidation bool
 }
 
 // securityFromCluster validates the transport socket of c (R-17.4, gRFC
-// A29) and returns its security config, nil when there is no transport
-// socket (plaintext, or the channel's fallback credentials). Error fields
-// are relative to the Cluster.
+// A29) and returns its security config, nil when there is no TLS
+// (plaintext, or the channel's fallback credentials), and whether the
+// connections go through an HTTP CONNECT proxy. Error fields are relative
+// to the Cluster.
 //
 // System root certificates (gRFC A82) are supported, as grpc-go does with
 // GRPC_EXPERIMENTAL_XDS_SYSTEM_ROOT_CERTS: validation_context's
 // system_root_certs, when ca_certificate_provider_instance is unset, sets
-// SystemRootCerts. As grpc-go with its defaults, the HTTP/1.1 proxy
-// transport socket (GRPC_EXPERIMENTAL_XDS_HTTP_CONNECT) and SNI
-// (GRPC_EXPERIMENTAL_XDS_SNI) are not supported: the proxy socket is an
-// unsupported type, and sni is ignored.
-func securityFromCluster(c *v3clusterpb.Cluster) (*SecurityConfig, error) {
+// SystemRootCerts. SNI (gRFC A101) is read, as grpc-go does with
+// GRPC_EXPERIMENTAL_XDS_SNI. The HTTP/1.1 proxy transport socket (gRFC
+// A86) is read only with httpConnect (WithHTTPConnect); without it, it is
+// rejected as grpc-go rejects it when GRPC_EXPERIMENTAL_XDS_HTTP_CONNECT
+// is off: by its name, else by its type.
+func securityFromCluster(c *v3clusterpb.Cluster, httpConnect bool) (sc *SecurityConfig, proxied bool, err error) {
 	if len(c.GetTransportSocketMatches()) != 0 {
-		return nil, invalid("transport_socket_matches", "not supported")
+		return nil, false, invalid("transport_socket_matches", "not supported")
 	}
 	ts := c.GetTransportSocket()
 	if ts == nil {
-		return nil, nil
+		return nil, false, nil
+	}
+	field := "transport_socket"
+	if tc := ts.GetTypedConfig(); httpConnect && tc.GetTypeUrl() == http11ProxyTypeURL {
+		// gRFC A86: the wrapper, whatever its name, and the transport
+		// socket it wraps, validated as if it were the Cluster's own.
+		proxy := &v3http11proxypb.Http11ProxyUpstreamTransport{}
+		if err := proto.Unmarshal(tc.GetValue(), proxy); err != nil {
+			return nil, false, invalid("transport_socket.typed_config", "decoding Http11ProxyUpstreamTransport: %w", err)
+		}
+		if ts = proxy.GetTransportSocket(); ts == nil {
+			return nil, true, nil
+		}
+		field, proxied = "transport_socket.typed_config.transport_socket", true
 	}
 	if ts.GetName() != tlsTransportSocketName {
-		return nil, invalid("transport_socket.name", "%q, want %q", ts.GetName(), tlsTransportSocketName)
+		return nil, false, invalid(field+".name", "%q, want %q", ts.GetName(), tlsTransportSocketName)
 	}
 	tc := ts.GetTypedConfig()
 	if tc.GetTypeUrl() != upstreamTLSTypeURL {
-		return nil, invalid("transport_socket.typed_config", "type URL %q, want %q", tc.GetTypeUrl(), upstreamTLSTypeURL)
+		return nil, false, invalid(field+".typed_config", "type URL %q, want %q", tc.GetTypeUrl(), upstreamTLSTypeURL)
 	}
 	ctx := &v3tlspb.UpstreamTlsContext{}
 	if err := proto.Unmarshal(tc.GetValue(), ctx); err != nil {
-		return nil, invalid("transport_socket.typed_config", "decoding UpstreamTlsContext: %w", err)
+		return nil, false, invalid(field+".typed_config", "decoding UpstreamTlsContext: %w", err)
 	}
-	const field = "transport_socket.typed_config.common_tls_context"
-	sc, a29Err, err := commonTLS(field, ctx.GetCommonTlsContext())
+	common := field + ".typed_config.common_tls_context"
+	sc, a29Err, err := commonTLS(common, ctx.GetCommonTlsContext())
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if sc.RootInstanceName == "" && !sc.SystemRootCerts {
 		if a29Err != nil {
-			return nil, a29Err
+			return nil, false, a29Err
 		}
-		return nil, invalid(field, "no root certificate provider instance (validation_context.ca_certificate_provider_instance) and no system_root_certs")
+		return nil, false, invalid(common, "no root certificate provider instance (validation_context.ca_certificate_provider_instance) and no system_root_certs")
 	}
-	return sc, nil
+	// gRFC A101, after the common TLS context as in grpc-go.
+	if sni := ctx.GetSni(); len(sni) > maxSNILength {
+		return nil, false, invalid(field+".typed_config.sni", "%d bytes, at most %d are allowed", len(sni), maxSNILength)
+	}
+	sc.SNI, sc.AutoHostSNI, sc.AutoSNISANValidation = ctx.GetSni(), ctx.GetAutoHostSni(), ctx.GetAutoSniSanValidation()
+	return sc, proxied, nil
 }
 
 func (sc *SecurityConfig) isEmpty() bool {
@@ -91,15 +134,19 @@ func (sc *SecurityConfig) isEmpty() bool {
 		sc.IdentityCertName == "" && len(sc.SubjectAltNameMatchers) == 0 && !sc.SystemRootCerts
 }
 
-// checkCertificateProviders returns an error when sc names a certificate
-// provider instance that is not in instances, the bootstrap's
-// certificate_providers (gRFC A29: the Cluster is NACKed). Error fields
-// are relative to the Cluster.
-func checkCertificateProviders(sc *SecurityConfig, instances map[string]bool) error {
+// checkCertificateProviders returns an error when the security config of
+// c names a certificate provider instance that is not in instances, the
+// bootstrap's certificate_providers (gRFC A29: the Cluster is NACKed).
+// Error fields are relative to the Cluster.
+func checkCertificateProviders(c *Cluster, instances map[string]bool) error {
+	sc := c.Security
 	if sc == nil {
 		return nil
 	}
-	const field = "transport_socket.typed_config.common_tls_context"
+	field := "transport_socket.typed_config.common_tls_context"
+	if c.HTTPConnect {
+		field = "transport_socket.typed_config.transport_socket.typed_config.common_tls_context"
+	}
 	if sc.IdentityInstanceName != "" && !instances[sc.IdentityInstanceName] {
 		return invalid(field+".tls_certificate_provider_instance.instance_name", "identity certificate provider instance %q is not in the bootstrap's certificate_providers", sc.IdentityInstanceName)
 	}

@@ -50,27 +50,32 @@ type clientCreds struct {
 // configuration the address carries, and the fallback credentials'
 // handshake when it carries none.
 func (c *clientCreds) ClientHandshake(ctx context.Context, authority string, rawConn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	hi := handshake.ClientHandshakeInfoFromAttributes(credentials.ClientHandshakeInfoFromContext(ctx).Attributes)
+	attrs := credentials.ClientHandshakeInfoFromContext(ctx).Attributes
+	hi := handshake.ClientHandshakeInfoFromAttributes(attrs)
 	if hi == nil {
 		return c.fallback.ClientHandshake(ctx, authority, rawConn)
 	}
-	cfg, err := clientTLSConfig(ctx, hi)
+	sni := hi.ServerName(handshake.HostnameFromAttributes(attrs))
+	cfg, err := clientTLSConfig(ctx, hi, sni)
 	if err != nil {
 		return nil, nil, err
 	}
 	// grpc's TLS credentials add what gRPC needs (ALPN h2, TLS 1.2 at
-	// least), send authority as SNI, honour ctx and return a TLSInfo
-	// with the server's SPIFFE ID.
-	return credentials.NewTLS(cfg).ClientHandshake(ctx, authority, rawConn)
+	// least), send their authority argument as SNI (none when it is ""),
+	// honour ctx and return a TLSInfo with the server's SPIFFE ID. The
+	// SNI is the cluster's (gRFC A101), never the channel's authority.
+	return credentials.NewTLS(cfg).ClientHandshake(ctx, sni, rawConn)
 }
 
 // clientTLSConfig returns the TLS config of a handshake with the current
 // key material of hi's providers: the client certificate, and the roots
-// that VerifyConnection verifies the server with. It waits, until ctx is
-// done, for a provider that has no key material yet (its files were never
-// read successfully).
-func clientTLSConfig(ctx context.Context, hi *handshake.ClientHandshakeInfo) (*tls.Config, error) {
-	v := &serverVerifier{hi: hi, rootSet: rootSet{system: hi.SystemRoots, instance: hi.RootInstance}}
+// that VerifyConnection verifies the server with; sni is the handshake's
+// server name ("" for none), which the server certificate must be valid
+// for with auto_sni_san_validation. It waits, until ctx is done, for a
+// provider that has no key material yet (its files were never read
+// successfully).
+func clientTLSConfig(ctx context.Context, hi *handshake.ClientHandshakeInfo, sni string) (*tls.Config, error) {
+	v := &serverVerifier{hi: hi, sni: sni, rootSet: rootSet{system: hi.SystemRoots, instance: hi.RootInstance}}
 	if hi.Root != nil {
 		km, err := hi.Root.KeyMaterial(ctx)
 		if err != nil {

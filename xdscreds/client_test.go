@@ -166,12 +166,12 @@ func TestClientCredentials_NoKeyMaterial(t *testing.T) {
 	hi := &handshake.ClientHandshakeInfo{Cluster: "c", RootInstance: "empty", Root: staticProvider{}}
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestShortTimeout)
 	defer cancel()
-	_, err := clientTLSConfig(ctx, hi)
+	_, err := clientTLSConfig(ctx, hi, "")
 	if err == nil || !strings.Contains(err.Error(), `root certificates from certificate provider instance "empty"`) {
 		t.Fatalf("clientTLSConfig = %v, want an error naming the instance", err)
 	}
 	hi = &handshake.ClientHandshakeInfo{Cluster: "c", RootInstance: "certs-only", Root: staticProvider{&certprovider.KeyMaterial{Certs: []tls.Certificate{{}}}}}
-	if _, err := clientTLSConfig(ctx, hi); err == nil || !strings.Contains(err.Error(), "gives no root certificates") {
+	if _, err := clientTLSConfig(ctx, hi, ""); err == nil || !strings.Contains(err.Error(), "gives no root certificates") {
 		t.Fatalf("clientTLSConfig = %v, want an error saying there are no roots", err)
 	}
 }

@@ -50,13 +50,25 @@
 // addresses, IP addresses) must match one of match_subject_alt_names, when
 // there are any; an exact matcher follows the DNS wildcard rules against
 // a DNS SAN ("*.example.com" in a certificate matches the exact value
-// "api.example.com"). There is no host name check: the SAN matchers
-// replace it. A handshake that fails makes the RPCs that needed the
-// connection fail with UNAVAILABLE, their status message saying why
-// ("x509: certificate signed by unknown authority", "... match none of
-// match_subject_alt_names"). The client presents the identity provider's
-// certificate, if the cluster names one (mTLS). See docs/security.md and
-// rules R-25.1 to R-25.6 of docs/protocol.md.
+// "api.example.com"). There is no host name check against the channel's
+// authority: the SAN matchers replace it. A handshake that fails makes
+// the RPCs that needed the connection fail with UNAVAILABLE, their status
+// message saying why ("x509: certificate signed by unknown authority",
+// "... match none of match_subject_alt_names"). The client presents the
+// identity provider's certificate, if the cluster names one (mTLS). See
+// docs/security.md and rules R-25.1 to R-25.7 of docs/protocol.md.
+//
+// # SNI
+//
+// The server name a handshake sends (SNI, gRFC A101) is the endpoint's
+// host name (EDS Endpoint.hostname, or a LOGICAL_DNS cluster's DNS name
+// without its port) when the UpstreamTlsContext has auto_host_sni and the
+// endpoint has one, else its sni, else none: never the channel's
+// authority. With auto_sni_san_validation and an SNI, the server
+// certificate must instead be valid for that name, by crypto/x509's host
+// name check (a DNS SAN, wildcards as crypto/x509 reads them; an IP SAN
+// for an IP address), and match_subject_alt_names is not used; without an
+// SNI, match_subject_alt_names applies as usual.
 //
 // # Certificate providers
 //

@@ -83,13 +83,16 @@ func (r *rootSet) rootsFor(peer string, leaf *x509.Certificate) (*x509.CertPool,
 // A82, A87). It is made per handshake, with the key material of that
 // moment, and is immutable.
 type serverVerifier struct {
-	hi *handshake.ClientHandshakeInfo
+	hi  *handshake.ClientHandshakeInfo
+	sni string // the server name the client sent, "" for none
 	rootSet
 }
 
 // verify is tls.Config.VerifyConnection: it verifies the server's chain
-// for server authentication, then checks the leaf's SANs against
-// match_subject_alt_names.
+// for server authentication, then, with auto_sni_san_validation and an
+// SNI, that the leaf is valid for the SNI (crypto/x509's host name check:
+// a DNS SAN, or an IP SAN for an IP address, gRFC A101), else checks the
+// leaf's SANs against match_subject_alt_names.
 func (v *serverVerifier) verify(cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("xds: the server presented no certificate")
@@ -97,6 +100,12 @@ func (v *serverVerifier) verify(cs tls.ConnectionState) error {
 	leaf, err := v.verifyChain("server", cs.PeerCertificates, x509.ExtKeyUsageServerAuth)
 	if err != nil {
 		return fmt.Errorf("xds: cluster %q: %w", v.hi.Cluster, err)
+	}
+	if v.hi.AutoSNISANValidation && v.sni != "" {
+		if err := leaf.VerifyHostname(v.sni); err != nil {
+			return fmt.Errorf("xds: cluster %q: the server certificate's SANs (%s) do not match the SNI %q (auto_sni_san_validation): %w", v.hi.Cluster, describeSANs(leaf), v.sni, err)
+		}
+		return nil
 	}
 	if !matchSubjectAltNames(v.hi.SANMatchers, leaf) {
 		return fmt.Errorf("xds: cluster %q: the server certificate's SANs (%s) match none of match_subject_alt_names", v.hi.Cluster, describeSANs(leaf))

@@ -30,7 +30,8 @@ type EndpointInfo struct {
 	// HealthStatusHealthy or HealthStatusUnknown, the only ones that make
 	// an endpoint usable.
 	HealthStatus resources.HealthStatus
-	// Hostname is the endpoint's hostname, "" if unset.
+	// Hostname is the endpoint's hostname, "" if unset; for a LOGICAL_DNS
+	// cluster its DNS name and port (gRFC A81).
 	Hostname string
 }
 

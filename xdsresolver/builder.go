@@ -98,7 +98,14 @@ func (b *builder) Scheme() string { return b.opts.scheme }
 // the resolver produces, as with gRPC Go's own xDS resolver. It fails
 // with ErrGRPCXDSCredentials on a channel whose transport credentials are
 // grpc-go's credentials/xds.
-func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts resolver.BuildOptions) (resolver.Resolver, error) {
+func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts resolver.BuildOptions) (r resolver.Resolver, err error) {
+	if h := b.opts.holder; h != nil {
+		defer func() {
+			if err != nil {
+				h.settle() // the interceptors wait no longer
+			}
+		}()
+	}
 	t := target.String()
 	if bopts.DisableServiceConfig {
 		return nil, fmt.Errorf("xdsresolver: target %q: %w", t, ErrServiceConfigDisabled)
@@ -130,7 +137,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		// Cannot happen: NewBuilder registered the router.
 		return nil, fmt.Errorf("xdsresolver: grpc rejects the router's service config: %w", routerSC.Err)
 	}
-	r := &xdsResolver{
+	xr := &xdsResolver{
 		cc:             cc,
 		target:         t,
 		ringHashHeader: hashHeader,
@@ -140,16 +147,19 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		holder:         b.opts.holder,
 		providers:      b.opts.providers,
 		logger:         b.opts.logger.With(xdslog.KeyTarget, t, xdslog.KeyListener, listener),
+		started:        make(chan struct{}),
+		bootstrap:      b.client.BootstrapConfig(),
 	}
-	r.load, r.breakers = b.load, b.breakers
-	r.load.acquire()
+	xr.load, xr.breakers = b.load, b.breakers
+	xr.load.acquire()
 	authority := dataPlaneAuthority(endpoint, bopts)
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
 	dopts = append(dopts, depmgr.WithDataPlaneAuthority(authority), depmgr.WithLogger(b.opts.logger.With(xdslog.KeyTarget, t)))
 	dopts = append(dopts, b.opts.depmgrOpts...)
-	r.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, authority)
-	r.manager = depmgr.New(b.client, listener, r, dopts...)
-	return r, nil
+	xr.logger.Debug("starting", xdslog.KeyDataPlaneAuthority, authority)
+	xr.manager = depmgr.New(b.client, listener, xr, dopts...)
+	close(xr.started)
+	return xr, nil
 }
 
 // dataPlaneAuthority returns the authority the virtual host is selected

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxyless/xds/calllabels"
 	"github.com/proxyless/xds/internal/dataplane"
+	"github.com/proxyless/xds/internal/handshake"
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdscreds"
@@ -35,7 +36,7 @@ func buildConfig(s dataplane.Snapshot, ringHashHeader string, providers *xdscred
 	if err != nil {
 		return nil, err
 	}
-	cfg := &router.Config{DP: dp, Clusters: make(map[string]*router.Cluster, len(dp.Clusters)), Providers: providers}
+	cfg := &router.Config{DP: dp, Clusters: make(map[string]*router.Cluster, len(dp.Clusters)), Providers: providers, Plugins: plugins(dp, s.RouteConfig)}
 	for name, c := range dp.Clusters {
 		rc := &router.Cluster{DP: c}
 		for _, p := range c.Priorities {
@@ -75,7 +76,9 @@ func routerPriority(p *dataplane.Priority) *router.Priority {
 			e := &l.Endpoints[i]
 			ep := resolver.Endpoint{Addresses: make([]resolver.Address, len(e.Addresses))}
 			for j, a := range e.Addresses {
-				ep.Addresses[j] = resolver.Address{Addr: a}
+				// The connection's needs: the endpoint's host name (SNI,
+				// gRFC A101) and its HTTP CONNECT proxy (gRFC A86).
+				ep.Addresses[j] = handshake.SetProxyAddress(handshake.SetHostname(resolver.Address{Addr: a}, e.Hostname), e.ProxyAddress)
 			}
 			w := e.Weight
 			if policy.PerPriority {

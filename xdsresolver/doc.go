@@ -69,8 +69,30 @@
 // joined by ","; "-bin" headers are invisible to matchers and
 // content-type reads "application/grpc"; then runtime_fraction. An RPC
 // that matches no route fails with UNAVAILABLE, as does one matching a
-// route whose action is non_forwarding, cluster_specifier_plugin (RLS, not
-// supported) or another action gRPC does not forward.
+// route whose action is non_forwarding or another action gRPC does not
+// forward.
+//
+// Cluster specifier plugins (gRFC A28, "RLS in xDS"). A route whose
+// action is cluster_specifier_plugin, of the route lookup plugin
+// (grpc.lookup.v1.RouteLookupClusterSpecifier), sends its RPCs to gRPC's
+// own RLS LB policy (google.golang.org/grpc/balancer/rls, which this
+// package imports) with the plugin's route_lookup_config, as gRPC's xDS
+// channel does: RLS asks its lookup_service for the target of each RPC
+// (from its keys: headers, the method), caches the answer, and routes the
+// RPC to the target, which is a cluster of this configuration. The
+// channel subscribes to each target cluster as RLS names it (depmgr's
+// dynamic subscriptions) and until RLS forgets it; such a cluster is
+// balanced as a route's cluster (priorities, localities, drops, circuit
+// breaking, load reports, outlier detection, TLS), its state reported to
+// RLS, which falls back to its other targets, or its default_target. An
+// RPC whose target cluster does not exist fails UNAVAILABLE naming it
+// once the client knows (the does-not-exist timer). Unknown plugins: a
+// route using an optional one is left out; a RouteConfiguration using a
+// required one is NACKed (package resources). A plugin config gRPC's RLS
+// policy rejects (a lookup_service whose scheme has no resolver in the
+// program) fails its routes' RPCs with UNAVAILABLE saying why. The RLS
+// control channel uses the channel's transport credentials (for xDS
+// credentials, their fallback).
 //
 // Weighted clusters. Each RPC of a weighted_clusters route picks its
 // cluster at random by weight, whatever the clusters' endpoint policies.
@@ -188,7 +210,42 @@
 // change of a cluster's security config gives it new children, and so new
 // connections. Clusters without transport_socket, and every cluster with
 // other transport credentials, use the channel's credentials (for xDS
-// credentials, their fallback).
+// credentials, their fallback). Each address also carries its endpoint's
+// host name (EDS Endpoint.hostname; a LOGICAL_DNS cluster's DNS name and
+// port), from which the credentials take the SNI of auto_host_sni (gRFC
+// A101; else the cluster's sni, else none; see package xdscreds).
+//
+// HTTP CONNECT (gRFC A86), with a client made with client.WithHTTPConnect.
+// The endpoints of a Cluster whose transport_socket is the HTTP/1.1 proxy
+// socket, with a proxy address in their metadata (else their locality's),
+// are reached through an HTTP CONNECT tunnel to that proxy, opened by
+// HTTPConnectDialer (part of DialOptions for such a client); the TLS the
+// socket wraps, if any, is done with the endpoint through the tunnel.
+// Other endpoints are dialled directly. A channel of NewBuilder alone
+// needs grpc.WithContextDialer's HTTPConnectDialer, else it dials them
+// directly and warns once.
+//
+// GCP authentication (gRFC A83), with DialOptions and
+// WithGCPAuthentication. The Listener's GCP authentication filters give
+// an RPC, sent to a cluster whose metadata has an audience for the
+// filter (typed_filter_metadata under the filter's name), the call
+// credentials of that audience: with package gcpauthn, an ID token of the
+// GCE metadata server ("authorization: Bearer ..."), cached per filter
+// instance in an LRU cache of the filter's cache_size; only over
+// connections with transport security. Package gcpauthn is apart so that
+// programs that do not use the filter do not link Google's credentials.
+// Without WithGCPAuthentication, such RPCs fail with UNAVAILABLE naming
+// it; a route of a cluster specifier plugin gets none, as in gRPC.
+//
+// Authority rewriting (gRFC A81). An RPC of a route with
+// auto_host_rewrite, in a RouteConfiguration of an authority all of whose
+// management servers list trusted_xds_server in the bootstrap
+// (bootstrap.FeatureTrustedXDSServer; the top-level xds_servers for a name
+// that is not xdstp), has as :authority the host name of the endpoint it
+// is sent to (a LOGICAL_DNS cluster's DNS name and port), when it has one;
+// grpc.CallAuthority on the RPC wins. grpc has the channel's credentials
+// validate it: TLS credentials, xdscreds' included, require the server's
+// certificate to be valid for it, as grpc-go's xDS channel does.
 //
 // Moving from gRPC Go's xDS channel: replace grpc-go's credentials/xds
 // with xdscreds.NewClientCredentials (the same ClientOptions), or use
@@ -217,12 +274,35 @@
 // grpc.WithDisableRetry turns retries off. A service config names
 // methods, not routes: when RPCs of one method can match routes with
 // different policies (routes told apart by headers, runtime_fraction, a
-// regex or a prefix shorter or longer than a whole service), that method
-// is not retried, and a warning names the routes, once per channel.
-// With DialOptions, a route without a policy does not conflict: its
-// method keeps the others' policy, and the interceptors keep the route's
-// RPCs from being retried (grpc.MaxRetryRPCBufferSize(0), which also
-// stops grpc's transparent retries of those RPCs).
+// regex or a prefix shorter or longer than a whole service), the service
+// config gives that method no policy. With NewBuilder alone, such a
+// method is not retried, and a warning names the routes, once per
+// channel. With DialOptions, a route without a policy does not conflict:
+// its method keeps the others' policy, and the interceptors keep the
+// route's RPCs from being retried (grpc.MaxRetryRPCBufferSize(0), which
+// also stops grpc's transparent retries of those RPCs); and the
+// interceptors retry, per RPC, each RPC whose route's policy is not its
+// method's in the service config, with the route's policy.
+//
+// So, with DialOptions, an RPC takes one of two paths, by its route and
+// method: (A) when the service config gives its method its route's
+// policy, grpc retries it (gRFC A6, as above); (B) otherwise the
+// interceptors do, each attempt being an RPC of the channel (picked
+// again by the router, retried transparently by grpc when it never left
+// the client, with no policy of grpc's), with the semantics of A6 for the
+// route's policy: its retry_on codes, num_retries + 1 attempts (at most
+// 5, as A44 says), a random backoff up to retry_back_off's base interval
+// times 2 per retry, at most its max interval (at least 1 ms each), or
+// the server's grpc-retry-pushback-ms (negative, or several values: no
+// retry), grpc-previous-rpc-attempts on retries, no retry once response
+// headers or a message came or after a pick the router failed (a drop,
+// circuit breaking, a cluster error), and for streams the messages sent
+// replayed to the next attempt, up to the retry buffer
+// (grpc.MaxRetryRPCBufferSize of the call, 256 KiB by default; a message
+// that is not a protobuf message ends retries); the context's deadline
+// covers every attempt. grpc.WithDisableRetry does not reach path B:
+// give routes no policy to turn it off. An application's interceptors
+// (given after DialOptions) see each attempt of path B.
 //
 // Outlier detection (gRFC A50). A leaf cluster's outlier_detection
 // watches the endpoints of each of its priorities, as gRPC's
@@ -279,10 +359,9 @@
 // trailer, parsed by grpc's orca package into balancer.DoneInfo) adds the
 // selected fields to its locality's load report (lrs.AddBackendMetrics).
 //
-// Not supported: cluster_specifier_plugin (RLS; the route's RPCs fail).
-// The resolver logs a warning once per channel when a
-// configuration uses RLS, and, without DialOptions, fault injection or
-// max_stream_duration.
+// The resolver logs a warning once per channel when, without
+// DialOptions, a configuration uses fault injection, max_stream_duration,
+// stateful sessions, HTTP CONNECT or the GCP authentication filter.
 //
 // Service config is required: the resolver names the router in the
 // service config it gives the channel, as gRPC Go's own xDS resolver

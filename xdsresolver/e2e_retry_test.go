@@ -20,6 +20,7 @@ import (
 
 	"github.com/proxyless/xds/testutil"
 
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
@@ -124,13 +125,25 @@ func retryRoute(prefix, cluster string, numRetries uint32) *v3routepb.Route {
 // serveRoutes serves the Listener "svc" with routes, and one cluster per
 // backend, "cluster-<id>".
 func serveRoutes(e *env, routes []*v3routepb.Route, bs ...*flakyBackend) {
+	serveRoutesWith(e, routes, nil, bs...)
+}
+
+// serveRoutesWith is serveRoutes with the ClusterLoadAssignments in clas
+// in place of the default ones of their backends ("eds-<id>").
+func serveRoutesWith(e *env, routes []*v3routepb.Route, clas []*v3endpointpb.ClusterLoadAssignment, bs ...*flakyBackend) {
 	r := testutil.Resources{
 		Listeners: []*v3listenerpb.Listener{testutil.Listener("svc", "route-svc")},
 		Routes:    []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("route-svc", testutil.VirtualHost("vh", []string{"svc"}, routes...))},
 	}
 	for _, b := range bs {
 		r.Clusters = append(r.Clusters, testutil.Cluster("cluster-"+b.id, "eds-"+b.id))
-		r.Endpoints = append(r.Endpoints, testutil.Endpoints("eds-"+b.id, "127.0.0.1", b.port))
+		cla := testutil.Endpoints("eds-"+b.id, "127.0.0.1", b.port)
+		for _, c := range clas {
+			if c.GetClusterName() == cla.GetClusterName() {
+				cla = c
+			}
+		}
+		r.Endpoints = append(r.Endpoints, cla)
 	}
 	e.ms.Update("", r)
 }

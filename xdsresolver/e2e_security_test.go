@@ -40,7 +40,7 @@ type secureEnv struct {
 	mesh *certs.Mesh
 }
 
-func newSecureEnv(t *testing.T, refresh time.Duration) *secureEnv {
+func newSecureEnv(t *testing.T, refresh time.Duration, copts ...client.Option) *secureEnv {
 	t.Helper()
 	mesh, err := certs.NewMesh(t.TempDir(), "mesh.example")
 	if err != nil {
@@ -57,7 +57,7 @@ func newSecureEnv(t *testing.T, refresh time.Duration) *secureEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.WithLogger(testLogger(t)))
+	c, err := client.New(cfg, append([]client.Option{client.WithLogger(testLogger(t))}, copts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

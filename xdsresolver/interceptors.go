@@ -4,6 +4,8 @@ package xdsresolver
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,8 +18,10 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
+	"github.com/proxyless/xds/xdsresolver/internal/rpcretry"
 )
 
 func unavailable(msg string) error { return status.Error(codes.Unavailable, msg) }
@@ -48,7 +52,12 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 //     plaintext unless WithFallbackCredentials says otherwise, as Envoy
 //     connects to an upstream without transport_socket. A
 //     grpc.WithTransportCredentials given after these options replaces
-//     them, and the TLS of clusters is then not done.
+//     them, and the TLS of clusters is then not done;
+//   - the call credentials of the GCP authentication filter (gRFC A83),
+//     with WithGCPAuthentication;
+//   - when c was made with client.WithHTTPConnect, HTTPConnectDialer:
+//     connections to endpoints with an HTTP CONNECT proxy go through it
+//     (gRFC A86).
 //
 // Options added after these are the application's (its own interceptors
 // run after the ones above). Call DialOptions once per ClientConn: the
@@ -56,16 +65,21 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 //
 // The interceptors match the RPC against the routes of the channel's
 // current configuration, and the router uses the route they matched, so
-// that a route with a runtime_fraction is chosen once per RPC. Before the
-// first configuration, RPCs pass unchanged. The interceptors also choose
+// that a route with a runtime_fraction is chosen once per RPC. An RPC
+// made before the channel's first configuration waits for it (grpc would
+// hold its pick until then anyway), up to its deadline; when the resolver
+// fails instead, the RPC passes unchanged (and fails in grpc). The
+// interceptors also choose
 // the cluster of a weighted_clusters route, so that the filter overrides
 // of the weighted cluster (typed_per_filter_config) apply, taking
 // precedence over the route's (gRFC A39). Retries come from the service
-// config; the interceptors keep the RPCs of a route without retry policy
-// from being retried when their method has one (see the package doc,
-// "Retries"). cluster_specifier_plugin (RLS) is not supported.
+// config where it can express the RPC's route's policy; the interceptors
+// keep the RPCs of a route without retry policy from being retried when
+// their method has one, and retry, per RPC, those whose route's policy
+// the service config cannot give their method (see the package doc,
+// "Retries").
 func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
-	holder := new(atomic.Pointer[channelConfig])
+	holder := &channelHolder{ready: make(chan struct{})}
 	opts = append(opts[:len(opts):len(opts)], func(o *options) { o.holder = holder })
 	var o options
 	for _, opt := range opts {
@@ -77,13 +91,48 @@ func DialOptions(c *client.Client, opts ...Option) []grpc.DialOption {
 	}
 	// Not an error: NewClientCredentials fails only without fallback.
 	creds, _ := xdscreds.NewClientCredentials(xdscreds.ClientOptions{FallbackCreds: fallback})
-	ic := &interceptor{holder: holder}
-	return []grpc.DialOption{
+	ic := &interceptor{holder: holder, gcp: o.gcpAuthn}
+	dopts := []grpc.DialOption{
 		grpc.WithResolvers(NewBuilder(c, opts...)),
 		grpc.WithChainUnaryInterceptor(ic.unary),
 		grpc.WithChainStreamInterceptor(ic.stream),
 		grpc.WithTransportCredentials(creds),
 	}
+	if c.HTTPConnect() {
+		dopts = append(dopts, HTTPConnectDialer())
+	}
+	return dopts
+}
+
+// channelHolder holds the configuration of a channel of DialOptions for
+// its interceptors: the last one its resolver made.
+type channelHolder struct {
+	atomic.Pointer[channelConfig]
+	ready chan struct{} // closed by settle
+	once  sync.Once
+}
+
+// settle says that the resolver has a first result, a configuration or an
+// error: the interceptors wait no longer.
+func (h *channelHolder) settle() { h.once.Do(func() { close(h.ready) }) }
+
+// wait returns the configuration of cc, the channel; before the first,
+// it has cc leave idle mode (which starts the resolver) and waits for the
+// resolver's first result or the end of ctx, as grpc holds the RPC's
+// pick until the resolver's first result, so that what the configuration
+// asks of the RPC (its credentials, its deadline, its faults) applies
+// from the first RPC. nil when there is still none: the RPC goes on
+// unchanged.
+func (h *channelHolder) wait(ctx context.Context, cc *grpc.ClientConn) *channelConfig {
+	if c := h.Load(); c != nil {
+		return c
+	}
+	cc.Connect()
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+	}
+	return h.Load()
 }
 
 // channelConfig is a configuration of a channel as its interceptors read
@@ -95,10 +144,23 @@ type channelConfig struct {
 	// retrying: the service config has retry policies; the interceptors
 	// turn retries off for the RPCs of routes without one.
 	retrying bool
+	// unexpressed marks, by route index, the routes whose policy the
+	// service config does not give every method they can match (retry.go,
+	// path B); nil when there are none. classes are the policies of the
+	// service config by method class, and policies the routes' own, set
+	// for the unexpressed ones: the interceptors retry such a route's RPC
+	// when its method's policy is another.
+	unexpressed []bool
+	classes     map[string]retryKey
+	policies    []*rpcretry.Policy
+	// gcpFilters are the Listener's GCP authentication filters (gRFC
+	// A83), in chain order; nil for none.
+	gcpFilters []resources.HTTPFilter
 }
 
 type interceptor struct {
-	holder *atomic.Pointer[channelConfig]
+	holder *channelHolder
+	gcp    GCPAuthenticator // WithGCPAuthentication's; nil for none
 }
 
 // prepared is what before prepared for an RPC.
@@ -109,8 +171,18 @@ type prepared struct {
 	done func()
 	// noRetry: the RPC's route has no retry policy, and its method may
 	// have one in the service config (retry.go): the caller turns grpc's
-	// retries off for it.
+	// retries off for it. Also set with retry when the method has
+	// another policy.
 	noRetry bool
+	// retry is the RPC's route's retry policy when the service config
+	// gives its method another (retry.go, path B): the interceptor
+	// retries the RPC; nil when grpc's retries are the RPC's.
+	retry *rpcretry.Policy
+	// choice is the RPC's route choice, for the picker.
+	choice *router.RouteChoice
+	// callCreds are the RPC's call credentials of the GCP authentication
+	// filters (gRFC A83), as call options; nil for none.
+	callCreds []grpc.CallOption
 	// session is the RPC's session (gRFC A55, session.go): the caller
 	// adds its cookie to the response. nil for none.
 	session *dataplane.Session
@@ -121,9 +193,9 @@ func noop() {}
 // before prepares an RPC: the route, the deadline cap and the faults. It
 // returns what it prepared, and the error that ends the RPC at once (an
 // injected abort), after which nothing is to be released.
-func (ic *interceptor) before(ctx context.Context, method string) (prepared, error) {
+func (ic *interceptor) before(ctx context.Context, method string, conn *grpc.ClientConn) (prepared, error) {
 	p := prepared{ctx: ctx, done: noop}
-	cc := ic.holder.Load()
+	cc := ic.holder.wait(ctx, conn)
 	if cc == nil {
 		p.ctx = calllabels.NewContext(ctx, new(calllabels.Holder))
 		return p, nil
@@ -136,6 +208,11 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 		return p, nil
 	}
 	p.noRetry = cc.retrying && cc.retry[rt.Index] == ""
+	if cc.unexpressed != nil && cc.unexpressed[rt.Index] {
+		if mp := methodPolicy(cc.classes, method); mp != cc.retry[rt.Index] {
+			p.retry, p.noRetry = cc.policies[rt.Index], mp != ""
+		}
+	}
 	// The cluster is chosen here, not at pick time, so that the fault
 	// filter overrides of a weighted cluster apply (gRFC A39).
 	target := rt.PickTarget() // nil for a route that forwards to no cluster
@@ -146,8 +223,8 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 		// The session's cookie may name the cluster (gRFC A60).
 		p.session, target = dataplane.NewSession(rt.Session, cookies(&h), rt, target)
 	}
-	rc := &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session}
-	ctx = calllabels.NewContext(router.WithRouteChoice(ctx, rc), &rc.Labels)
+	p.choice = &router.RouteChoice{Cfg: cc.rc, Route: rt, Target: target, Session: p.session}
+	ctx = calllabels.NewContext(router.WithRouteChoice(ctx, p.choice), &p.choice.Labels)
 	faults, faultErr := target.FaultsFor(rt)
 	done := noop
 	if d := dp.MaxStreamDuration(rt); d > 0 {
@@ -170,14 +247,49 @@ func (ic *interceptor) before(ctx context.Context, method string) (prepared, err
 			return p, err
 		}
 	}
+	if len(cc.gcpFilters) > 0 && target != nil {
+		var err error
+		if p.callCreds, err = ic.gcpCredentials(cc.gcpFilters, dp.Clusters[target.Cluster], rt); err != nil {
+			done()
+			return p, err
+		}
+	}
 	p.ctx, p.done = ctx, done
 	return p, nil
+}
+
+// gcpCredentials returns the call credentials of the GCP authentication
+// filters of an RPC of rt sent to cluster c (gRFC A83): for each filter
+// whose name has an audience in the cluster's metadata, the credentials of
+// that audience. As gRPC's, it does nothing for a route of a cluster
+// specifier plugin, whose cluster is chosen later.
+func (ic *interceptor) gcpCredentials(filters []resources.HTTPFilter, c *dataplane.Cluster, rt *dataplane.Route) ([]grpc.CallOption, error) {
+	if c == nil || len(c.Audiences) == 0 {
+		return nil, nil
+	}
+	var out []grpc.CallOption
+	for _, f := range filters {
+		audience, ok := c.Audiences[f.Name]
+		if !ok {
+			continue
+		}
+		if ic.gcp == nil {
+			return nil, unavailable(fmt.Sprintf("%s: cluster %q needs the GCP authentication filter %q (audience %q), which this channel does not run: give DialOptions xdsresolver.WithGCPAuthentication(gcpauthn.New())", rt.Desc, c.Name, f.Name, audience))
+		}
+		creds, err := ic.gcp.CallCredentials(f.Name, f.GCPAuthnCacheSize, audience)
+		if err != nil {
+			return nil, unavailable(fmt.Sprintf("%s: GCP authentication filter %q, audience %q: %v", rt.Desc, f.Name, audience, err))
+		}
+		out = append(out, grpc.PerRPCCredentials(creds))
+	}
+	return out, nil
 }
 
 // callOptions returns opts with those p needs, without writing into
 // opts' array.
 func (p *prepared) callOptions(opts []grpc.CallOption) []grpc.CallOption {
 	opts = opts[:len(opts):len(opts)]
+	opts = append(opts, p.callCreds...)
 	if p.noRetry {
 		// grpc commits an RPC whose sent messages exceed its retry
 		// buffer: every message (5 bytes of header at least) exceeds 0.
@@ -187,17 +299,28 @@ func (p *prepared) callOptions(opts []grpc.CallOption) []grpc.CallOption {
 }
 
 func (ic *interceptor) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	p, err := ic.before(ctx, method)
+	p, err := ic.before(ctx, method, cc)
 	if err != nil {
 		return err
 	}
 	defer p.done()
-	if p.session != nil {
-		return sessionUnary(p.session, func(opts []grpc.CallOption) error {
-			return invoker(p.ctx, method, req, reply, cc, opts...)
-		}, p.callOptions(opts))
+	attempt := func(ctx context.Context, opts []grpc.CallOption) error {
+		if p.session != nil {
+			return sessionUnary(p.session, func(opts []grpc.CallOption) error {
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}, opts)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	return invoker(p.ctx, method, req, reply, cc, p.callOptions(opts)...)
+	if p.retry == nil {
+		return attempt(p.ctx, p.callOptions(opts))
+	}
+	// Path B (retry.go): each attempt is an RPC of its own, of which
+	// grpc retries nothing but transparently.
+	return p.retry.Unary(p.ctx, opts, func(ctx context.Context, aopts []grpc.CallOption) error {
+		p.choice.PickFailed.Store(false)
+		return attempt(ctx, p.callOptions(aopts))
+	}, p.choice.PickFailed.Load)
 }
 
 // stream prepares a streaming RPC as unary does, and releases what it
@@ -206,14 +329,39 @@ func (ic *interceptor) unary(ctx context.Context, method string, req, reply any,
 // their one RecvMsg, and streams whose context ends while no RecvMsg is
 // pending), and when the stream cannot be created.
 func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	p, err := ic.before(ctx, method)
+	p, err := ic.before(ctx, method, cc)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(p.callOptions(opts), grpc.OnFinish(func(error) { p.done() }))
-	s, err := streamer(p.ctx, desc, cc, method, opts...)
+	var s grpc.ClientStream
+	if p.retry == nil {
+		s, err = streamer(p.ctx, desc, cc, method, append(p.callOptions(opts), grpc.OnFinish(func(error) { p.done() }))...)
+	} else {
+		s, err = p.retryStream(desc, cc, method, streamer, opts)
+	}
 	if err != nil || p.session == nil {
 		return s, err
 	}
 	return &sessionStream{ClientStream: s, s: p.session}, nil
+}
+
+// retryStream makes a stream that the interceptor retries (retry.go,
+// path B). What the RPC holds is released once no attempt is running and
+// none will be made: each attempt, and the retries, hold a reference,
+// the attempt's until grpc's OnFinish of it, the retries' until the RPC
+// is committed.
+func (p *prepared) retryStream(desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts []grpc.CallOption) (grpc.ClientStream, error) {
+	var refs atomic.Int32
+	refs.Store(1) // the retries'
+	release := func() {
+		if refs.Add(-1) == 0 {
+			p.done()
+		}
+	}
+	newStream := func(ctx context.Context, aopts []grpc.CallOption) (grpc.ClientStream, error) {
+		p.choice.PickFailed.Store(false)
+		refs.Add(1)
+		return streamer(ctx, desc, cc, method, append(p.callOptions(aopts), grpc.OnFinish(func(error) { release() }))...)
+	}
+	return p.retry.Stream(p.ctx, opts, newStream, p.choice.PickFailed.Load, release)
 }

@@ -5,7 +5,6 @@ package xdsresolver
 import (
 	"log/slog"
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc/credentials"
 
@@ -29,9 +28,10 @@ type options struct {
 	ringHashHeader string           // "" for none: a random hash
 	timer          router.TimerFunc // the routers' timers; nil for time.AfterFunc
 	lrsBuilder     transport.Builder
-	holder         *atomic.Pointer[channelConfig]   // set by DialOptions: the interceptors' configuration
+	holder         *channelHolder                   // set by DialOptions: the interceptors' configuration
 	providers      *xdscreds.ProviderStore          // nil: NewBuilder makes one from the client's bootstrap
 	fallback       credentials.TransportCredentials // DialOptions' fallback; nil: plaintext
+	gcpAuthn       GCPAuthenticator                 // DialOptions' GCP authentication filter; nil: none
 }
 
 func defaultOptions() options {
@@ -135,4 +135,34 @@ func WithCertificateProviders(s *xdscreds.ProviderStore) Option {
 // NewBuilder ignores it: its channels' credentials are the application's.
 func WithFallbackCredentials(creds credentials.TransportCredentials) Option {
 	return func(o *options) { o.fallback = creds }
+}
+
+// GCPAuthenticator gives the call credentials of the GCP authentication
+// filter (gRFC A83): for the filter instance named filter (an HTTP filter
+// of the Listener, whose cache holds at most cacheSize credentials), those
+// of audience, the cluster's (its metadata). Package
+// github.com/proxyless/xds/gcpauthn's Authenticator is one: ID tokens of
+// the GCE metadata server. It must be safe for concurrent use.
+type GCPAuthenticator interface {
+	CallCredentials(filter string, cacheSize uint64, audience string) (credentials.PerRPCCredentials, error)
+}
+
+// WithGCPAuthentication runs the GCP authentication filter (gRFC A83) of
+// the channels of DialOptions with a: an RPC routed to a cluster whose
+// metadata has an audience for one of the Listener's GCP authentication
+// filters gets a's call credentials for it (an "authorization: Bearer"
+// header with gcpauthn's; only over connections with transport
+// security). It is in a package of its own so that programs that do not
+// use the filter do not link its credentials:
+//
+//	import "github.com/proxyless/xds/gcpauthn"
+//
+//	auth := gcpauthn.New()
+//	defer auth.Close() // after the channel
+//	cc, err := grpc.NewClient("xds:///svc", xdsresolver.DialOptions(c, xdsresolver.WithGCPAuthentication(auth))...)
+//
+// Without it, such RPCs fail with UNAVAILABLE naming this option; channels
+// of NewBuilder alone do not run the filter (a warning says so once).
+func WithGCPAuthentication(a GCPAuthenticator) Option {
+	return func(o *options) { o.gcpAuthn = a }
 }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/serviceconfig"
 
+	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/xdslog"
@@ -18,6 +18,7 @@ import (
 	"github.com/proxyless/xds/watcher"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
+	"github.com/proxyless/xds/xdsresolver/internal/rpcretry"
 )
 
 // failServiceConfig is the service config pushed, with no endpoint, when
@@ -46,11 +47,13 @@ type xdsResolver struct {
 	routerSC       *serviceconfig.ParseResult // routerServiceConfig, parsed
 	logger         *slog.Logger
 	manager        *depmgr.Manager
+	started        chan struct{}     // closed once manager is set
+	bootstrap      *bootstrap.Config // the client's, for trusted_xds_server
 
-	timer    router.TimerFunc               // the router's timers; nil for time.AfterFunc
-	load     *loadReporter                  // the Builder's; set by Build
-	breakers *dataplane.Breakers            // the Builder's; set by Build
-	holder   *atomic.Pointer[channelConfig] // DialOptions' interceptors' configuration; nil without them
+	timer    router.TimerFunc    // the router's timers; nil for time.AfterFunc
+	load     *loadReporter       // the Builder's; set by Build
+	breakers *dataplane.Breakers // the Builder's; set by Build
+	holder   *channelHolder      // DialOptions' interceptors' configuration; nil without them
 	// providers are the certificate providers of clusters with a
 	// transport socket (the Builder's).
 	providers *xdscreds.ProviderStore
@@ -60,6 +63,53 @@ type xdsResolver struct {
 	// (retry policies) and its parse; manager goroutine only.
 	scJSON string
 	sc     *serviceconfig.ParseResult
+}
+
+// trusted reports whether the RouteConfiguration of cfg (or its Listener,
+// for an inline one) comes from management servers that all list
+// trusted_xds_server (gRFC A81, R-2.3): the servers of the authority of
+// its name, the top-level ones for a name that is not xdstp. A route's
+// auto_host_rewrite is honoured only then.
+func (r *xdsResolver) trusted(cfg *depmgr.XDSConfig) bool {
+	name := cfg.RouteConfig.Name
+	if cfg.Listener.InlineRouteConfig == cfg.RouteConfig {
+		name = cfg.Listener.Name
+	}
+	servers := r.bootstrap.Servers
+	if n, err := resources.ParseName(name); err == nil {
+		var serr error
+		if servers, serr = r.bootstrap.ServersForAuthority(n.Authority); serr != nil {
+			return false
+		}
+	}
+	for _, s := range servers {
+		if !s.TrustedXDSServer() {
+			return false
+		}
+	}
+	return len(servers) > 0
+}
+
+// gcpFilters returns the GCP authentication filters of l (gRFC A83), in
+// chain order; nil for none.
+func gcpFilters(l *resources.Listener) []resources.HTTPFilter {
+	if l == nil {
+		return nil
+	}
+	var out []resources.HTTPFilter
+	for _, f := range l.HTTPFilters {
+		if f.GCPAuthnCacheSize > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// subscribe subscribes to cluster for an RLS target (depmgr's dynamic
+// subscriptions): the configurations then have it until cancel.
+func (r *xdsResolver) subscribe(cluster string) (cancel func()) {
+	<-r.started // manager is set by Build, which the manager may deliver to before it returns
+	return r.manager.SubscribeToCluster(cluster)
 }
 
 // ResolveNow asks for the hosts of LOGICAL_DNS clusters to be resolved
@@ -90,15 +140,20 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 	r.version++
 	rc.Version, rc.Timer, rc.Load, rc.Breakers = r.version, r.timer, r.load.store, r.breakers
 	rc.Intercepted = r.holder != nil
+	rc.AuthorityRewrite = r.trusted(cfg)
+	if len(rc.Plugins) > 0 {
+		rc.Subscribe = r.subscribe // RLS targets
+	}
 	r.load.ensure(rc.DP)
 	r.warnUnsupported(rc.DP)
-	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes))}
+	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes)), gcpFilters: gcpFilters(rc.DP.Listener)}
 	for i := range rc.DP.Routes {
 		cc.retry[i] = routePolicy(&rc.DP.Routes[i], rc.DP.VirtualHost)
 	}
 	sc := r.serviceConfig(cc) // sets cc.retrying
 	if r.holder != nil {
 		r.holder.Store(cc)
+		r.holder.settle()
 	}
 	r.logger.Debug("updating the channel", xdslog.KeyVersionInfo, rc.Version, xdslog.KeyRoutes, len(rc.DP.Routes), xdslog.KeyClusters, len(rc.DP.Clusters))
 	for name, c := range rc.DP.Clusters {
@@ -116,10 +171,29 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 // retry.go). It logs, once per set, routes whose policies cannot be
 // told apart by method.
 func (r *xdsResolver) serviceConfig(cc *channelConfig) *serviceconfig.ParseResult {
-	classes, conflicts := retryClasses(cc.rc.DP.Routes, cc.retry, cc.rc.Intercepted)
+	classes, conflicts, unexpressed := retryClasses(cc.rc.DP.Routes, cc.retry, cc.rc.Intercepted)
 	cc.retrying = len(classes) > 0
-	if len(conflicts) > 0 {
-		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; with xdsresolver.DialOptions, routes without a policy do not conflict)", xdslog.KeyRoutes, conflicts)
+	switch {
+	case len(conflicts) == 0:
+	case cc.rc.Intercepted:
+		r.logger.Debug("routes that can match RPCs of the same methods have different retry policies: the interceptors retry their RPCs", xdslog.KeyRoutes, conflicts)
+	default:
+		r.warnOnce("retry-conflict:"+strings.Join(conflicts, ","), "routes that can match RPCs of the same methods have different retry policies; those methods are not retried (gRPC's service config names methods only; xdsresolver.DialOptions retries them per RPC)", xdslog.KeyRoutes, conflicts)
+	}
+	if cc.rc.Intercepted && unexpressed != nil {
+		// Path B (retry.go): the interceptors retry the RPCs of these
+		// routes whose methods the service config gives another policy.
+		cc.unexpressed = unexpressed
+		cc.classes = make(map[string]retryKey, len(classes))
+		for _, c := range classes {
+			cc.classes[c.key] = c.policy
+		}
+		cc.policies = make([]*rpcretry.Policy, len(unexpressed))
+		for i, u := range unexpressed {
+			if u {
+				cc.policies[i] = rpcretry.NewPolicy(routeRetryPolicy(&cc.rc.DP.Routes[i], cc.rc.DP.VirtualHost))
+			}
+		}
 	}
 	js := serviceConfigJSON(classes)
 	if js == router.ServiceConfig {
@@ -165,6 +239,9 @@ func (r *xdsResolver) fail(err error) {
 	// no address. That is the point.
 	_ = r.cc.UpdateState(resolver.State{ServiceConfig: r.failSC})
 	r.cc.ReportError(err)
+	if r.holder != nil {
+		r.holder.settle()
+	}
 }
 
 // warnOnce logs msg at Warn once per channel for key.
@@ -180,15 +257,12 @@ func (r *xdsResolver) warnOnce(key, msg string, args ...any) {
 }
 
 // warnUnsupported logs, once per channel each, that a configuration uses
-// what the resolver does not support: cluster_specifier_plugin (RLS),
-// whose RPCs fail; and, without DialOptions' interceptors, fault
-// injection filters, max_stream_duration and stateful sessions, ignored.
+// what the channel cannot do without DialOptions: fault injection
+// filters, max_stream_duration and stateful sessions (ignored), HTTP
+// CONNECT (endpoints dialled directly).
 func (r *xdsResolver) warnUnsupported(dp *dataplane.Config) {
 	for i := range dp.Routes {
 		rt := &dp.Routes[i]
-		if rt.Action == resources.RouteActionClusterSpecifierPlugin {
-			r.warnOnce("rls", "cluster_specifier_plugin (RLS) is not supported; the RPCs of the route fail", xdslog.KeyRoute, rt.Desc, xdslog.KeyPlugin, rt.Plugin)
-		}
 		if r.holder == nil && len(rt.Faults) > 0 {
 			r.warnOnce("fault", "fault injection needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.Desc)
 		}
@@ -197,6 +271,19 @@ func (r *xdsResolver) warnUnsupported(dp *dataplane.Config) {
 		}
 		if r.holder == nil && rt.Session != nil {
 			r.warnOnce("session", "stateful session affinity needs xdsresolver.DialOptions; ignored", xdslog.KeyRoute, rt.Desc)
+		}
+	}
+	if r.holder != nil {
+		return
+	}
+	if f := gcpFilters(dp.Listener); len(f) > 0 {
+		r.warnOnce("gcp-authn", "the GCP authentication filter needs xdsresolver.DialOptions with xdsresolver.WithGCPAuthentication; ignored", xdslog.KeyHTTPFilter, f[0].Name)
+	}
+	for name, c := range dp.Clusters {
+		for _, p := range c.Priorities {
+			if p.HTTPConnect {
+				r.warnOnce("http-connect", "HTTP CONNECT (gRFC A86) needs xdsresolver.DialOptions, or xdsresolver.HTTPConnectDialer on this channel; without, its endpoints are dialled directly", xdslog.KeyCluster, name)
+			}
 		}
 	}
 }

@@ -32,11 +32,18 @@ import (
 // turn retries off for the RPCs of the routes without one
 // (grpc.MaxRetryRPCBufferSize(0): grpc commits an RPC whose sent messages
 // exceed the retry buffer, and every message exceeds 0 bytes).
+//
+// That is path A. With DialOptions there is a path B: the routes whose
+// policy the service config does not give every method they can match
+// (retryClasses' unexpressed) are retried by the interceptors, per RPC,
+// when the RPC's method has another policy in the service config
+// (methodPolicy), with the route's own (package rpcretry), and grpc's
+// retries are off for the RPC.
 
 // retryKey is a policy as grpc's service config reads it (its JSON), ""
 // for none. anyPolicy marks a route whose RPCs fail before any attempt
-// (non_forwarding, RLS, unsupported actions): as gRPC never retries a
-// pick's error, its policy does not matter.
+// (non_forwarding, unsupported actions): as gRPC never retries a pick's
+// error, its policy does not matter.
 type retryKey = string
 
 const anyPolicy retryKey = "\x00any"
@@ -79,14 +86,19 @@ func retryPolicyJSON(p *resources.RetryPolicy) retryKey {
 // routePolicy returns the retry policy of the RPCs of rt: the route's,
 // else the virtual host's.
 func routePolicy(rt *dataplane.Route, vh *resources.VirtualHost) retryKey {
-	if !rt.Forwards() {
+	if !rt.Forwards() && rt.Action != resources.RouteActionClusterSpecifierPlugin {
 		return anyPolicy
 	}
-	p := rt.Res.Action.RetryPolicy
-	if p == nil && vh != nil {
-		p = vh.RetryPolicy
+	return retryPolicyJSON(routeRetryPolicy(rt, vh))
+}
+
+// routeRetryPolicy returns the retry policy of rt: its own, else vh's
+// (gRFC A44); nil for none.
+func routeRetryPolicy(rt *dataplane.Route, vh *resources.VirtualHost) *resources.RetryPolicy {
+	if p := rt.Res.Action.RetryPolicy; p != nil || vh == nil {
+		return p
 	}
-	return retryPolicyJSON(p)
+	return vh.RetryPolicy
 }
 
 // methodClass is a set of methods that a service config entry names:
@@ -197,13 +209,19 @@ func pathMatch(m *resources.RouteMatch, c *methodClass, services, methods map[st
 // whatever their method's policy (DialOptions' interceptors). It returns
 // the classes, most specific first, and the routes whose policies
 // conflict, for the log; nil classes when no route has a retry policy.
-func retryClasses(routes []dataplane.Route, retry []retryKey, canDisable bool) (classes []methodClass, conflicts []string) {
+//
+// unexpressed, by route index, marks the routes whose policy is not that
+// of every class of methods whose RPCs can reach them: their RPCs of those
+// methods are retried per RPC by DialOptions' interceptors (package
+// rpcretry), or, without them, not at all; nil when every route's policy
+// is expressed.
+func retryClasses(routes []dataplane.Route, retry []retryKey, canDisable bool) (classes []methodClass, conflicts []string, unexpressed []bool) {
 	some := false
 	for _, p := range retry {
 		some = some || (p != "" && p != anyPolicy)
 	}
 	if !some {
-		return nil, nil
+		return nil, nil, nil
 	}
 	services, methods := map[string]bool{}, map[string]bool{}
 	for i := range routes {
@@ -266,8 +284,31 @@ func retryClasses(routes []dataplane.Route, retry []retryKey, canDisable bool) (
 			policy = ""
 		}
 		c.policy = policy
+		for _, i := range candidates {
+			if p := retry[i]; p != "" && p != anyPolicy && p != policy {
+				if unexpressed == nil {
+					unexpressed = make([]bool, len(routes))
+				}
+				unexpressed[i] = true
+			}
+		}
 	}
-	return classes, slices.Sorted(mapKeys(conflicting))
+	return classes, slices.Sorted(mapKeys(conflicting)), unexpressed
+}
+
+// methodPolicy returns the retry policy of method ("/S/M") in classes
+// (by class key), as grpc looks it up in the service config: the
+// method's, else its service's, else the default. It allocates nothing.
+func methodPolicy(classes map[string]retryKey, method string) retryKey {
+	if p, ok := classes[method]; ok {
+		return p
+	}
+	if i := strings.LastIndexByte(method, '/'); i > 0 {
+		if p, ok := classes[method[:i+1]]; ok {
+			return p
+		}
+	}
+	return classes[""]
 }
 
 func mapKeys(m map[string]bool) func(func(string) bool) {

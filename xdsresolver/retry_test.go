@@ -104,7 +104,7 @@ func TestRetryServiceConfig(t *testing.T) {
 			for i := range dp.Routes {
 				retry[i] = routePolicy(&dp.Routes[i], vh)
 			}
-			classes, conflicts := retryClasses(dp.Routes, retry, tt.canDisable)
+			classes, conflicts, _ := retryClasses(dp.Routes, retry, tt.canDisable)
 			if got := serviceConfigJSON(classes); got != tt.want {
 				t.Errorf("service config:\n got %s\nwant %s", got, tt.want)
 			}

@@ -39,5 +39,11 @@ func securityKey(sc *resources.SecurityConfig) string {
 		b.WriteString(strconv.FormatBool(m.IgnoreCase))
 		b.WriteString(strconv.Quote(m.Value))
 	}
+	if sc.SNI != "" || sc.AutoHostSNI || sc.AutoSNISANValidation { // gRFC A101
+		b.WriteString("\x00sni")
+		b.WriteString(strconv.Quote(sc.SNI))
+		b.WriteString(strconv.FormatBool(sc.AutoHostSNI))
+		b.WriteString(strconv.FormatBool(sc.AutoSNISANValidation))
+	}
 	return b.String()
 }

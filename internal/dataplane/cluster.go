@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ type Cluster struct {
 	// Priorities are the priorities with a usable endpoint, highest
 	// first; never empty when Err is nil.
 	Priorities []*Priority
+	// Audiences are the cluster's audiences of the GCP authentication
+	// filter by filter instance name (gRFC A83, resources.Cluster.Audiences
+	// of the route's cluster itself, aggregate or not); nil when none.
+	Audiences map[string]string
 }
 
 // Priority is one priority of a leaf cluster: its localities with a
@@ -58,6 +63,10 @@ type Priority struct {
 	// Security is the leaf's TLS configuration (gRFC A29); nil for
 	// plaintext.
 	Security *resources.SecurityConfig
+	// HTTPConnect: the leaf's transport socket is the HTTP/1.1 proxy
+	// transport socket (gRFC A86); its endpoints with a ProxyAddress are
+	// reached through that proxy.
+	HTTPConnect bool
 	// Outlier is the leaf's outlier detection (gRFC A50); nil when it has
 	// none, or one that ejects nothing (neither algorithm: gRFC A50's
 	// no-op config, which only counts).
@@ -102,8 +111,14 @@ type Endpoint struct {
 	PriorityShare uint32
 	// HealthStatus is HealthStatusHealthy or HealthStatusUnknown.
 	HealthStatus resources.HealthStatus
-	// Hostname is the endpoint's hostname, "" if unset.
+	// Hostname is the endpoint's hostname, "" if unset; for a LOGICAL_DNS
+	// cluster, its DNS name and port ("host:port", gRFC A81).
 	Hostname string
+	// ProxyAddress is the HTTP CONNECT proxy of the endpoint ("host:port",
+	// gRFC A86): its own, else its locality's, when the leaf cluster has
+	// the HTTP/1.1 proxy transport socket (Priority.HTTPConnect); "" for
+	// a direct connection.
+	ProxyAddress string
 	// HashKey is the endpoint's ring hash key (gRFC A76); "" to hash the
 	// address.
 	HashKey string
@@ -176,6 +191,7 @@ func buildCluster(name string, r *depmgr.ClusterResult, opts Options, sessions b
 	if cc.Err != nil {
 		return cc
 	}
+	cc.Audiences = r.Config.Cluster.Audiences
 	leaves := []*depmgr.ClusterConfig{r.Config}
 	if r.Config.IsAggregate() {
 		leaves = r.Config.Leaves
@@ -252,6 +268,12 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 			localitySums[l.Priority] += uint64(l.Weight)
 		}
 	}
+	// A LOGICAL_DNS cluster's endpoint is its DNS name, with its port
+	// (gRFC A81, A101).
+	var dnsName string
+	if c.Kind == resources.ClusterKindLogicalDNS {
+		dnsName = net.JoinHostPort(c.DNSHost, strconv.FormatUint(uint64(c.DNSPort), 10))
+	}
 	byPrio := make(map[uint32]*Priority)
 	var out []*Priority
 	for _, l := range leaf.Endpoints.Localities {
@@ -267,10 +289,20 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 			if !has(e) {
 				continue
 			}
-			eps = append(eps, Endpoint{
+			ep := Endpoint{
 				Addresses: e.Addresses, Weight: e.Weight, HealthStatus: e.HealthStatus, Hostname: e.Hostname, HashKey: e.HashKey,
 				PriorityShare: max(1, fixedPointMul(fraction(uint64(e.Weight), sum), fraction(uint64(l.Weight), localitySums[l.Priority]))),
-			})
+			}
+			if ep.Hostname == "" {
+				ep.Hostname = dnsName
+			}
+			if c.HTTPConnect {
+				// gRFC A86: the endpoint's proxy, else its locality's.
+				if ep.ProxyAddress = e.ProxyAddress; ep.ProxyAddress == "" {
+					ep.ProxyAddress = l.ProxyAddress
+				}
+			}
+			eps = append(eps, ep)
 		}
 		if len(eps) == 0 {
 			continue
@@ -280,7 +312,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 			p = &Priority{
 				Leaf: leaf.Name, EDSService: eds, Priority: l.Priority, Drops: drops, MaxRequests: c.MaxRequests,
 				LoadReported: c.LRSServerSelf, LRSService: c.EDSServiceName, Policy: c.LBPolicy, PolicyConfig: policyConfig,
-				Security: c.Security, Outlier: od, Sessions: sessions,
+				Security: c.Security, HTTPConnect: c.HTTPConnect, Outlier: od, Sessions: sessions,
 			}
 			if c.LRSServerSelf && c.LRSReportEndpointMetrics != 0 {
 				p.BackendMetrics, p.NamedMetrics = c.LRSReportEndpointMetrics, c.LRSNamedMetrics()

@@ -138,12 +138,36 @@ type Snapshot struct {
 	// Cluster returns the result of a cluster the routes name, by
 	// canonical name; nil when it has none.
 	Cluster func(name string) *depmgr.ClusterResult
+	// Others are the names of top-level clusters that may not be named by
+	// a route: those subscribed to for cluster specifier plugins (RLS
+	// targets, depmgr.Manager.SubscribeToCluster). Build builds them too.
+	Others []string
 }
 
 // SnapshotOf returns the Snapshot of cfg, whose virtual host depmgr
 // selected for its data-plane authority.
 func SnapshotOf(cfg *depmgr.XDSConfig) Snapshot {
-	return Snapshot{Listener: cfg.Listener, RouteConfig: cfg.RouteConfig, VirtualHost: cfg.VirtualHost, Cluster: cfg.Cluster}
+	s := Snapshot{Listener: cfg.Listener, RouteConfig: cfg.RouteConfig, VirtualHost: cfg.VirtualHost, Cluster: cfg.Cluster}
+	if hasPluginRoute(cfg.VirtualHost) {
+		for name := range cfg.Clusters() {
+			s.Others = append(s.Others, name)
+		}
+	}
+	return s
+}
+
+// hasPluginRoute reports whether a route of vh uses a cluster specifier
+// plugin, whose clusters are subscribed to dynamically.
+func hasPluginRoute(vh *resources.VirtualHost) bool {
+	if vh == nil {
+		return false
+	}
+	for i := range vh.Routes {
+		if vh.Routes[i].Action.Kind == resources.RouteActionClusterSpecifierPlugin {
+			return true
+		}
+	}
+	return false
 }
 
 // Config is the data-plane configuration of one virtual host: its routes,
@@ -151,7 +175,8 @@ func SnapshotOf(cfg *depmgr.XDSConfig) Snapshot {
 type Config struct {
 	// Routes are the routes of the virtual host, in order.
 	Routes []Route
-	// Clusters are the clusters the routes name, by canonical name.
+	// Clusters are the clusters the routes name, and Snapshot.Others, by
+	// canonical name.
 	Clusters map[string]*Cluster
 	// Listener is the Listener of the configuration (its HTTP filters,
 	// its max_stream_duration); nil only in tests.
@@ -186,6 +211,11 @@ func Build(s Snapshot, opts Options) (*Config, error) {
 			}
 		}
 		cfg.Routes = append(cfg.Routes, rt)
+	}
+	for _, name := range s.Others {
+		if _, done := cfg.Clusters[name]; !done {
+			cfg.Clusters[name] = buildCluster(name, s.Cluster(name), opts, cfg.Sessions)
+		}
 	}
 	ms := make([]*routing.Match, len(cfg.Routes))
 	for i := range cfg.Routes {

@@ -9,11 +9,15 @@
 // handshake. On the server side, package server gives each accepted
 // connection the ServerHandshakeInfo of its filter chain (the connection
 // implements ServerConn), which package xdscreds reads in
-// ServerHandshake. Neither package imports the other.
+// ServerHandshake. Neither package imports the other. The same address
+// attributes carry what else a connection to an endpoint needs: its host
+// name (SNI, gRFC A101) and its HTTP CONNECT proxy (gRFC A86), which the
+// dialer of xdsresolver.DialOptions reads.
 package handshake
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 
@@ -54,6 +58,15 @@ type ClientHandshakeInfo struct {
 	SystemRoots bool
 	// SANMatchers is match_subject_alt_names; empty accepts any SAN.
 	SANMatchers []resources.StringMatcher
+	// SNI, AutoHostSNI and AutoSNISANValidation are those of the
+	// cluster's UpstreamTlsContext (gRFC A101): the server name of a
+	// handshake is the host name of its address (HostnameFromAttributes)
+	// with AutoHostSNI when it has one, else SNI, else none; with
+	// AutoSNISANValidation and a server name, the server certificate must
+	// be valid for that name, in place of SANMatchers.
+	SNI                  string
+	AutoHostSNI          bool
+	AutoSNISANValidation bool
 
 	closeOnce sync.Once
 }
@@ -70,6 +83,10 @@ func NewClientHandshakeInfo(cluster string, sc *resources.SecurityConfig, acquir
 		IdentityInstance: sc.IdentityInstanceName,
 		SystemRoots:      sc.SystemRootCerts,
 		SANMatchers:      sc.SubjectAltNameMatchers,
+
+		SNI:                  sc.SNI,
+		AutoHostSNI:          sc.AutoHostSNI,
+		AutoSNISANValidation: sc.AutoSNISANValidation,
 	}
 	if !sc.SystemRootCerts {
 		p, err := acquire(sc.RootInstanceName, certprovider.BuildOptions{CertName: sc.RootCertName, WantRoot: true})
@@ -115,7 +132,31 @@ func (hi *ClientHandshakeInfo) String() string {
 		fmt.Fprintf(&b, ", identity %q", hi.IdentityInstance)
 	}
 	fmt.Fprintf(&b, ", %d SAN matchers", len(hi.SANMatchers))
+	if hi.SNI != "" {
+		fmt.Fprintf(&b, ", SNI %q", hi.SNI)
+	}
+	if hi.AutoHostSNI {
+		b.WriteString(", auto host SNI")
+	}
+	if hi.AutoSNISANValidation {
+		b.WriteString(", SAN validated against the SNI")
+	}
 	return b.String()
+}
+
+// ServerName returns the server name of a handshake to an address whose
+// host name (HostnameFromAttributes) is hostname (gRFC A101): with
+// AutoHostSNI, hostname without its port, if any; else SNI; "" for none.
+func (hi *ClientHandshakeInfo) ServerName(hostname string) string {
+	if hi.AutoHostSNI && hostname != "" {
+		// A LOGICAL_DNS cluster's host name has its port (gRFC A81); a
+		// server name has none (RFC 6066 §3).
+		if h, _, err := net.SplitHostPort(hostname); err == nil {
+			return h
+		}
+		return hostname
+	}
+	return hi.SNI
 }
 
 // handshakeKey is the address attribute key of *ClientHandshakeInfo.
@@ -126,6 +167,51 @@ type handshakeKey struct{}
 func SetClientHandshakeInfo(addr grpcresolver.Address, hi *ClientHandshakeInfo) grpcresolver.Address {
 	addr.Attributes = addr.Attributes.WithValue(handshakeKey{}, hi)
 	return addr
+}
+
+// hostnameKey is the address attribute key of an endpoint's host name.
+type hostnameKey struct{}
+
+// SetHostname returns addr with the host name of its endpoint in its
+// Attributes (gRFC A101 auto_host_sni): Endpoint.Hostname of an EDS
+// cluster, the DNS name (with port) of a LOGICAL_DNS cluster. addr is
+// returned unchanged when hostname is "".
+func SetHostname(addr grpcresolver.Address, hostname string) grpcresolver.Address {
+	if hostname == "" {
+		return addr
+	}
+	addr.Attributes = addr.Attributes.WithValue(hostnameKey{}, hostname)
+	return addr
+}
+
+// HostnameFromAttributes returns the host name SetHostname put in a, ""
+// when there is none.
+func HostnameFromAttributes(a *attributes.Attributes) string {
+	h, _ := a.Value(hostnameKey{}).(string)
+	return h
+}
+
+// proxyKey is the address attribute key of an endpoint's HTTP CONNECT
+// proxy.
+type proxyKey struct{}
+
+// SetProxyAddress returns addr with the address ("host:port") of the HTTP
+// CONNECT proxy its connections go through (gRFC A86) in its Attributes,
+// where the channel's dialer reads it. addr is returned unchanged when
+// proxy is "".
+func SetProxyAddress(addr grpcresolver.Address, proxy string) grpcresolver.Address {
+	if proxy == "" {
+		return addr
+	}
+	addr.Attributes = addr.Attributes.WithValue(proxyKey{}, proxy)
+	return addr
+}
+
+// ProxyAddressFromAttributes returns the proxy SetProxyAddress put in a,
+// "" when there is none.
+func ProxyAddressFromAttributes(a *attributes.Attributes) string {
+	p, _ := a.Value(proxyKey{}).(string)
+	return p
 }
 
 // ClientHandshakeInfoFromAttributes returns the handshake info in a, nil

@@ -76,3 +76,55 @@ func TestNewClientHandshakeInfo(t *testing.T) {
 		t.Errorf("ClientHandshakeInfoFromAttributes(nil) = %v, want nil", got)
 	}
 }
+
+// TestServerName checks the SNI precedence of gRFC A101 and the host name
+// attribute: the address's host name (without port) with AutoHostSNI,
+// else SNI, else none.
+func TestServerName(t *testing.T) {
+	hi, err := NewClientHandshakeInfo("c", &resources.SecurityConfig{SystemRootCerts: true, SNI: "sni.example", AutoHostSNI: true, AutoSNISANValidation: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hi.SNI != "sni.example" || !hi.AutoHostSNI || !hi.AutoSNISANValidation {
+		t.Fatalf("NewClientHandshakeInfo did not keep the SNI fields: %+v", hi)
+	}
+	tests := []struct {
+		sni      string
+		auto     bool
+		hostname string
+		want     string
+	}{
+		{sni: "sni.example", want: "sni.example"},
+		{sni: "sni.example", hostname: "host.example", want: "sni.example"},
+		{sni: "sni.example", auto: true, hostname: "host.example", want: "host.example"},
+		{sni: "sni.example", auto: true, want: "sni.example"},
+		{auto: true, hostname: "host.example:8443", want: "host.example"},
+		{auto: true, hostname: "[::1]:8443", want: "::1"},
+		{auto: true},
+		{},
+	}
+	for _, tc := range tests {
+		hi := &ClientHandshakeInfo{SNI: tc.sni, AutoHostSNI: tc.auto}
+		a := SetHostname(grpcresolver.Address{Addr: "10.0.0.1:80"}, tc.hostname)
+		if got := HostnameFromAttributes(a.Attributes); got != tc.hostname {
+			t.Errorf("HostnameFromAttributes(SetHostname(%q)) = %q", tc.hostname, got)
+		}
+		if got := hi.ServerName(HostnameFromAttributes(a.Attributes)); got != tc.want {
+			t.Errorf("ServerName with sni %q, auto_host_sni %v, host name %q = %q, want %q", tc.sni, tc.auto, tc.hostname, got, tc.want)
+		}
+	}
+	if a := SetHostname(grpcresolver.Address{Addr: "x"}, ""); a.Attributes != nil {
+		t.Errorf("SetHostname(\"\") set attributes %v", a.Attributes)
+	}
+}
+
+// TestProxyAddress checks the proxy attribute's round trip.
+func TestProxyAddress(t *testing.T) {
+	a := SetProxyAddress(grpcresolver.Address{Addr: "10.0.0.1:80"}, "10.9.9.9:3128")
+	if got := ProxyAddressFromAttributes(a.Attributes); got != "10.9.9.9:3128" {
+		t.Errorf("ProxyAddressFromAttributes = %q", got)
+	}
+	if a := SetProxyAddress(grpcresolver.Address{Addr: "x"}, ""); a.Attributes != nil || ProxyAddressFromAttributes(a.Attributes) != "" {
+		t.Errorf("SetProxyAddress(\"\") set attributes %v", a.Attributes)
+	}
+}

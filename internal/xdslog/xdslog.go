@@ -45,6 +45,7 @@ const (
 	KeyRoute              = "route"
 	KeyRoutes             = "routes"
 	KeyPlugin             = "plugin"
+	KeyHTTPFilter         = "http_filter"
 	KeyCluster            = "cluster"
 	KeyClusters           = "clusters"
 	KeyServiceConfig      = "service_config"

@@ -7,7 +7,9 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
+	"google.golang.org/grpc/attributes"
 	"google.golang.org/grpc/balancer"
 	"google.golang.org/grpc/balancer/base"
 	"google.golang.org/grpc/connectivity"
@@ -32,8 +34,9 @@ type children struct {
 
 // pendingUpdate is a child to build (if not yet built) and give endpoints.
 type pendingUpdate struct {
-	c   *child
-	eps []resolver.Endpoint
+	c     *child
+	eps   []resolver.Endpoint
+	attrs *attributes.Attributes // of the resolver state; nil for none
 }
 
 // takeAll removes every child and pending call, and returns the children
@@ -88,8 +91,12 @@ func (c *child) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOpt
 	// w is the wrapper, if any: set in this call, which the child makes
 	// under childMu, before the listener (run under childMu) can read it.
 	var w *subConn
+	var created atomic.Pointer[balancer.SubConn] // the channel's SubConn, once made
 	if l := opts.StateListener; l != nil {
 		opts.StateListener = func(s balancer.SubConnState) {
+			if sc := created.Load(); sc != nil && s.ConnectivityState == connectivity.Shutdown {
+				c.r.hostnames.Delete(*sc)
+			}
 			c.r.withChildren(func() {
 				if w != nil && !w.stateChanged(s.ConnectivityState) {
 					return // an orphan (session.go)
@@ -107,6 +114,12 @@ func (c *child) NewSubConn(addrs []resolver.Address, opts balancer.NewSubConnOpt
 	sc, err := c.ClientConn.NewSubConn(addrs, opts)
 	if err != nil || len(addrs) == 0 {
 		return sc, err
+	}
+	if h := handshake.HostnameFromAttributes(addrs[0].Attributes); h != "" {
+		// For authority rewriting (gRFC A81); forgotten at its shutdown.
+		c.r.hostnames.Store(sc, h)
+		chSC := sc
+		created.Store(&chSC)
 	}
 	c.r.mu.Lock()
 	id, ok := c.addrLocality[addrs[0].Addr]
@@ -203,7 +216,7 @@ func (r *router) withChildren(f func()) {
 			// A child that rejects its endpoints reports
 			// TRANSIENT_FAILURE itself; the error says nothing more.
 			_ = p.c.b.UpdateClientConnState(balancer.ClientConnState{
-				ResolverState:  resolver.State{Endpoints: withHandshakeInfo(p.eps, p.c.hs)},
+				ResolverState:  resolver.State{Endpoints: withHandshakeInfo(p.eps, p.c.hs), Attributes: p.attrs},
 				BalancerConfig: policy.Config,
 			})
 		}

@@ -134,6 +134,7 @@ func (r *router) pruneChildren() {
 		return
 	}
 	want := make(map[string]bool)
+	r.wantPluginsLocked(want)
 	for name, c := range r.cfg.Clusters {
 		ps := r.clusters.prios[name]
 		for i, p := range c.Priorities {

@@ -4,6 +4,7 @@ package router
 
 import (
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/grpc/balancer"
@@ -28,7 +29,9 @@ import (
 type picker struct {
 	cfg       *Config
 	clusters  map[string]*clusterPicker
+	plugins   map[*Plugin]balancer.Picker // the pickers of the plugins' RLS children; nil when none
 	channelID uint64
+	hostnames *sync.Map // the router's, for authority rewriting
 }
 
 // clusterPicker picks for one route cluster: fails with err, or picks
@@ -119,20 +122,36 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*RouteChoice); ok {
 			labels = &rc.Labels
 			labels.Set(nil)
+			var (
+				res balancer.PickResult
+				err error
+			)
 			if rc.Cfg == p.cfg {
-				return p.pickRoute(rc.Route, rc.Target, rc.Session, info, &h, labels)
+				res, err = p.pickRoute(rc.Route, rc.Target, rc.Session, info, &h, labels)
+			} else {
+				// The interceptor matched in another configuration: the
+				// route is matched again, the session stays.
+				res, err = p.pickAgain(rc.Session, info, &h, labels)
 			}
-			// The interceptor matched in another configuration: the
-			// route is matched again, the session stays.
-			sess = rc.Session
+			if err != nil {
+				// grpc never retries a pick that fails with a status (a
+				// drop); nor do the interceptor's retries.
+				if _, isStatus := status.FromError(err); isStatus {
+					rc.PickFailed.Store(true)
+				}
+			}
+			return res, err
 		}
 	}
-	if labels == nil {
-		labels = calllabels.FromContext(info.Ctx)
-		labels.Set(nil)
-	}
-	if rt := p.cfg.DP.Route(info.FullMethodName, &h); rt != nil {
-		return p.pickRoute(rt, nil, sess, info, &h, labels)
+	labels = calllabels.FromContext(info.Ctx)
+	labels.Set(nil)
+	return p.pickAgain(sess, info, &h, labels)
+}
+
+// pickAgain matches the RPC's route, and picks for it.
+func (p *picker) pickAgain(sess *dataplane.Session, info balancer.PickInfo, h *routing.Headers, labels *calllabels.Holder) (balancer.PickResult, error) {
+	if rt := p.cfg.DP.Route(info.FullMethodName, h); rt != nil {
+		return p.pickRoute(rt, nil, sess, info, h, labels)
 	}
 	return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matches no route of the virtual host", info.FullMethodName)
 }
@@ -146,7 +165,19 @@ func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *
 	case resources.RouteActionNonForwarding:
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is non_forwarding", info.FullMethodName, rt.Desc)
 	case resources.RouteActionClusterSpecifierPlugin:
-		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q (RLS) is not supported", info.FullMethodName, rt.Desc, rt.Plugin)
+		// RLS picks the target; its target's picker picks in the
+		// target cluster (rls.go).
+		pl := p.cfg.Plugins[rt.Plugin]
+		if pl == nil {
+			return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q is not in the configuration", info.FullMethodName, rt.Desc, rt.Plugin)
+		}
+		if pl.Err != nil {
+			return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose cluster_specifier_plugin %q cannot be used: %v", info.FullMethodName, rt.Desc, rt.Plugin, pl.Err)
+		}
+		if pk := p.plugins[pl]; pk != nil {
+			return pk.Pick(info)
+		}
+		return balancer.PickResult{}, balancer.ErrNoSubConnAvailable
 	default:
 		return balancer.PickResult{}, status.Errorf(codes.Unavailable, "RPC %s matched %s, whose action is not supported", info.FullMethodName, rt.Desc)
 	}
@@ -161,7 +192,31 @@ func (p *picker) pickRoute(rt *dataplane.Route, target *dataplane.Target, sess *
 	if cp.err != nil {
 		return balancer.PickResult{}, cp.err
 	}
-	return cp.prio.pick(p, rt, t, sess, info, h, labels)
+	res, err := cp.prio.pick(p, rt, t, sess, info, h, labels)
+	p.rewriteAuthority(rt, &res, err)
+	return res, err
+}
+
+// rewriteAuthority sets the :authority of the RPC of a pick (res, err) of
+// route rt to the host name of the picked endpoint, when the route has
+// auto_host_rewrite from a trusted server and the endpoint has a host name
+// (gRFC A81). grpc applies it unless the RPC has grpc.CallAuthority; the
+// channel's credentials validate it (TLS: the server certificate must be
+// valid for it).
+func (p *picker) rewriteAuthority(rt *dataplane.Route, res *balancer.PickResult, err error) {
+	if err != nil || !p.cfg.AuthorityRewrite || !rt.Res.Action.AutoHostRewrite || res.SubConn == nil {
+		return
+	}
+	h, ok := p.hostnames.Load(res.SubConn)
+	if !ok {
+		return
+	}
+	if res.Metadata == nil {
+		res.Metadata = metadata.Pairs(":authority", h.(string))
+	} else {
+		res.Metadata = res.Metadata.Copy()
+		res.Metadata.Set(":authority", h.(string))
+	}
 }
 
 // pick applies the drops and the circuit breaker of the priority's leaf

@@ -45,17 +45,36 @@ func (r *router) updateStateLocked() {
 	if r.cfg == nil {
 		return
 	}
-	p := &picker{cfg: r.cfg, clusters: make(map[string]*clusterPicker, len(r.cfg.Clusters)), channelID: r.channelID}
+	p := &picker{cfg: r.cfg, clusters: make(map[string]*clusterPicker, len(r.cfg.Clusters)), channelID: r.channelID, hostnames: &r.hostnames}
 	agg := connectivity.TransientFailure
+	var states map[string]connectivity.State // for RLS's targets (rls.go)
+	if len(r.cfg.Plugins) > 0 {
+		states = make(map[string]connectivity.State, len(r.cfg.Clusters))
+	}
+	for _, pl := range r.cfg.Plugins {
+		if c := r.children.byKey[pluginKey(pl)]; c != nil && pl.Err == nil {
+			if p.plugins == nil {
+				p.plugins = make(map[*Plugin]balancer.Picker, len(r.cfg.Plugins))
+			}
+			p.plugins[pl] = c.state.Picker
+			agg = better(agg, c.state.ConnectivityState)
+		}
+	}
 	for name, cl := range r.cfg.Clusters {
 		cp := &clusterPicker{}
 		p.clusters[name] = cp
 		if cl.DP.Err != nil {
 			cp.err = unavailable(cl.DP.Err.Error())
+			if states != nil {
+				states[name] = connectivity.TransientFailure
+			}
 			continue
 		}
 		i, st := r.selectPriorityLocked(name, cl)
 		agg = better(agg, st)
+		if states != nil {
+			states[name] = st
+		}
 		prio := cl.Priorities[i]
 		pp := newPrioPicker(prio, r.counters[prio.BreakerKey()], r.clusters.refs[name])
 		var load *lrs.ClusterLoad
@@ -97,6 +116,9 @@ func (r *router) updateStateLocked() {
 		}
 		cp.prio = pp
 	}
+	r.current.Store(p)
+	r.targets.states = states
+	r.notifyTargetsLocked()
 	r.cc.UpdateState(balancer.State{ConnectivityState: agg, Picker: p})
 }
 

@@ -69,6 +69,7 @@ var registerOnce sync.Once
 func Register() {
 	registerOnce.Do(func() {
 		balancer.Register(builder{})
+		balancer.Register(targetBuilder{}) // rls.go
 		registerLBMetrics()
 	})
 }
@@ -100,6 +101,17 @@ type Config struct {
 	// Providers are the certificate providers of clusters with a
 	// transport socket (gRFC A29); nil in unit tests without security.
 	Providers *xdscreds.ProviderStore
+	// AuthorityRewrite: the routes' auto_host_rewrite applies (gRFC A81):
+	// the route configuration comes from trusted management servers.
+	// An RPC of such a route gets its endpoint's host name as :authority.
+	AuthorityRewrite bool
+	// Plugins are the cluster specifier plugins the routes use, by name
+	// (rls.go); nil when there are none.
+	Plugins map[string]*Plugin
+	// Subscribe subscribes to a cluster that no route names, for as long
+	// as a plugin uses it (depmgr.Manager.SubscribeToCluster): the
+	// configurations then have it; nil in unit tests.
+	Subscribe func(cluster string) (cancel func())
 }
 
 // Cluster is what the router runs for a route cluster: its priorities,
@@ -179,6 +191,11 @@ type RouteChoice struct {
 	Route   *dataplane.Route
 	Target  *dataplane.Target  // the route's cluster for the RPC; nil for a route that does not forward
 	Session *dataplane.Session // the RPC's session (gRFC A55); nil for none
+	// PickFailed: the picker failed the RPC's last pick with a status of
+	// its own (a drop, circuit breaking, a route or cluster error), which
+	// gRPC never retries; the interceptor's retries (package rpcretry)
+	// read it after each attempt, and clear it before the next.
+	PickFailed atomic.Bool
 	// Labels are the xDS labels of the RPC's current attempt, set by the
 	// picker (package calllabels); the RPC's context holds them.
 	Labels calllabels.Holder
@@ -247,6 +264,13 @@ type router struct {
 	counters map[string]*atomic.Int64 // in-flight RPCs by Priority.BreakerKey (gRFC A32)
 	ods      map[string]*odGroup      // outlier detection by Priority.GroupKey (gRFC A50)
 	sess     map[string]*sessGroup    // sessions by Priority.GroupKey (gRFC A55)
+	targets  targets                  // the children of RLS (rls.go)
+	// current is the last picker, for the pickers of RLS's targets.
+	current atomic.Pointer[picker]
+	// hostnames are the host names of the endpoints of the SubConns the
+	// children created (balancer.SubConn → string), for authority
+	// rewriting (gRFC A81); only those with one.
+	hostnames sync.Map
 }
 
 func newRouter(cc balancer.ClientConn, opts balancer.BuildOptions) *router {
@@ -345,6 +369,7 @@ func (r *router) UpdateClientConnState(s balancer.ClientConnState) error {
 				}
 			}
 		}
+		r.startPluginsLocked(want)
 		r.clusters.retire(old, cfg)
 		removed := r.pruneLocked(want)
 		r.pruneGroupsLocked()
