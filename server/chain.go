@@ -42,17 +42,6 @@ type chain struct {
 	retireOnce sync.Once
 }
 
-// chainLabel names filter chain i of a Listener (-1: the default chain).
-func chainLabel(fc *resources.FilterChain, i int) string {
-	switch {
-	case i < 0:
-		return "default filter chain " + strconv.Quote(fc.Name)
-	case fc.Name == "":
-		return "filter chain " + strconv.Itoa(i)
-	}
-	return "filter chain " + strconv.Quote(fc.Name)
-}
-
 // newChain starts the chain of fc, whose RPCs are checked against rt. It
 // acquires the chain's certificate providers; when that fails, the
 // chain's TLS handshakes fail.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/filterchain"
 	"github.com/proxyless/xds/internal/serializer"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
@@ -161,13 +162,13 @@ func (sl *servingListener) lookupLocked(c net.Conn) *chain {
 	if cfg == nil {
 		return nil
 	}
-	local, ok1 := addrOf(c.LocalAddr())
-	remote, ok2 := addrOf(c.RemoteAddr())
+	local, ok1 := filterchain.AddrPort(c.LocalAddr())
+	remote, ok2 := filterchain.AddrPort(c.RemoteAddr())
 	if !ok1 || !ok2 {
 		sl.s.logger.Debug("closing a connection without IP addresses", xdslog.KeyLocalAddress, c.LocalAddr(), xdslog.KeyRemoteAddress, c.RemoteAddr())
 		return nil
 	}
-	if i := matchFilterChain(cfg.lis.Server.FilterChains, cfg.chains, local.Addr(), remote.Addr(), remote.Port()); i >= 0 {
+	if i := filterchain.Match(cfg.lis.Server.FilterChains, cfg.chains, local.Addr(), remote.Addr(), remote.Port()); i >= 0 {
 		return cfg.chains[i]
 	}
 	if cfg.def == nil {
@@ -319,12 +320,12 @@ func (sl *servingListener) maybeApplyLocked() {
 			continue // it never matches: nothing to serve
 		}
 		if next.chains[i] = reuse(fc); next.chains[i] == nil {
-			next.chains[i] = sl.s.newChain(fc, chainLabel(fc, i), sl.addr, sl.routeTableLocked(fc))
+			next.chains[i] = sl.s.newChain(fc, filterchain.Label(fc, i), sl.addr, sl.routeTableLocked(fc))
 		}
 	}
 	if fc := l.Server.DefaultFilterChain; fc != nil {
 		if next.def = reuse(fc); next.def == nil {
-			next.def = sl.s.newChain(fc, chainLabel(fc, -1), sl.addr, sl.routeTableLocked(fc))
+			next.def = sl.s.newChain(fc, filterchain.Label(fc, -1), sl.addr, sl.routeTableLocked(fc))
 		}
 	}
 	sl.retireLocked(old, kept, sl.s.opts.drainGrace, false)

@@ -5,7 +5,6 @@ package server
 import (
 	"crypto/x509"
 	"encoding/base64"
-	"net"
 	"net/netip"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
+	"github.com/proxyless/xds/internal/filterchain"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 )
@@ -138,34 +138,18 @@ func (r *rpcInfo) spiffeID() string {
 	return ""
 }
 
-// addrOf returns the IP and port of a, unmapped.
-func addrOf(a net.Addr) (netip.AddrPort, bool) {
-	if tcp, ok := a.(*net.TCPAddr); ok {
-		ap := tcp.AddrPort()
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
-	}
-	if a == nil {
-		return netip.AddrPort{}, false
-	}
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return netip.AddrPort{}, false
-	}
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
-}
-
 func (r *rpcInfo) remote() (netip.AddrPort, bool) {
 	if r.peer == nil {
 		return netip.AddrPort{}, false
 	}
-	return addrOf(r.peer.Addr)
+	return filterchain.AddrPort(r.peer.Addr)
 }
 
 func (r *rpcInfo) local() (netip.AddrPort, bool) {
 	if r.peer == nil {
 		return netip.AddrPort{}, false
 	}
-	return addrOf(r.peer.LocalAddr)
+	return filterchain.AddrPort(r.peer.LocalAddr)
 }
 
 // rbacMatcher is a compiled permission or principal.
