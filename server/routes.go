@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/proxyless/xds/internal/rbac"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/resources"
 )
@@ -38,8 +39,8 @@ type routeTable struct {
 // serverRoute is one route of a routeTable.
 type serverRoute struct {
 	match   routing.Match
-	forward bool          // the action is non_forwarding_action
-	engines []*rbacEngine // the enforcing RBAC filters, in chain order
+	forward bool           // the action is non_forwarding_action
+	engines []*rbac.Engine // the enforcing RBAC filters, in chain order
 }
 
 // errorTable returns a table whose RPCs fail with err.
@@ -52,7 +53,7 @@ func errorTable(err error, nodeID string) *routeTable {
 // logger it does not have, an override of the wrong type) gives a table
 // whose RPCs fail with the error.
 func buildRouteTable(filters []resources.HTTPFilter, rc *resources.RouteConfig, auditors map[string]audit.LoggerBuilder, nodeID string) *routeTable {
-	b := tableBuilder{auditors: auditors, overrides: make(map[*anypb.Any]*rbacEngine)}
+	b := tableBuilder{auditors: auditors, overrides: make(map[*anypb.Any]*rbac.Engine)}
 	rt := &routeTable{rc: rc, vhosts: make([][]serverRoute, len(rc.VirtualHosts)), nodeID: nodeID}
 	idx := routing.NewIndex()
 	for i := range rc.VirtualHosts {
@@ -104,9 +105,9 @@ func (rt *routeTable) problems() string {
 // filter and once per override.
 type tableBuilder struct {
 	auditors  map[string]audit.LoggerBuilder
-	base      map[string]*rbacEngine // by filter name
+	base      map[string]*rbac.Engine // by filter name
 	baseErr   map[string]error
-	overrides map[*anypb.Any]*rbacEngine
+	overrides map[*anypb.Any]*rbac.Engine
 }
 
 // engine returns the engine of RBAC filter f for a route: the route's
@@ -114,19 +115,19 @@ type tableBuilder struct {
 // A39; a server has no cluster level). An RBACPerRoute replaces the
 // filter's config; without rbac, it disables the filter on the route.
 // Package resources decoded the filter's rules and the overrides'.
-func (b *tableBuilder) engine(f resources.HTTPFilter, route, vhost map[string]resources.FilterOverride) (*rbacEngine, error) {
+func (b *tableBuilder) engine(f resources.HTTPFilter, route, vhost map[string]resources.FilterOverride) (*rbac.Engine, error) {
 	o, ok := route[f.Name]
 	if !ok {
 		o, ok = vhost[f.Name]
 	}
 	if !ok {
 		if b.base == nil {
-			b.base, b.baseErr = make(map[string]*rbacEngine), make(map[string]error)
+			b.base, b.baseErr = make(map[string]*rbac.Engine), make(map[string]error)
 		}
 		if e, done := b.base[f.Name]; done {
 			return e, b.baseErr[f.Name]
 		}
-		e, err := newRBACEngine(f.Name, f.RBAC, b.auditors)
+		e, err := rbac.NewEngine(f.Name, f.RBAC, b.auditors)
 		b.base[f.Name], b.baseErr[f.Name] = e, err
 		return e, err
 	}
@@ -136,7 +137,7 @@ func (b *tableBuilder) engine(f resources.HTTPFilter, route, vhost map[string]re
 	if o.TypeURL != rbacPerRouteTypeURL {
 		return nil, fmt.Errorf("typed_per_filter_config of type %q for an RBAC filter, want RBACPerRoute", o.TypeURL)
 	}
-	e, err := newRBACEngine(f.Name, o.RBAC, b.auditors)
+	e, err := rbac.NewEngine(f.Name, o.RBAC, b.auditors)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func (rt *routeTable) check(ctx context.Context, method string) error {
 			info := &rpcInfo{method: method, md: md}
 			info.peer, _ = peer.FromContext(ctx)
 			for _, e := range r.engines {
-				if ok, policy := e.authorize(info); !ok {
+				if ok, policy := e.Authorize(info); !ok {
 					return denied(e, policy)
 				}
 			}
@@ -196,11 +197,11 @@ func (rt *routeTable) unavailable(msg string) error {
 }
 
 // denied is the status of an RPC that RBAC filter e denied.
-func denied(e *rbacEngine, policy string) error {
-	if e.allow {
-		return status.Errorf(codes.PermissionDenied, "RBAC: the RPC matched no policy of the ALLOW filter %q", e.filter)
+func denied(e *rbac.Engine, policy string) error {
+	if e.Allow() {
+		return status.Errorf(codes.PermissionDenied, "RBAC: the RPC matched no policy of the ALLOW filter %q", e.Filter())
 	}
-	return status.Errorf(codes.PermissionDenied, "RBAC: the RPC matched policy %q of the DENY filter %q", policy, e.filter)
+	return status.Errorf(codes.PermissionDenied, "RBAC: the RPC matched policy %q of the DENY filter %q", policy, e.Filter())
 }
 
 // errNoRouteConfig is the error of a chain whose RouteConfiguration has

@@ -22,6 +22,7 @@ import (
 	v3routerpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -143,7 +144,7 @@ func TestRouteTable_Errors(t *testing.T) {
 	rc := decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{Domains: []string{"*"}, Routes: []*v3routepb.Route{route("/", true, nil)}}}})
 	withLogger := &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, AuditLoggingOptions: &v3rbacconfigpb.RBAC_AuditLoggingOptions{
 		AuditCondition: v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY,
-		LoggerConfigs:  []*v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{typedStructConfig(t, "x/missing", nil, false)},
+		LoggerConfigs:  []*v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{xdsbuild.TypedStructAuditLogger("x/missing", nil, false)},
 	}}
 	for _, tc := range []struct {
 		name string
