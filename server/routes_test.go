@@ -22,6 +22,7 @@ import (
 	v3routerpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 
+	"github.com/proxyless/xds/internal/serverroutes"
 	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/resources"
 )
@@ -101,12 +102,12 @@ func TestRouteTable(t *testing.T) {
 		},
 	}})
 	filters := []resources.HTTPFilter{
-		{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: denyPath("/pkg.Svc/")}), RBAC: decodedRules(t, denyPath("/pkg.Svc/"))},
+		{Name: "rbac", TypeURL: serverroutes.RBACTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: denyPath("/pkg.Svc/")}), RBAC: decodedRules(t, denyPath("/pkg.Svc/"))},
 		{Name: "router", TypeURL: "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router", Config: anyOf(t, &v3routerpb.Router{})},
 	}
 	rt := buildRouteTable(filters, rc, nil, "node-1")
-	if rt.err != nil {
-		t.Fatal(rt.err)
+	if rt.Err() != nil {
+		t.Fatal(rt.Err())
 	}
 	if p := rt.problems(); !strings.Contains(p, "1 routes whose action is not non_forwarding_action") {
 		t.Errorf("problems() = %q, want the forwarding route counted", p)
@@ -152,10 +153,10 @@ func TestRouteTable_Errors(t *testing.T) {
 		want string
 	}{
 		{"RDS error", errorTable(errNoRouteConfig, "n"), "no RouteConfiguration yet"},
-		{"override of another filter type", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{})}}, decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{
+		{"override of another filter type", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: serverroutes.RBACTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{})}}, decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{
 			Domains: []string{"*"}, Routes: []*v3routepb.Route{route("/", true, map[string]*anypb.Any{"rbac": anyOf(t, &v3faultpb.HTTPFault{})})},
 		}}}), nil, "n"), "want RBACPerRoute"},
-		{"unknown audit logger", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: withLogger}), RBAC: decodedRules(t, withLogger)}}, rc, map[string]audit.LoggerBuilder{}, "n"), `no audit logger "missing"`},
+		{"unknown audit logger", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: serverroutes.RBACTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: withLogger}), RBAC: decodedRules(t, withLogger)}}, rc, map[string]audit.LoggerBuilder{}, "n"), `no audit logger "missing"`},
 	} {
 		err := tc.rt.check(rpcCtx("a"), "/p/m")
 		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), tc.want) {
