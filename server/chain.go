@@ -13,12 +13,14 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/proxyless/xds/internal/handshake"
+	"github.com/proxyless/xds/internal/serverroutes"
+	"github.com/proxyless/xds/internal/serving"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 )
 
 // chain serves the connections of one filter chain of a Listener: a
-// grpc.Server of its own, fed by a connListener, whose interceptors check
+// grpc.Server of its own, fed by a serving.ConnListener, whose interceptors check
 // each RPC against the chain's current routeTable. A chain lives while
 // its filter chain is in the Listener in use, across updates that keep
 // the filter chain unchanged (FilterChain.SameConfig); then it is retired:
@@ -32,7 +34,7 @@ type chain struct {
 	fc     *resources.FilterChain
 	label  string // names the chain in messages: `filter chain "name"`
 	srv    *grpc.Server
-	lis    *connListener
+	lis    *serving.ConnListener
 	hi     *handshake.ServerHandshakeInfo // nil without TLS or when hiErr is set
 	hiErr  error                          // why the chain's certificate providers could not be acquired
 	served chan struct{}                  // closed when srv.Serve has returned
@@ -46,7 +48,7 @@ type chain struct {
 // acquires the chain's certificate providers; when that fails, the
 // chain's TLS handshakes fail.
 func (s *GRPCServer) newChain(fc *resources.FilterChain, label string, addr net.Addr, rt *routeTable) *chain {
-	ch := &chain{s: s, fc: fc, label: label, lis: newConnListener(addr), served: make(chan struct{})}
+	ch := &chain{s: s, fc: fc, label: label, lis: serving.NewConnListener(addr), served: make(chan struct{})}
 	ch.routes.Store(rt)
 	if fc.Security != nil {
 		ch.hi, ch.hiErr = handshake.NewServerHandshakeInfo(strconv.Quote(fc.Name), fc.Security, s.providers.Provider)
@@ -69,12 +71,25 @@ func (s *GRPCServer) newChain(fc *resources.FilterChain, label string, addr net.
 	return ch
 }
 
-// retire drains the chain: new connections no longer come to it, and its
+var _ serving.Chain = (*chain)(nil)
+
+// Deliver hands c to the chain's grpc.Server, with the chain's TLS
+// configuration for the server credentials.
+func (ch *chain) Deliver(c net.Conn) bool {
+	return ch.lis.Deliver(&conn{Conn: c, ch: ch})
+}
+
+// SetRoutes gives the chain's next RPCs the table rt.
+func (ch *chain) SetRoutes(rt *serverroutes.Table) {
+	ch.routes.Store(&routeTable{rt, ch.s.nodeID})
+}
+
+// Retire drains the chain: new connections no longer come to it, and its
 // connections get a GOAWAY and may finish their RPCs for grace (zero:
 // without limit), after which they are closed; hard closes them at once.
 // Its certificate providers are released when its connections are gone.
 // It does not block; the server's wait group tracks the drain.
-func (ch *chain) retire(grace time.Duration, hard bool) {
+func (ch *chain) Retire(grace time.Duration, hard bool) {
 	ch.retireOnce.Do(func() {
 		s := ch.s
 		s.wg.Add(1)
@@ -139,49 +154,6 @@ func (ch *chain) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 		return err
 	}
 	return handler(srv, ss)
-}
-
-// connListener is the net.Listener of a chain's grpc.Server: the
-// connections the server's accept loop matched to the chain.
-type connListener struct {
-	addr      net.Addr
-	conns     chan net.Conn
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newConnListener(addr net.Addr) *connListener {
-	return &connListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// Accept returns the next connection, or net.ErrClosed once closed.
-func (l *connListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close makes Accept fail; it is idempotent.
-func (l *connListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr returns the address of the server's listener.
-func (l *connListener) Addr() net.Addr { return l.addr }
-
-// deliver hands c to the chain's grpc.Server; false when the listener is
-// closed (the caller closes c).
-func (l *connListener) deliver(c net.Conn) bool {
-	select {
-	case l.conns <- c:
-		return true
-	case <-l.done:
-		return false
-	}
 }
 
 // conn is a connection accepted for a chain: it gives the chain's TLS

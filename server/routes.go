@@ -4,10 +4,8 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -16,7 +14,6 @@ import (
 	"github.com/proxyless/xds/internal/rbac"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/internal/serverroutes"
-	"github.com/proxyless/xds/resources"
 )
 
 // routeTable is what the RPCs of one filter chain are checked against:
@@ -25,17 +22,6 @@ import (
 type routeTable struct {
 	*serverroutes.Table
 	nodeID string // for status messages
-}
-
-// errorTable returns a table whose RPCs fail with err.
-func errorTable(err error, nodeID string) *routeTable {
-	return &routeTable{serverroutes.Error(err), nodeID}
-}
-
-// buildRouteTable compiles rc for the HTTP filters of a filter chain
-// (serverroutes.Build).
-func buildRouteTable(filters []resources.HTTPFilter, rc *resources.RouteConfig, auditors map[string]audit.LoggerBuilder, nodeID string) *routeTable {
-	return &routeTable{serverroutes.Build(filters, rc, auditors), nodeID}
 }
 
 // problems describes what of rt fails RPCs, "" when nothing.
@@ -86,8 +72,3 @@ func denied(e *rbac.Engine, policy string) error {
 	}
 	return status.Errorf(codes.PermissionDenied, "RBAC: the RPC matched policy %q of the DENY filter %q", policy, e.Filter())
 }
-
-// errNoRouteConfig is the error of a chain whose RouteConfiguration has
-// not been received; it never reaches an RPC (a Listener is applied once
-// its RouteConfigurations have arrived or failed).
-var errNoRouteConfig = errors.New("no RouteConfiguration yet")

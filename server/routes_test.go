@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -68,6 +69,11 @@ func decodeRC(t *testing.T, rc *v3routepb.RouteConfiguration) *resources.RouteCo
 		t.Fatal(err)
 	}
 	return v
+}
+
+// buildRouteTable is the routeTable of a chain with filters and rc.
+func buildRouteTable(filters []resources.HTTPFilter, rc *resources.RouteConfig, auditors map[string]audit.LoggerBuilder, nodeID string) *routeTable {
+	return &routeTable{serverroutes.Build(filters, rc, auditors), nodeID}
 }
 
 // rpcCtx is the server context of an RPC to authority.
@@ -152,7 +158,7 @@ func TestRouteTable_Errors(t *testing.T) {
 		rt   *routeTable
 		want string
 	}{
-		{"RDS error", errorTable(errNoRouteConfig, "n"), "no RouteConfiguration yet"},
+		{"RDS error", &routeTable{serverroutes.Error(errors.New("no RouteConfiguration yet")), "n"}, "no RouteConfiguration yet"},
 		{"override of another filter type", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: serverroutes.RBACTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{})}}, decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{
 			Domains: []string{"*"}, Routes: []*v3routepb.Route{route("/", true, map[string]*anypb.Any{"rbac": anyOf(t, &v3faultpb.HTTPFault{})})},
 		}}}), nil, "n"), "want RBACPerRoute"},

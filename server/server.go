@@ -14,6 +14,9 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/serverroutes"
+	"github.com/proxyless/xds/internal/serving"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdscreds"
 )
 
@@ -38,11 +41,11 @@ type GRPCServer struct {
 	hardStop  chan struct{} // closed by Stop: drains end at once
 
 	mu        sync.Mutex
-	services  []registration                // guarded by mu
-	serving   bool                          // guarded by mu; Serve was called
-	stopped   bool                          // guarded by mu; Stop or GracefulStop was called
-	graceful  bool                          // guarded by mu; the stop is GracefulStop
-	listeners map[*servingListener]struct{} // guarded by mu; the running Serve calls
+	services  []registration                 // guarded by mu
+	serving   bool                           // guarded by mu; Serve was called
+	stopped   bool                           // guarded by mu; Stop or GracefulStop was called
+	graceful  bool                           // guarded by mu; the stop is GracefulStop
+	listeners map[*serving.Listener]struct{} // guarded by mu; the running Serve calls
 	stopOnce  sync.Once
 
 	wg sync.WaitGroup // every goroutine the server starts
@@ -89,7 +92,7 @@ func NewGRPCServer(c *client.Client, opts ...Option) (*GRPCServer, error) {
 		auditors:  o.auditByName,
 		proto:     grpc.NewServer(o.serverOpts...),
 		hardStop:  make(chan struct{}),
-		listeners: make(map[*servingListener]struct{}),
+		listeners: make(map[*serving.Listener]struct{}),
 	}
 	if s.providers == nil {
 		s.providers = xdscreds.NewProviderStore(cfg.CertificateProviders, xdscreds.WithStoreLogger(o.logger))
@@ -151,12 +154,24 @@ func (s *GRPCServer) Serve(lis net.Listener) error {
 		return grpc.ErrServerStopped
 	}
 	s.serving = true
-	name := bootstrap.ExpandTemplate(s.template, addr.String())
-	sl := newServingListener(s, lis, addr, name)
+	sl := serving.New(lis, addr, serving.Options{
+		Client:       s.c,
+		Name:         bootstrap.ExpandTemplate(s.template, addr.String()),
+		NodeID:       s.nodeID,
+		Logger:       s.logger,
+		DrainGrace:   s.opts.drainGrace,
+		ModeCallback: s.opts.modeCB,
+		Auditors:     s.auditors,
+		NewChain: func(fc *resources.FilterChain, label string, routes *serverroutes.Table) serving.Chain {
+			return s.newChain(fc, label, addr, &routeTable{routes, s.nodeID})
+		},
+		Stopping: s.stopping,
+		Failure:  "RPCs will fail with UNAVAILABLE",
+	})
 	s.listeners[sl] = struct{}{}
 	s.mu.Unlock()
 
-	err := sl.serve()
+	err := sl.Serve()
 
 	s.mu.Lock()
 	delete(s.listeners, sl)
@@ -194,19 +209,19 @@ func (s *GRPCServer) stop(graceful bool) {
 	if !graceful {
 		s.stopOnce.Do(func() { close(s.hardStop) })
 	}
-	sls := make([]*servingListener, 0, len(s.listeners))
+	sls := make([]*serving.Listener, 0, len(s.listeners))
 	for sl := range s.listeners {
 		sls = append(sls, sl)
 	}
 	s.mu.Unlock()
 
 	for _, sl := range sls {
-		sl.close()
+		sl.Close()
 	}
 	// The listeners' accept loops end: each Serve retires its chains,
 	// which the wait group tracks.
 	for _, sl := range sls {
-		<-sl.done
+		<-sl.Done()
 	}
 	s.wg.Wait()
 	s.proto.Stop()
