@@ -67,7 +67,7 @@ func TestADS_TopLevelError_NACKedRestAppliedNothingDeleted(t *testing.T) {
 func TestADS_UndecodableResponseIgnored(t *testing.T) {
 	ctx := testContext(t)
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{Manual: true})
-	c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(garblingBuilder{ms.TransportBuilder()}))
+	c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(garblingBuilder{ms.Dialer()}))
 	w := newRecorder[*resources.Listener]()
 	defer client.Watch(c, resources.ListenerType, "svc", w)()
 	waitForNames(t, ms, resources.ListenerTypeURL, "svc")
@@ -95,16 +95,17 @@ func TestADS_UndecodableResponseIgnored(t *testing.T) {
 // bytes that are not a DiscoveryResponse.
 const garbleNonce = "garble-me"
 
-// garblingBuilder wraps a transport.Builder; its streams deliver responses
-// with nonce garbleNonce as undecodable bytes.
-type garblingBuilder struct{ inner transport.Builder }
+// garblingBuilder speaks ADS over the Transports of a transport.Dialer;
+// its streams deliver responses with nonce garbleNonce as undecodable
+// bytes.
+type garblingBuilder struct{ inner transport.Dialer }
 
-func (b garblingBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.inner.Build(sc)
+func (b garblingBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	tr, err := b.inner.Dial(sc, o)
 	if err != nil {
 		return nil, err
 	}
-	return garblingTransport{tr}, nil
+	return transport.ADS(garblingTransport{tr}), nil
 }
 
 type garblingTransport struct{ transport.Transport }

@@ -4,6 +4,7 @@ package client
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -30,8 +31,8 @@ import (
 // of those servers are the authority's attached channels.
 //
 // Fallback: when the active server's stream fails before any response
-// while a watched resource of the authority was never received
-// and the list has a next server, that server becomes active
+// and before it was healthy while a watched resource of
+// the authority was never received, and the list has a next server, that server becomes active
 // and subscribes to everything, and the watchers hear nothing of the
 // failure. Cached values stay in use until the new
 // server replaces or deletes them. With every watched resource cached,
@@ -91,6 +92,36 @@ func (tc *typeCache) subscribed() bool {
 	return tc.watched > 0 || len(tc.wildcard) > 0 || len(tc.globs) > 0
 }
 
+// wantsLocked reports whether a received resource named name is wanted
+// without a watch of its own: the wildcard is subscribed, or a watched glob
+// collection holds it.
+func (tc *typeCache) wantsLocked(name string) bool {
+	if len(tc.wildcard) > 0 {
+		return true
+	}
+	for g := range tc.globs {
+		if globMatch(g, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectionWatchersLocked returns the WatchAll watchers of tc and the
+// watchers of the glob collections that hold name, in glob name order.
+func (tc *typeCache) collectionWatchersLocked(name string) []*watchEntry {
+	if len(tc.globs) == 0 {
+		return tc.wildcard
+	}
+	out := slices.Clone(tc.wildcard)
+	for _, g := range sortedKeys(tc.globs) {
+		if globMatch(g, name) {
+			out = append(out, tc.globs[g]...)
+		}
+	}
+	return out
+}
+
 // listKey identifies a server list of the (immutable) bootstrap config.
 type listKey struct {
 	first *bootstrap.ServerConfig
@@ -119,22 +150,35 @@ func (c *Client) authorityForLocked(name string) (*authority, error) {
 			return nil, fmt.Errorf("%w: no management server for %q", ErrUnsupported, name)
 		}
 		a := c.authorityOfLocked(servers)
-		c.xdstp[n.Authority] = a
+		// n.Authority is part of name: the key must own its bytes.
+		c.xdstp[strings.Clone(n.Authority)] = a
 		return a, nil
 	}
 	return c.authorityOfLocked(servers), nil
 }
 
-// knownAuthorityLocked returns the authority of name if a watch made it
-// already, else nil: the lookup of received resources, which never makes
-// an authority. It does not parse the whole name.
+// knownAuthorityLocked returns the authority of name if one exists (a
+// watch made it, or it is that of the same servers), else nil: the
+// lookup of received resources. It never makes an authority and keeps
+// nothing of name, which may be a view of a response's bytes (view). It
+// does not parse the whole name.
 func (c *Client) knownAuthorityLocked(name string) *authority {
 	rest, ok := strings.CutPrefix(name, "xdstp://")
 	if !ok {
 		return c.top
 	}
 	auth, _, _ := strings.Cut(rest, "/")
-	return c.xdstp[auth]
+	if a := c.xdstp[auth]; a != nil {
+		return a
+	}
+	// An authority no watch named yet, whose servers may be those of an
+	// authority in use (the top-level servers', whose wildcard receives
+	// xdstp names too).
+	servers, err := c.cfg.ServersForAuthority(auth)
+	if err != nil || len(servers) == 0 {
+		return nil
+	}
+	return c.auths[listKey{servers[0], len(servers)}]
 }
 
 // authorityOfLocked returns the authority of servers, a list of the
@@ -155,6 +199,20 @@ func (c *Client) authorityOfLocked(servers []*bootstrap.ServerConfig) *authority
 	return a
 }
 
+// entryLocked returns the entry of the resource of type typeURL named
+// name, in the authority its name maps to, or nil.
+func (c *Client) entryLocked(typeURL, name string) *entry {
+	if a := c.knownAuthorityLocked(name); a != nil {
+		return a.entryLocked(typeURL, name)
+	}
+	return nil
+}
+
+// The authority owns access to its cache: the code of other files finds,
+// adds, walks and drops entries through the methods below, and asks them
+// whether an entry is still cached (holdsLocked) and which channel serves
+// the authority (servingLocked).
+
 // typeLocked returns the cache of typ, creating it on first use.
 func (a *authority) typeLocked(typ resources.ResourceType) *typeCache {
 	tc := a.types[typ.TypeURL()]
@@ -165,31 +223,316 @@ func (a *authority) typeLocked(typ resources.ResourceType) *typeCache {
 	return tc
 }
 
-// entryLocked returns the cache entry of the resource of type typeURL named
+// cacheLocked returns the cache of typeURL, nil when a has none.
+func (a *authority) cacheLocked(typeURL string) *typeCache { return a.types[typeURL] }
+
+// entryLocked returns the entry of the resource of type typeURL named
 // name, or nil.
-func (c *Client) entryLocked(typeURL, name string) *entry {
-	a := c.knownAuthorityLocked(name)
-	if a == nil {
+func (a *authority) entryLocked(typeURL, name string) *entry {
+	return a.types[typeURL].entryLocked(name)
+}
+
+// entryLocked returns the entry of name, or nil; tc may be nil.
+func (tc *typeCache) entryLocked(name string) *entry {
+	if tc == nil {
 		return nil
 	}
-	if tc := a.types[typeURL]; tc != nil {
-		return tc.entries[name]
-	}
-	return nil
+	return tc.entries[name]
 }
 
-// servingLocked returns the channel of the active server, nil when it has
-// none (it could not be built).
+// holdsLocked reports whether e is still in a's cache: not dropped, nor
+// replaced by a new entry of its name. Every "is it still cached?" of the
+// client asks it.
+func (a *authority) holdsLocked(e *entry) bool {
+	return a.entryLocked(e.typ.TypeURL(), e.name) == e
+}
+
+// newEntryLocked adds a new entry for name to tc (a cache of a), in
+// stRequested.
+func (a *authority) newEntryLocked(tc *typeCache, name string) *entry {
+	e := &entry{typ: tc.typ, name: name, auth: a, state: stRequested}
+	tc.entries[name] = e
+	return e
+}
+
+// entriesLocked yields the entries of typeURL, in no order.
+func (a *authority) entriesLocked(typeURL string) iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		tc := a.types[typeURL]
+		if tc == nil {
+			return
+		}
+		for _, e := range tc.entries {
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+// allEntriesLocked yields every entry of a, in no order.
+func (a *authority) allEntriesLocked() iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, tc := range a.types {
+			for _, e := range tc.entries {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// sortedEntriesLocked returns the entries of typeURL, sorted by name.
+func (a *authority) sortedEntriesLocked(typeURL string) []*entry {
+	es := slices.Collect(a.entriesLocked(typeURL))
+	slices.SortFunc(es, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
+	return es
+}
+
+// sortedEntriesLocked returns the cache entries of type typeURL, of every
+// authority, sorted by name.
+func (c *Client) sortedEntriesLocked(typeURL string) []*entry {
+	var out []*entry
+	for _, a := range c.auths {
+		out = slices.AppendSeq(out, a.entriesLocked(typeURL))
+	}
+	slices.SortFunc(out, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
+	return out
+}
+
+// stopTimersLocked stops the timers of every entry of a (Close).
+func (a *authority) stopTimersLocked() {
+	for e := range a.allEntriesLocked() {
+		e.stopTimerLocked()
+		e.stopTTLLocked()
+	}
+}
+
+// watchLocked adds we to the watchers of the resource typ/name, making its
+// entry as needed, and reports whether it is the first: the name then
+// joins what a subscribes.
+func (a *authority) watchLocked(typ resources.ResourceType, name string, we *watchEntry) (e *entry, first bool) {
+	tc := a.typeLocked(typ)
+	if e = tc.entries[name]; e == nil {
+		e = a.newEntryLocked(tc, name)
+	}
+	e.watchers = append(e.watchers, we)
+	if len(e.watchers) == 1 {
+		tc.watched++
+		return e, true
+	}
+	return e, false
+}
+
+// unwatchLocked removes we from the watchers of e and reports whether it
+// was the last of an entry still cached, the client being open: the name
+// then leaves what a subscribes.
+func (a *authority) unwatchLocked(e *entry, we *watchEntry) (last bool) {
+	if !a.removeWatchLocked(&e.watchers, we) || !a.holdsLocked(e) {
+		return false
+	}
+	a.types[e.typ.TypeURL()].watched--
+	return true
+}
+
+// watchCollectionLocked adds we to the watchers of the collection name
+// of typ (the wildcard "*", or a glob collection) and reports whether it
+// is the first: the collection then joins what a subscribes.
+func (a *authority) watchCollectionLocked(typ resources.ResourceType, name string, we *watchEntry) (first bool) {
+	tc := a.typeLocked(typ)
+	if name == wildcardName {
+		tc.wildcard = append(tc.wildcard, we)
+		return len(tc.wildcard) == 1
+	}
+	if tc.globs == nil {
+		tc.globs = make(map[string][]*watchEntry)
+	}
+	tc.globs[name] = append(tc.globs[name], we)
+	return len(tc.globs[name]) == 1
+}
+
+// unwatchCollectionLocked removes we from the watchers of the collection
+// name of typeURL and reports whether it was the last, the client being
+// open: the collection then leaves what a subscribes.
+func (a *authority) unwatchCollectionLocked(typeURL, name string, we *watchEntry) (last bool) {
+	tc := a.types[typeURL]
+	if name == wildcardName {
+		return a.removeWatchLocked(&tc.wildcard, we)
+	}
+	ws := tc.globs[name]
+	last = a.removeWatchLocked(&ws, we)
+	if len(ws) > 0 {
+		tc.globs[name] = ws
+	} else {
+		delete(tc.globs, name)
+	}
+	return last
+}
+
+// hasCollectionsLocked reports whether a collection of typeURL is
+// subscribed: the wildcard, or a glob collection.
+func (a *authority) hasCollectionsLocked(typeURL string) bool {
+	tc := a.types[typeURL]
+	return tc != nil && (len(tc.wildcard) > 0 || len(tc.globs) > 0)
+}
+
+// removeWatchLocked removes we from *ws and reports whether it was the
+// last watch there, the client being open: the subscription then changes.
+func (a *authority) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool) {
+	i := slices.Index(*ws, we)
+	if i < 0 {
+		return false
+	}
+	*ws = slices.Delete(*ws, i, i+1)
+	return len(*ws) == 0 && !a.c.closed
+}
+
+// wantsLocked reports whether a received resource of typeURL named name
+// is wanted without a watch of its own: a collection of a holds it.
+func (a *authority) wantsLocked(typeURL, name string) bool {
+	tc := a.types[typeURL]
+	return tc != nil && tc.wantsLocked(name)
+}
+
+// watchersLocked returns the watchers of e: its own, in registration
+// order, then the WatchAll and glob collection watchers of a that hold
+// its name.
+func (a *authority) watchersLocked(e *entry) []*watchEntry {
+	tc := a.types[e.typ.TypeURL()]
+	if tc == nil || (len(tc.wildcard) == 0 && len(tc.globs) == 0) {
+		return e.watchers
+	}
+	coll := tc.collectionWatchersLocked(e.name)
+	if len(coll) == 0 {
+		return e.watchers
+	}
+	all := make([]*watchEntry, 0, len(e.watchers)+len(coll))
+	return append(append(all, e.watchers...), coll...)
+}
+
+// releaseLocked forgets e unless something keeps it: a watcher, an
+// unsubscription not written yet, or a collection of a that
+// holds its cached value.
+func (a *authority) releaseLocked(e *entry) {
+	if len(e.watchers) > 0 || e.guard.owed() {
+		return
+	}
+	if e.value != nil && a.wantsLocked(e.typ.TypeURL(), e.name) {
+		return
+	}
+	a.dropEntryLocked(e)
+}
+
+// dropEntryLocked forgets e: it leaves the cache, its timers
+// stopped; a left with nothing starts over (tidyLocked).
+func (a *authority) dropEntryLocked(e *entry) {
+	e.stopTimerLocked()
+	e.stopTTLLocked()
+	if !a.holdsLocked(e) {
+		return
+	}
+	delete(a.types[e.typ.TypeURL()].entries, e.name)
+	a.tidyLocked()
+}
+
+// Subscriptions, as the channels attached to a ask for them.
+
+// subscribesLocked reports whether a subscribes to anything of typeURL.
+func (a *authority) subscribesLocked(typeURL string) bool {
+	tc := a.types[typeURL]
+	return tc != nil && tc.subscribed()
+}
+
+// subscribesAnythingLocked reports whether a subscribes to anything.
+func (a *authority) subscribesAnythingLocked() bool {
+	for _, tc := range a.types {
+		if tc.subscribed() {
+			return true
+		}
+	}
+	return false
+}
+
+// wildcardLocked reports whether a subscribes to the wildcard of typeURL.
+func (a *authority) wildcardLocked(typeURL string) bool {
+	tc := a.types[typeURL]
+	return tc != nil && len(tc.wildcard) > 0
+}
+
+// subscribedCountLocked returns about how many names a subscribes of
+// typeURL: its watched names, glob collections and one for the wildcard.
+func (a *authority) subscribedCountLocked(typeURL string) int {
+	tc := a.types[typeURL]
+	if tc == nil {
+		return 0
+	}
+	return tc.watched + len(tc.globs) + 1
+}
+
+// appendNamesLocked appends to names the names a subscribes of typeURL
+// other than the wildcard: its glob collections and watched names, in no
+// order.
+func (a *authority) appendNamesLocked(names []string, typeURL string) []string {
+	tc := a.types[typeURL]
+	if tc == nil {
+		return names
+	}
+	for g := range tc.globs {
+		names = append(names, g)
+	}
+	if tc.watched == 0 {
+		return names
+	}
+	for name, e := range tc.entries {
+		if len(e.watchers) > 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// subscribedNamesLocked returns the names a subscribes of typeURL: the
+// wildcard first, if subscribed, then its glob collections and watched
+// names, in no order.
+func (a *authority) subscribedNamesLocked(typeURL string) []string {
+	var names []string
+	if a.wildcardLocked(typeURL) {
+		names = append(names, wildcardName)
+	}
+	return a.appendNamesLocked(names, typeURL)
+}
+
+// eachCollectionLocked calls f with the name and watchers of each
+// collection of typeURL that a subscribes: the wildcard ("*"), then the
+// glob collections in name order.
+func (a *authority) eachCollectionLocked(typeURL string, f func(name string, ws []*watchEntry)) {
+	tc := a.types[typeURL]
+	if tc == nil {
+		return
+	}
+	if len(tc.wildcard) > 0 {
+		f(wildcardName, tc.wildcard)
+	}
+	for _, g := range sortedKeys(tc.globs) {
+		f(g, tc.globs[g])
+	}
+}
+
+// servingLocked returns the channel that serves a: its active server's,
+// attached to a; nil when it has none (it could not be built, or a
+// starts over). The responses of its streams update a's resources, and
+// their failures are reported to a's watchers. servesLocked asks it.
 func (a *authority) servingLocked() *channel {
 	ch := a.c.channels[a.keys[a.active]]
-	if ch != nil && slices.Contains(a.chans, ch) {
-		return ch
+	if ch == nil || ch.retired || !slices.Contains(a.chans, ch) {
+		return nil
 	}
-	return nil
+	return ch
 }
 
-// serves reports whether ch is a's active server.
-func (a *authority) serves(ch *channel) bool { return a.keys[a.active] == ch.key && !ch.retired }
+// servesLocked reports whether ch is the channel that serves a.
+func (a *authority) servesLocked(ch *channel) bool { return ch != nil && a.servingLocked() == ch }
 
 // attachLocked attaches a to the channels of servers 0 to active,
 // creating them as needed, so that each subscribes to what a subscribes.
@@ -264,41 +607,8 @@ func (a *authority) tidyLocked() {
 	a.active = 0
 }
 
-// newEntryLocked adds a new entry for name to tc, in phase p.
-func (a *authority) newEntryLocked(tc *typeCache, name string, p phase) *entry {
-	e := &entry{typ: tc.typ, name: name, auth: a, phase: p}
-	tc.entries[name] = e
-	return e
-}
-
-// dropEntryLocked forgets e: it leaves the cache.
-func (c *Client) dropEntryLocked(e *entry) {
-	e.stopTimerLocked()
-	e.stopTTLLocked()
-	e.pending = false
-	tc := e.auth.types[e.typ.TypeURL()]
-	if tc == nil || tc.entries[e.name] != e {
-		return
-	}
-	delete(tc.entries, e.name)
-	e.auth.tidyLocked()
-}
-
-// releaseLocked forgets e unless something keeps it: a watcher, an
-// unsubscription not written yet, or a collection of its
-// authority that holds its cached value.
-func (c *Client) releaseLocked(e *entry) {
-	if len(e.watchers) > 0 || e.pending {
-		return
-	}
-	if e.value != nil && e.auth.types[e.typ.TypeURL()].wantsLocked(e.name) {
-		return
-	}
-	c.dropEntryLocked(e)
-}
-
 // fallbackLocked is called when the stream of ch for the types carried by
-// s failed before any response. Each authority ch serves that has a
+// s failed. Each authority ch serves that has a
 // watched resource of those types never received and a next
 // server makes that server active: it attaches there, subscribing to
 // everything. It returns the authorities that fell back: their watchers
@@ -307,7 +617,7 @@ func (ch *channel) fallbackLocked(s *slot) map[*authority]bool {
 	c := ch.c
 	var fell map[*authority]bool
 	for _, a := range slices.Clone(ch.auths) {
-		if !a.serves(ch) || a.active+1 >= len(a.servers) || !a.unansweredLocked(s) {
+		if !a.servesLocked(ch) || a.active+1 >= len(a.servers) || !a.unansweredLocked(s) {
 			continue
 		}
 		next, err := c.channelLocked(a.servers[a.active+1], a.keys[a.active+1])
@@ -372,13 +682,11 @@ func (ch *channel) revertLocked() {
 				a.detachLocked(lc)
 			}
 		}
-		for _, tc := range a.types {
-			for _, e := range tc.entries {
-				if len(e.watchers) == 0 && e.pending {
-					// Unwatched, its unsubscription not written yet: the
-					// server it was unsubscribed from goes.
-					c.dropEntryLocked(e)
-				}
+		for e := range a.allEntriesLocked() {
+			if e.guard.owed() {
+				// Unwatched, its unsubscription not written yet: the
+				// server it was unsubscribed from goes.
+				a.dropEntryLocked(e)
 			}
 		}
 	}

@@ -56,7 +56,7 @@ func benchOneClusterChange(b *testing.B, n int, delta bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cb := &countingBuilder{inner: ms.TransportBuilder()}
+	cb := &countingBuilder{inner: ms.Dialer()}
 	opts := []client.Option{client.WithTransportBuilder(cb)}
 	if delta {
 		opts = append(opts, client.WithDelta())
@@ -116,20 +116,21 @@ func benchOneClusterChange(b *testing.B, n int, delta bool) {
 	b.ReportMetric(float64(clientTime.Nanoseconds())/float64(b.N), "client-ns/op")
 }
 
-// countingBuilder wraps a transport.Builder and counts the bytes of every
-// message received, and when the last one was received.
+// countingBuilder speaks ADS over the Transports of a transport.Dialer,
+// counting the bytes of every message received, and when the last one was
+// received.
 type countingBuilder struct {
-	inner    transport.Builder
+	inner    transport.Dialer
 	bytes    atomic.Int64
 	lastRecv atomic.Int64 // UnixNano
 }
 
-func (cb *countingBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := cb.inner.Build(sc)
+func (cb *countingBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	tr, err := cb.inner.Dial(sc, o)
 	if err != nil {
 		return nil, err
 	}
-	return &countingTransport{Transport: tr, cb: cb}, nil
+	return transport.ADS(&countingTransport{Transport: tr, cb: cb}), nil
 }
 
 type countingTransport struct {

@@ -5,9 +5,9 @@ package client
 import (
 	"context"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/internal/xdslog"
@@ -45,11 +45,6 @@ type channel struct {
 	types        map[string]*chanType // by type URL; created on first subscription
 	slots        map[string]*slot     // by the type URL a slot carries, "" for the aggregated one
 	lastStreamID int64
-	// For the coalescing of subscription changes (holdChangesLocked):
-	// responses counts the responses the channel's streams started
-	// handling, handled those they finished handling (decoded, applied,
-	// and every watcher call they caused done).
-	responses, handled uint64
 }
 
 // wireProtocol is the wire protocol of a channel's streams: how the
@@ -106,8 +101,8 @@ type chanType struct {
 	names []string
 	// pending are the entries this channel serves that lost their last
 	// watcher (or the collection that held them) since the last request
-	// of the type was built. The request built next, which no longer
-	// names them, takes those still unwatched (outgoing.drop,
+	// of the type was built: owed (guardOwed). The request built next,
+	// which no longer names them, takes those still owed (outgoing.drop,
 	// takePendingLocked), and they are dropped once it is written, unless
 	// watched again meanwhile: until then a new watch of the name gets
 	// the cached state, since the server, which never heard of the
@@ -116,13 +111,16 @@ type chanType struct {
 	// version is the version_info last ACKed (SotW); kept across streams
 	//
 	version string
+	// answered: a stream of the channel accepted a response of the type
+	// (awaitingLocked).
+	answered bool
 
 	// The state of the type on the current stream that carries it; reset
 	// when a stream starts.
 	nonce    string // nonce last received
 	sent     bool   // a request of this type was sent
 	dirty    bool   // the subscription changed since the last request
-	changeAt uint64 // channel.responses when dirty was last set by a change: see holdChangesLocked
+	changeAt uint64 // the responses count of the slot carrying the type when dirty was last set by a change: see holdChangesLocked
 	// legacy: the type's first request on the stream subscribed to the
 	// wildcard in its legacy form, an empty name list,
 	// which old servers such as go-control-plane v0.14's snapshot cache
@@ -133,9 +131,8 @@ type chanType struct {
 	delta  deltaWire // the delta protocol's part
 }
 
-func newChannel(c *Client, sc *bootstrap.ServerConfig, key string, tr transport.Transport) *channel {
+func newChannel(c *Client, sc *bootstrap.ServerConfig, key string, xds transport.XDS) *channel {
 	ctx, cancel := context.WithCancel(c.ctx)
-	xds := transport.AsXDS(tr)
 	ch := &channel{
 		c:       c,
 		sc:      sc,
@@ -159,20 +156,20 @@ func newChannel(c *Client, sc *bootstrap.ServerConfig, key string, tr transport.
 // channelLocked returns the channel of server sc (key sc.Key()), creating
 // it (and its transport) if needed: on first use, and again after the
 // last one was retired because nothing it served was watched any more
-// the transport (one gRPC connection) is kept until Close.
+// the transport (for gRPC, one connection) is kept until Close.
 func (c *Client) channelLocked(sc *bootstrap.ServerConfig, key string) (*channel, error) {
 	if ch, ok := c.channels[key]; ok {
 		return ch, nil
 	}
-	tr := c.transports[key]
-	if tr == nil {
+	x := c.transports[key]
+	if x == nil {
 		var err error
-		if tr, err = c.builder.Build(sc); err != nil {
+		if x, err = c.builder.Build(sc, c.buildOptions(sc)); err != nil {
 			return nil, fmt.Errorf("%w: building transport to %s: %w", ErrConnection, sc.ServerURI, err)
 		}
-		c.transports[key] = tr
+		c.transports[key] = x
 	}
-	ch := newChannel(c, sc, key, tr)
+	ch := newChannel(c, sc, key, x)
 	c.channels[key] = ch
 	return ch, nil
 }
@@ -195,31 +192,16 @@ func (ch *channel) subscribedNamesLocked(ct *chanType) []string {
 	if ct.names != nil {
 		return ct.names
 	}
+	url := ct.typ.TypeURL()
 	n := 0
 	for _, a := range ch.auths {
-		if tc := a.types[ct.typ.TypeURL()]; tc != nil {
-			n += tc.watched + len(tc.globs) + 1
-		}
+		n += a.subscribedCountLocked(url)
 	}
 	names := make([]string, 0, n)
 	wildcard := false
 	for _, a := range ch.auths {
-		tc := a.types[ct.typ.TypeURL()]
-		if tc == nil {
-			continue
-		}
-		wildcard = wildcard || len(tc.wildcard) > 0
-		for g := range tc.globs {
-			names = append(names, g)
-		}
-		if tc.watched == 0 {
-			continue
-		}
-		for name, e := range tc.entries {
-			if len(e.watchers) > 0 {
-				names = append(names, name)
-			}
-		}
+		wildcard = wildcard || a.wildcardLocked(url)
+		names = a.appendNamesLocked(names, url)
 	}
 	if wildcard {
 		names = append(names, wildcardName)
@@ -232,47 +214,32 @@ func (ch *channel) subscribedNamesLocked(ct *chanType) []string {
 // subscribedLocked reports whether an attached authority subscribes to
 // anything of typeURL.
 func (ch *channel) subscribedLocked(typeURL string) bool {
-	for _, a := range ch.auths {
-		if tc := a.types[typeURL]; tc != nil && tc.subscribed() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ch.auths, func(a *authority) bool { return a.subscribesLocked(typeURL) })
 }
 
 // wildcardLocked reports whether an attached authority subscribes to the
 // wildcard of typeURL.
 func (ch *channel) wildcardLocked(typeURL string) bool {
-	for _, a := range ch.auths {
-		if tc := a.types[typeURL]; tc != nil && len(tc.wildcard) > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ch.auths, func(a *authority) bool { return a.wildcardLocked(typeURL) })
 }
 
 // hasSubscriptionsLocked reports whether anything is subscribed.
 func (ch *channel) hasSubscriptionsLocked() bool {
-	for _, a := range ch.auths {
-		for _, tc := range a.types {
-			if tc.subscribed() {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(ch.auths, (*authority).subscribesAnythingLocked)
 }
 
-// servedLocked yields the entries of typeURL that ch serves: those of
-// the authorities whose active server it is.
-func (ch *channel) servedLocked(typeURL string, yield func(*entry)) {
-	for _, a := range ch.auths {
-		if !a.serves(ch) {
-			continue
-		}
-		if tc := a.types[typeURL]; tc != nil {
-			for _, e := range tc.entries {
-				yield(e)
+// servedLocked yields the entries of typeURL of the authorities ch
+// serves (authority.servingLocked).
+func (ch *channel) servedLocked(typeURL string) iter.Seq[*entry] {
+	return func(yield func(*entry) bool) {
+		for _, a := range ch.auths {
+			if !a.servesLocked(ch) {
+				continue
+			}
+			for e := range a.entriesLocked(typeURL) {
+				if !yield(e) {
+					return
+				}
 			}
 		}
 	}
@@ -282,11 +249,10 @@ func (ch *channel) servedLocked(typeURL string, yield func(*entry)) {
 func (ch *channel) attachLocked(a *authority) {
 	ch.auths = append(ch.auths, a)
 	for _, t := range ch.c.registry.Types() {
-		tc := a.types[t.TypeURL()]
-		if tc == nil || !tc.subscribed() {
+		if !a.subscribesLocked(t.TypeURL()) {
 			continue
 		}
-		for _, name := range a.subscribedNamesLocked(tc) {
+		for _, name := range a.subscribedNamesLocked(t.TypeURL()) {
 			ch.noteChangeLocked(t, name, true)
 		}
 		ch.settleLocked(t, "", true)
@@ -302,11 +268,11 @@ func (ch *channel) detachLocked(a *authority) {
 	}
 	var names map[string][]string
 	for _, t := range ch.c.registry.Types() {
-		if tc := a.types[t.TypeURL()]; tc != nil && tc.subscribed() {
+		if a.subscribesLocked(t.TypeURL()) {
 			if names == nil {
 				names = make(map[string][]string)
 			}
-			names[t.TypeURL()] = a.subscribedNamesLocked(tc)
+			names[t.TypeURL()] = a.subscribedNamesLocked(t.TypeURL())
 		}
 	}
 	ch.auths = slices.Delete(ch.auths, i, i+1)
@@ -326,24 +292,6 @@ func (ch *channel) detachLocked(a *authority) {
 		}
 		ch.settleLocked(t, wildcardName, false)
 	}
-}
-
-// subscribedNamesLocked returns the names a subscribes of tc's type: its
-// watched names, glob collections and the wildcard, in no order.
-func (a *authority) subscribedNamesLocked(tc *typeCache) []string {
-	var names []string
-	if len(tc.wildcard) > 0 {
-		names = append(names, wildcardName)
-	}
-	for g := range tc.globs {
-		names = append(names, g)
-	}
-	for name, e := range tc.entries {
-		if len(e.watchers) > 0 {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 // changedLocked records that name joined (subscribed) or left what an
@@ -366,8 +314,12 @@ func (ch *channel) noteChangeLocked(typ resources.ResourceType, name string, sub
 
 // markDirtyLocked marks ct for a request.
 func (ch *channel) markDirtyLocked(ct *chanType) {
-	if !ct.dirty {
-		ct.dirty, ct.changeAt = true, ch.responses
+	if ct.dirty {
+		return
+	}
+	ct.dirty, ct.changeAt = true, 0
+	if s := ch.slots[ch.slotKey(ct.typ.TypeURL())]; s != nil {
+		ct.changeAt = s.responses
 	}
 }
 
@@ -416,47 +368,44 @@ func (ch *channel) retireLocked() {
 		s.retireLocked()
 	}
 	for _, ct := range ch.types {
-		ch.dropPendingLocked(ct, ct.takePendingLocked())
+		ch.dropPendingLocked(ch.takePendingLocked(ct))
 	}
 	for _, a := range slices.Clone(ch.auths) {
 		a.detachLocked(ch)
 		a.tidyLocked()
 	}
 	ch.cancel()
-	ch.logger.Info("nothing is watched on this management server any more: closing the ADS stream")
+	ch.logger.Info("nothing is watched on this management server any more: closing its streams")
 }
 
 // pendingLocked records that e, which ch serves, lost its last watcher
-// (or the collection that held it): the next request of its type
-// unsubscribes it. An entry already pending is listed once.
+// (or the collection that held it) and is owed (guardOwed): the next
+// request of its type unsubscribes it. An entry watched again
+// and unwatched again before that request is built may be listed twice;
+// the second is skipped once the first settled.
 func (ch *channel) pendingLocked(e *entry) {
-	if e.pending {
-		return
-	}
 	ct := ch.typeLocked(e.typ)
-	e.pending = true
 	ct.pending = append(ct.pending, e)
 }
 
 // takePendingLocked returns the entries the request being built
-// unsubscribes from, for outgoing.drop, and empties ct.pending. An entry
-// that lost its last watcher and was watched again before the build is
-// left out (so is one a collection wants again, cached): the request
-// names it, so writing it unsubscribes nothing. Were it kept, an entry
-// that loses its watcher again after the build, whose unsubscription
-// belongs to the next request, would be dropped when this one is written,
-// while the server still has the name subscribed and will not send it
-// again: a re-watch would then wait for nothing. The entries
-// returned stay pending until dropPendingLocked settles them.
-func (ct *chanType) takePendingLocked() []*entry {
+// unsubscribes from, for outgoing.drop, and empties ct.pending: those
+// still owed. An entry watched again before the build is left out (so is
+// one a collection wants again, cached: evKept): the request names it, so
+// writing it unsubscribes nothing. Were it kept, an entry that loses its
+// watcher again after the build, whose unsubscription belongs to the next
+// request, would be dropped when this one is written, while the server
+// still has the name subscribed and will not send it again: a re-watch
+// would then wait for nothing. The entries returned stay owed
+// until dropPendingLocked settles them.
+func (ch *channel) takePendingLocked(ct *chanType) []*entry {
 	drop := ct.pending[:0]
 	for _, e := range ct.pending {
-		tc := e.auth.types[e.typ.TypeURL()]
-		if !e.pending || tc.entries[e.name] != e {
+		if !e.guard.owed() || !e.auth.holdsLocked(e) {
 			continue
 		}
-		if len(e.watchers) > 0 || (e.value != nil && tc.wantsLocked(e.name)) {
-			e.pending = false
+		if e.value != nil && e.auth.wantsLocked(e.typ.TypeURL(), e.name) {
+			ch.c.stepLocked(e, evKept, &input{}, nil)
 			continue
 		}
 		drop = append(drop, e)
@@ -465,87 +414,52 @@ func (ct *chanType) takePendingLocked() []*entry {
 	return drop
 }
 
-// dropPendingLocked forgets the entries of drop that are still unwatched,
-// once the request that unsubscribes them was written or can no longer
-// matter. An entry watched again meanwhile stays (evUnsubWritten:
-// the server may answer the unsubscription); so does a cached one that a
-// collection wants.
-func (ch *channel) dropPendingLocked(ct *chanType, drop []*entry) {
+// dropPendingLocked settles the entries of drop once the request that
+// unsubscribes them was written, or can no longer matter: one
+// still owed goes, unless a collection keeps its cached value; one
+// watched again meanwhile stays, guarded (the server may answer the
+// unsubscription, evUnsubWritten).
+func (ch *channel) dropPendingLocked(drop []*entry) {
 	for _, e := range drop {
-		tc := e.auth.types[e.typ.TypeURL()]
-		if tc == nil || tc.entries[e.name] != e {
+		if !e.auth.holdsLocked(e) {
 			continue
 		}
-		e.pending = false
-		if len(e.watchers) > 0 {
-			if e.auth.serves(ch) {
-				ch.c.transitionLocked(e, evUnsubWritten, nil, nil)
-			}
-			continue
+		if e.guard.owed() || (len(e.watchers) > 0 && e.auth.servesLocked(ch)) {
+			ch.c.stepLocked(e, evUnsubWritten, &input{}, nil)
 		}
-		ch.c.releaseLocked(e)
 	}
 }
 
 // connectivityFailure tells every watcher of the resources ch serves, of
-// the types s carries, that the stream failed before any response:
-// ResourceError when there is no cached value, AmbientError otherwise
-// . WatchAll watchers get one AmbientError naming "*", glob
-// watchers one naming the glob. These calls are not flow controlled
-// . The authorities that fall back to their next server now
-// are not told.
+// the types s carries, that the stream failed: ResourceError
+// when there is no cached value, AmbientError otherwise. WatchAll
+// watchers get one AmbientError naming "*", glob watchers one naming the
+// glob. These calls are not flow controlled. The authorities
+// that fall back to their next server now are not told.
 func (ch *channel) connectivityFailure(s *slot, err error) {
 	c := ch.c
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlockAndRecord() // the server failure
 	if c.closed {
 		return
 	}
 	ch.serverFailedLocked()
 	fell := ch.fallbackLocked(s)
-	cerr := fmt.Errorf("%w: ADS stream to %s: %w", ErrConnection, ch.sc.ServerURI, err)
+	cerr := fmt.Errorf("%w: %s, server %s: %w", ErrConnection, s.name(), ch.sc.ServerURI, err)
 	for _, t := range c.registry.Types() {
 		if !s.carries(t.TypeURL()) {
 			continue
 		}
+		var told []*authority
 		var es []*entry
-		var colls []*typeCache
 		for _, a := range ch.auths {
-			if !a.serves(ch) || fell[a] {
+			if !a.servesLocked(ch) || fell[a] {
 				continue
 			}
-			tc := a.types[t.TypeURL()]
-			if tc == nil {
-				continue
-			}
-			for _, e := range tc.entries {
-				es = append(es, e)
-			}
-			colls = append(colls, tc)
+			told = append(told, a)
+			es = slices.AppendSeq(es, a.entriesLocked(t.TypeURL()))
 		}
-		slices.SortFunc(es, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
-		for _, e := range es {
-			rerr := c.resourceError(e.typ, e.name, cerr)
-			for _, we := range e.watchers {
-				if e.value == nil {
-					c.scheduleLocked(we, nil, func(done func()) { we.resErr(rerr, done) })
-				} else {
-					c.scheduleLocked(we, nil, func(done func()) { we.ambErr(rerr, done) })
-				}
-			}
-		}
-		for _, tc := range colls {
-			werr := c.resourceError(tc.typ, wildcardName, cerr)
-			for _, we := range tc.wildcard {
-				c.scheduleLocked(we, nil, func(done func()) { we.ambErr(werr, done) })
-			}
-			for _, g := range sortedKeys(tc.globs) {
-				gerr := c.resourceError(tc.typ, g, cerr)
-				for _, we := range tc.globs[g] {
-					c.scheduleLocked(we, nil, func(done func()) { we.ambErr(gerr, done) })
-				}
-			}
-		}
+		c.tellFailureLocked(t, es, told, cerr)
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/proxyless/xds/bootstrap"
@@ -45,13 +43,13 @@ type Client struct {
 	// channels, slots, streams and entries marked "guarded by c.mu". It is
 	// never held while calling a watcher, a transport or a decoder.
 	mu         sync.Mutex
-	closed     bool                           // set by Close
-	auths      map[listKey]*authority         // the authorities in use, by server list (authority.go)
-	top        *authority                     // the authority of the top-level servers, once made
-	xdstp      map[string]*authority          // the authority of each xdstp authority name watched
-	channels   map[string]*channel            // the current channel of each server, by bootstrap.ServerConfig.Key()
-	transports map[string]transport.Transport // by bootstrap.ServerConfig.Key(); kept until Close
-	persist    *persister                     // nil without WithStore (persist.go)
+	closed     bool                     // set by Close
+	auths      map[listKey]*authority   // the authorities in use, by server list (authority.go)
+	top        *authority               // the authority of the top-level servers, once made
+	xdstp      map[string]*authority    // the authority of each xdstp authority name watched
+	channels   map[string]*channel      // the current channel of each server, by bootstrap.ServerConfig.Key()
+	transports map[string]transport.XDS // by bootstrap.ServerConfig.Key(); kept until Close
+	persist    *persister               // nil without WithStore (persist.go)
 }
 
 // New returns a Client for the management servers of cfg. It does not
@@ -88,7 +86,7 @@ func New(cfg *bootstrap.Config, opts ...Option) (*Client, error) {
 		auths:      make(map[listKey]*authority),
 		xdstp:      make(map[string]*authority),
 		channels:   make(map[string]*channel),
-		transports: make(map[string]transport.Transport),
+		transports: make(map[string]transport.XDS),
 	}
 	c.logger = o.logger.With(xdslog.KeyNodeID, cfg.Node.ID)
 	c.startMetrics()
@@ -110,17 +108,12 @@ func (c *Client) Close() {
 		c.mu.Lock()
 		c.closed = true
 		for _, a := range c.auths {
-			for _, tc := range a.types {
-				for _, e := range tc.entries {
-					e.stopTimerLocked()
-					e.stopTTLLocked()
-				}
-			}
+			a.stopTimersLocked()
 		}
 		if c.persist != nil {
 			c.persist.timer.Stop()
 		}
-		trs := make([]transport.Transport, 0, len(c.transports))
+		trs := make([]transport.XDS, 0, len(c.transports))
 		for _, tr := range c.transports {
 			trs = append(trs, tr)
 		}
@@ -150,18 +143,3 @@ func (c *Client) BootstrapConfig() *bootstrap.Config { return c.cfg }
 // xdsresolver, server) log through it unless given a logger of their own,
 // so that one WithLogger shows everything done for the client's users.
 func (c *Client) Logger() *slog.Logger { return c.opts.logger }
-
-// sortedEntriesLocked returns the cache entries of type typeURL, of every
-// authority, sorted by name.
-func (c *Client) sortedEntriesLocked(typeURL string) []*entry {
-	var out []*entry
-	for _, a := range c.auths {
-		if tc := a.types[typeURL]; tc != nil {
-			for _, e := range tc.entries {
-				out = append(out, e)
-			}
-		}
-	}
-	slices.SortFunc(out, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
-	return out
-}

@@ -74,35 +74,35 @@ type heldAfterWrite struct {
 	release chan struct{}
 }
 
-func (b *heldAfterWrite) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.inner.Build(sc)
+func (b *heldAfterWrite) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.inner.Build(sc, o)
 	if err != nil {
 		return nil, err
 	}
-	return heldTransport{Transport: tr, b: b}, nil
+	return heldTransport{XDS: x, b: b}, nil
 }
 
 type heldTransport struct {
-	transport.Transport
+	transport.XDS
 	b *heldAfterWrite
 }
 
-func (tr heldTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	s, err := tr.Transport.NewStream(ctx, method)
+func (tr heldTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	s, err := tr.XDS.NewXDSStream(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	return heldStream{Stream: s, b: tr.b, ctx: ctx}, nil
+	return heldStream{XDSStream: s, b: tr.b, ctx: ctx}, nil
 }
 
 type heldStream struct {
-	transport.Stream
+	transport.XDSStream
 	b   *heldAfterWrite
 	ctx context.Context
 }
 
-func (s heldStream) Send(msg []byte) error {
-	err := s.Stream.Send(msg)
+func (s heldStream) Send(req *transport.Request) error {
+	err := s.XDSStream.Send(req)
 	if s.b.held.Load() {
 		select {
 		case <-s.b.release:

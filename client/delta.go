@@ -121,14 +121,14 @@ func (p *deltaProtocol) streamStartedLocked(ct *chanType) {
 func (p *deltaProtocol) requestLocked(ss *stream, ct *chanType, a *ackIntent) *outgoing {
 	first := !ct.sent
 	req, requested := p.buildLocked(ct)
-	drop := ct.takePendingLocked()
+	drop := p.ch.takePendingLocked(ct)
 	if a != nil {
 		req.ResponseNonce = a.nonce
 		req.ErrorDetail = a.detail
 	} else if !first && len(req.GetResourceNamesSubscribe()) == 0 && len(req.GetResourceNamesUnsubscribe()) == 0 {
 		// Changed back and forth: nothing to tell. What is unsubscribed
 		// now was never on the wire.
-		p.ch.dropPendingLocked(ct, drop)
+		p.ch.dropPendingLocked(drop)
 		return nil
 	}
 	return &outgoing{
@@ -164,11 +164,7 @@ func (p *deltaProtocol) buildLocked(ct *chanType) (*v3discoverypb.DeltaDiscovery
 			req.ResourceNamesSubscribe = nil
 		}
 		for _, a := range ch.auths {
-			tc := a.types[url]
-			if tc == nil {
-				continue
-			}
-			for n, e := range tc.entries {
+			for e := range a.entriesLocked(url) {
 				// Versions are the server's own: a value persisted (stale)
 				// or sent by another server of the list must come
 				// again.
@@ -176,7 +172,7 @@ func (p *deltaProtocol) buildLocked(ct *chanType) (*v3discoverypb.DeltaDiscovery
 					if req.InitialResourceVersions == nil {
 						req.InitialResourceVersions = make(map[string]string)
 					}
-					req.InitialResourceVersions[n] = e.version
+					req.InitialResourceVersions[e.name] = e.version
 				}
 			}
 		}

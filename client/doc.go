@@ -55,13 +55,18 @@
 //     deleted by omission (R-10.4).
 //   - Streams are retried with exponential backoff (1 s × 1.6ⁿ ± 20 %, at
 //     most 120 s; R-11.1), which starts over, and the next stream starts
-//     at once, after a stream that accepted a response (as grpc-go), so
-//     a flapping server is reconnected to each time it answered; a stream
-//     that had responses and ends is replaced silently (R-11.2). A stream
-//     that fails before any response is reported to watchers as
-//     ErrConnection (R-11.3), and so is every failure caused by a message
-//     size limit, whenever it happens, which backs off as well: at most
-//     one error per watcher per failed stream.
+//     at once, after a healthy stream: one that accepted a response (as
+//     grpc-go), or, while the client awaits nothing on it (every
+//     resource watched there received from that server, or known not to
+//     exist), stayed open for 1 s after its first request was written (a
+//     delta server to which the client is up to date rightly sends
+//     nothing); the same for every transport and both variants (R-11.2). A flapping server is reconnected to each time it
+//     answered; a healthy stream, or one that had responses, that ends
+//     is replaced silently. A stream that fails before any response and
+//     before it is healthy is reported to watchers as ErrConnection
+//     (R-11.3), and so is every failure caused by a message size limit,
+//     whenever it happens, which backs off as well: at most one error per
+//     watcher per failed stream.
 //   - Responses of unknown type URLs, and messages that do not decode, are
 //     ignored: no ACK, no NACK, and the stream keeps reading (R-7.8).
 //   - WatchAll (or Watch of the name "*") subscribes to the wildcard, next
@@ -102,14 +107,19 @@
 //
 // # Transports
 //
-// The engine reaches each server through its transport's
-// transport.XDS: one aggregated stream for every type (ADS, the default,
-// over gRPC), or one stream per type (package transport/pertype, REST-JSON
-// polling, files). The engine keeps every piece of protocol state, for
-// either layout: subscriptions, versions and nonces, ACK/NACK, the
-// subscription sent again on a new stream, backoff and flow control, per
-// stream; a per-type stream's failures are reported to the watchers of
-// its type.
+// The engine reaches each server through the transport.XDS that the
+// transport builder (WithTransportBuilder; by default ADS over gRPC)
+// builds for it, and through nothing else: one aggregated stream for every
+// type (ADS), or one stream per type (package transport/pertype, REST-JSON
+// polling, files), as the transport says. A builder that decorates
+// another keeps its layout. The engine keeps every piece of protocol
+// state, for either layout: subscriptions, versions and nonces, ACK/NACK,
+// the subscription sent again on a new stream, backoff and flow control,
+// per stream; a per-type stream's failures are reported to the watchers
+// of its type. Logs (the "stream" attribute) and connection errors name a
+// stream as its transport does ("ADS stream", "REST-JSON polling of
+// /v3/discovery:clusters"), with the server. The transports log through
+// the client's logger unless given their own.
 //
 // # Incremental
 //
@@ -156,23 +166,25 @@
 //
 // Errors given to watchers are *ResourceError values that wrap
 // ErrResourceNotFound, ErrResourceInvalid, ErrServerReported,
-// ErrConnection, ErrStale, ErrUnsupported or ErrClosed; test them with
-// errors.Is.
+// ErrConnection, ErrTimeout, ErrStale, ErrUnsupported or ErrClosed; test
+// them with errors.Is.
 //
 // # Limits
 //
-// Over the default gRPC transport a response may be at most 4 MiB
-// (grpctransport.DefaultMaxRecvMsgSize; raise it with WithMaxRecvMsgSize,
-// or xdsctl --max-recv-msg-size BYTES). A SotW response carries every
+// A response may be at most 4 MiB over the default gRPC transport, and
+// over this module's other transports (a REST-JSON body, a file); raise
+// the limit with WithMaxRecvMsgSize, which the transports apply unless
+// built with a limit of their own. A SotW response carries every
 // resource of its type that the client asked for, so a large subscription
 // (or a wildcard) makes large responses. Requests are limited by the
 // management server (4 MiB by default for a gRPC server): a SotW request
 // names every subscribed resource of its type, so some 100 000 names of 40
 // bytes reach it. A stream that fails on either limit is reported to the
 // watchers with an error wrapping ErrConnection and
-// transport.ErrMessageTooLarge that names the receive limit and the size
-// of the largest request sent, and is retried with the backoff above; it
-// fails again until the limit is raised or the subscription shrinks.
+// transport.ErrMessageTooLarge, in which the transport names its receive
+// limit and the option that raises it, or the size of the largest request
+// sent, and is retried with the backoff above; it fails again until the
+// limit is raised or the subscription shrinks.
 //
 // # Metrics
 //

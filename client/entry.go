@@ -4,6 +4,7 @@ package client
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 	"unsafe"
 
@@ -12,111 +13,583 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/proxyless/xds/bootstrap"
-	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 )
 
-// This file holds the cache entry of one resource and its state machine:
-// one phase per entry, one transition function (transitionLocked), and
-// the watcher calls each transition makes.
+// This file holds the cache entry of one resource: first its life as
+// data (states, guards, events and the tables that join them), then the
+// entry and its step, which applies the tables to the entry's own data
+// (its value, its errors) and records the effects on the rest of the
+// client for the caller to carry out (Client.stepLocked, watch.go).
+
+// The life of a cache entry, declared as data: two independent
+// dimensions, the value state (what the client knows of the resource) and
+// the wire guard (where its subscription stands on the wire, R-10.3), and
+// the tables of what each event does to each. Code reads them: entry.step
+// applies them, entry.status and cacheState report them, and the tests
+// walk every pair of them (entry_test.go).
 //
-// # Phases
+// # Value states
 //
 // Without a cached value:
 //
-//	phaseRequested  subscribed; no request naming it was written on a connected stream yet: not timed
-//	phaseTimed      requested; the does-not-exist timer runs
-//	phaseMissing    does not exist: deleted, timer fired, NOT_FOUND reported
-//	phaseRejected   its last version was NACKed, and none was ever valid, or fail_on_data_errors dropped it
-//	phaseErrored    the server reported an error for it
-//	phaseExpired    its TTL ran out: does not exist, and counts as never received for fallback
-//	phaseTimedOut   not received in time from a server with resource_timer_is_transient_error: a transient error, not a does-not-exist
+//	stRequested  subscribed; no request naming it written on a connected stream yet: not timed
+//	stTimed      requested; the does-not-exist timer runs
+//	stMissing    does not exist: deleted, timer fired, NOT_FOUND reported
+//	stRejected   its last version was NACKed and none was ever valid, or fail_on_data_errors dropped it
+//	stErrored    the server reported an error for it
+//	stExpired    its TTL ran out: does not exist, and counts as never received for fallback
+//	stTimedOut   not received in time from a server with resource_timer_is_transient_error
 //
-// With a cached value (an earlier NACK or server error may be pending on
-// it, ambient: extra.nack, extra.serverErr):
+// With a cached value (a NACK or a server error may be pending on it,
+// ambient: entryExtra.nack, entryExtra.serverErr):
 //
-//	phaseStale      loaded from persistence, not received from a server yet
-//	phaseCached     received; a SotW response of a type whose responses carry every resource deletes it by leaving it out
-//	phaseIgnored    as phaseCached, and the server deleted it: kept for ignore_resource_deletion
-//	phaseRewatched  watched again after its last watch was cancelled, and no request naming it written since: a SotW response that leaves it out answers an earlier request, no deletion
-//	phaseUnsubRaced as phaseRewatched, and the request that unsubscribed it was written meanwhile (it was built before the new watch)
-//	phaseSkipOmit   a request naming it again was written after phaseUnsubRaced: the server may still answer the unsubscription, so the next omission is no deletion
+//	stStale      loaded from persistence, not received from a server yet
+//	stCached     received
+//	stIgnored    received, and the server deleted it: kept for ignore_resource_deletion
 //
-// # Transitions
+// # Wire guards
 //
-// Events, and the phase each leads to (— : unchanged). "value" is a
-// phase with a cached value; "guard" is phaseRewatched, phaseUnsubRaced
-// or phaseSkipOmit.
+// A SotW response of a type whose responses carry every resource deletes
+// a cached resource it leaves out, unless it may answer a request
+// that did not name the resource: the guard says when.
 //
-//	event               from                          to
-//	evWatched           value (re-watch, R-10.3)      phaseRewatched
-//	evRequested         phaseRequested (watched)      phaseTimed (the timer starts)
-//	                    phaseRewatched                phaseCached
-//	                    phaseUnsubRaced               phaseSkipOmit
-//	evUnsubWritten      phaseRewatched                phaseUnsubRaced
-//	evStreamEnded       phaseTimed                    phaseRequested (timer stopped, R-9.5)
-//	evValid             guard other than SkipOmit     — (new value)
-//	                    any other                     phaseCached
-//	evInvalid           value                         — (SkipOmit → Cached), or phaseRejected when fail_on_data_errors drops it
-//	                    no value                      phaseRejected
-//	evServerError       value                         — (SkipOmit → Cached), or Missing/Errored when fail_on_data_errors drops it
-//	                    no value                      phaseMissing (NOT_FOUND) or phaseErrored
-//	evOmitted           phaseCached                   phaseMissing, or phaseIgnored (ignore_resource_deletion)
-//	                    phaseSkipOmit                 phaseCached
-//	                    other                         — (R-9.7: no value, no deletion)
-//	evRemoved           value                         phaseMissing, or phaseIgnored (ignore_resource_deletion)
-//	                    no value                      phaseMissing
-//	evTimerFired        phaseTimed                    phaseMissing, or phaseTimedOut (resource_timer_is_transient_error)
-//	evTTLExpired        value                         phaseExpired
-//	evPersisted         Requested, Timed, TimedOut    phaseStale
+//	guardNone       nothing pending on the wire
+//	guardOwed       no watcher any more: its unsubscription is owed, and the entry stays until a request without it is written
+//	guardRewatched  watched again (or first watched with a value cached), no request naming it written since: an omission answers an earlier request
+//	guardRaced      as guardRewatched, and a request without it was written meanwhile (it was built before the new watch)
+//	guardSkip       a request naming it was written after guardRaced: the server may still answer the unsubscription, so the next omission is none
+//	guardOwedRaced  guardOwed after guardRaced or guardSkip: if watched again, guardRaced, not guardRewatched
 //
-// Every event the server causes (evValid, evInvalid, evServerError, a
-// deletion) stops the does-not-exist timer: the resource was seen.
-// Watchers are told, in the entry's watcher order (its own, then the
-// WatchAll and glob watchers of its authority), as the R-rules of each
-// event say; nothing is told twice in a row.
+// Only an entry with a value a server sent (stCached, stIgnored) has a
+// guard other than guardNone and guardOwed: a step to another state
+// drops the rest (normalize). An omission (evOmitted) is absorbed in
+// guardRewatched, guardRaced and guardOwedRaced, and once in guardSkip;
+// it reaches the value state only through guardNone and guardOwed.
 
-// phase is where an entry is in its life; see the file comment.
-type phase uint8
+// state is an entry's value state; see the file comment and stateTable.
+type state uint8
 
 const (
-	phaseRequested phase = iota
-	phaseTimed
-	phaseMissing
-	phaseRejected
-	phaseErrored
-	phaseExpired
-	phaseTimedOut
-	phaseStale
-	phaseCached
-	phaseIgnored
-	phaseRewatched
-	phaseUnsubRaced
-	phaseSkipOmit
+	stRequested state = iota
+	stTimed
+	stMissing
+	stRejected
+	stErrored
+	stExpired
+	stTimedOut
+	stStale
+	stCached
+	stIgnored
+	numStates
 )
 
-// hasValue reports whether p is a phase with a cached value.
-func (p phase) hasValue() bool { return p >= phaseStale }
+// ambient is the error pending on a cached value, which the status and
+// cache state columns of stateTable are indexed by.
+type ambient uint8
 
-// event is what happens to an entry; see the file comment.
+const (
+	ambNone        ambient = iota
+	ambNACK                // the last version received was NACKed
+	ambServerError         // the server reported an error for it
+	numAmbients
+)
+
+// Cache states of a resource, the grpc.xds.cache_state label of the
+// resources gauge (gRFC A78, and gRFC A88 "XdsClient Metric Labels"). The
+// "_but_cached" states are those in which the client still has, and its
+// watchers still use, a previously valid value.
+const (
+	// CacheStateRequested: subscribed, not received yet.
+	CacheStateRequested = "requested"
+	// CacheStateDoesNotExist: the server deleted it, or the watch expiry
+	// timer fired.
+	CacheStateDoesNotExist = "does_not_exist"
+	// CacheStateDoesNotExistButCached: the server deleted it and the
+	// client kept the cached value (ignore_resource_deletion, R-2.1).
+	CacheStateDoesNotExistButCached = "does_not_exist_but_cached"
+	// CacheStateACKed: the last version received was valid.
+	CacheStateACKed = "acked"
+	// CacheStateNACKed: the last version received was invalid, and none was
+	// valid before.
+	CacheStateNACKed = "nacked"
+	// CacheStateNACKedButCached: the last version received was invalid;
+	// an earlier valid one is kept.
+	CacheStateNACKedButCached = "nacked_but_cached"
+	// CacheStateReceivedError: the server sent an error for it (xRFC TP3,
+	// gRFC A88).
+	CacheStateReceivedError = "received_error"
+	// CacheStateReceivedErrorButCached: the server sent an error for it
+	// and an earlier valid version is kept (gRFC A88).
+	CacheStateReceivedErrorButCached = "received_error_but_cached"
+	// CacheStateTimeout: not received in time from a server whose watch
+	// expiry timer is a transient error (gRFC A88,
+	// resource_timer_is_transient_error; ).
+	CacheStateTimeout = "timeout"
+)
+
+// stateInfo is one row of stateTable.
+type stateInfo struct {
+	name  string
+	value bool // a value is cached
+	// status is the CSDS client_status (gRFC A40, R-20) and cache the
+	// grpc.xds.cache_state (gRFC A78, A88; ), by the ambient error
+	// pending on the value.
+	status [numAmbients]v3adminpb.ClientResourceStatus
+	cache  [numAmbients]string
+	// unreceived: a watched resource in this state was never received
+	// fallback is due when its server fails. A transient
+	// timeout says nothing of the resource either.
+	unreceived bool
+	// unanswered: no server of the list sent it: never
+	// received, only served from persistence, or expired.
+	unanswered bool
+	// answered: a server answered for it (a value, a deletion, a NACKed
+	// version, a reported error) or its timer ruled it out: nothing more
+	// is awaited of it.
+	answered bool
+}
+
+// Shorthands of the tables.
+const (
+	csRequested = v3adminpb.ClientResourceStatus_REQUESTED
+	csMissing   = v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
+	csACKed     = v3adminpb.ClientResourceStatus_ACKED
+	csNACKed    = v3adminpb.ClientResourceStatus_NACKED
+	csErrored   = v3adminpb.ClientResourceStatus_RECEIVED_ERROR
+	csTimeout   = v3adminpb.ClientResourceStatus_TIMEOUT
+)
+
+// stateTable is what each value state means: whether a value is cached,
+// the CSDS status and cache state it reports (the same whatever the
+// ambient error without a value), whether it counts as unreceived or
+// unanswered for fallback, and whether the server answered for
+// it, so that a silent stream awaits nothing.
+var stateTable = [numStates]stateInfo{
+	stRequested: {name: "requested", status: all(csRequested), cache: all(CacheStateRequested), unreceived: true, unanswered: true},
+	stTimed:     {name: "timed", status: all(csRequested), cache: all(CacheStateRequested), unreceived: true, unanswered: true},
+	stMissing:   {name: "missing", status: all(csMissing), cache: all(CacheStateDoesNotExist), answered: true},
+	stRejected:  {name: "rejected", status: all(csNACKed), cache: all(CacheStateNACKed), answered: true},
+	stErrored:   {name: "errored", status: all(csErrored), cache: all(CacheStateReceivedError), answered: true},
+	stExpired:   {name: "expired", status: all(csMissing), cache: all(CacheStateDoesNotExist), unanswered: true},
+	stTimedOut:  {name: "timed out", status: all(csTimeout), cache: all(CacheStateTimeout), unreceived: true, unanswered: true},
+	stStale: {name: "stale", value: true, unanswered: true,
+		status: [numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
+		cache:  [numAmbients]string{CacheStateACKed, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}},
+	stCached: {name: "cached", value: true, answered: true,
+		status: [numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
+		cache:  [numAmbients]string{CacheStateACKed, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}},
+	// The server says it does not exist; the value is kept, ACKED in
+	// CSDS.
+	stIgnored: {name: "ignored", value: true, answered: true,
+		status: [numAmbients]v3adminpb.ClientResourceStatus{csACKed, csNACKed, csErrored},
+		cache:  [numAmbients]string{CacheStateDoesNotExistButCached, CacheStateNACKedButCached, CacheStateReceivedErrorButCached}},
+}
+
+// all returns v for every ambient error.
+func all[T any](v T) [numAmbients]T { return [numAmbients]T{v, v, v} }
+
+func (s state) String() string { return stateTable[s].name }
+
+// hasValue reports whether s is a state with a cached value.
+func (s state) hasValue() bool { return stateTable[s].value }
+
+// guard is an entry's wire guard; see the file comment.
+type guard uint8
+
+const (
+	guardNone guard = iota
+	guardOwed
+	guardRewatched
+	guardRaced
+	guardSkip
+	guardOwedRaced
+	numGuards
+)
+
+var guardNames = [numGuards]string{"none", "owed", "rewatched", "raced", "skip", "owed-raced"}
+
+func (g guard) String() string { return guardNames[g] }
+
+// owed reports whether the entry's unsubscription is owed: it has no
+// watcher, and stays until a request without it is written.
+func (g guard) owed() bool { return g == guardOwed || g == guardOwedRaced }
+
+// event is what happens to an entry.
 type event uint8
 
 const (
-	evWatched event = iota
-	evRequested
-	evUnsubWritten
-	evStreamEnded
-	evValid
-	evInvalid
-	evServerError
-	evOmitted
-	evRemoved
-	evTimerFired
-	evTTLExpired
-	evPersisted
+	evWatched        event = iota // its first watcher came (a new watch, or one after the last was cancelled)
+	evUnwatched                   // its last watcher, or the collection that held it, went; variant vUnserved: no channel owes the unsubscription
+	evKept                        // owed, it is cached and a collection of its authority holds it again
+	evRequested                   // a request naming it was written on a connected stream
+	evUnsubWritten                // a request that does not name it, built while it was owed, was written
+	evStreamEnded                 // the stream that carries it ended
+	evValid                       // a valid version arrived
+	evInvalid                     // an invalid version arrived; vDrop: fail_on_data_errors
+	evServerError                 // the server reported an error other than NOT_FOUND; vDrop: fail_on_data_errors drops the value
+	evServerNotFound              // the server reported NOT_FOUND; vDrop as evServerError
+	evOmitted                     // a SotW response of a type that carries every resource left it out; vIgnore: ignore_resource_deletion
+	evRemoved                     // delta removed_resources named it; vIgnore as evOmitted
+	evTimerFired                  // its does-not-exist timer fired; vTransient: resource_timer_is_transient_error
+	evTTLExpired                  // its value's TTL ran out
+	evPersisted                   // the persistence timeout passed: its stored value is served
+	numEvents
 )
+
+var eventNames = [numEvents]string{"watched", "unwatched", "kept", "requested", "unsub-written", "stream-ended", "valid",
+	"invalid", "server-error", "server-not-found", "omitted", "removed", "timer-fired", "ttl-expired", "persisted"}
+
+func (ev event) String() string { return eventNames[ev] }
+
+// variant is the circumstance of an event that changes its outcome: a
+// server feature, or the lack of a channel.
+type variant uint8
+
+const (
+	vPlain     variant = iota
+	vDrop              // evInvalid, evServerError, evServerNotFound: the server has fail_on_data_errors, which drops the value
+	vIgnore            // evOmitted, evRemoved: the server has ignore_resource_deletion
+	vTransient         // evTimerFired: the server has resource_timer_is_transient_error
+	vUnserved          // evUnwatched: no channel serves the entry, so none owes its unsubscription
+	numVariants
+)
+
+var variantNames = [numVariants]string{"plain", "drop", "ignore", "transient", "unserved"}
+
+func (v variant) String() string { return variantNames[v] }
+
+// variants lists the variants each event has.
+var variants = [numEvents][]variant{
+	evUnwatched:      {vPlain, vUnserved},
+	evInvalid:        {vPlain, vDrop},
+	evServerError:    {vPlain, vDrop},
+	evServerNotFound: {vPlain, vDrop},
+	evOmitted:        {vPlain, vIgnore},
+	evRemoved:        {vPlain, vIgnore},
+	evTimerFired:     {vPlain, vTransient},
+}
+
+// variantsOf returns the variants of ev.
+func variantsOf(ev event) []variant {
+	if vs := variants[ev]; vs != nil {
+		return vs
+	}
+	return []variant{vPlain}
+}
+
+// effect is what a step asks of the code around the entry, which carries
+// it out (Client.stepLocked), in this order.
+type effect uint16
+
+const (
+	fxStopTimer effect = 1 << iota // stop its does-not-exist timer
+	fxTime                         // add it to the does-not-exist timer of the request just written
+	fxStopTTL                      // stop its value's TTL
+	fxSetTTL                       // time its new value's TTL, or remove it
+	fxPersist                      // save its value, or delete the saved one
+	fxNotify                       // tell its watchers, as the notice says
+	fxRelease                      // forget it unless something keeps it
+)
+
+// notice is what a step tells the entry's watchers: ResourceChanged, or an
+// error, as ResourceError while no value is cached and AmbientError while
+// one is.
+type notice uint8
+
+const (
+	noNotice       notice = iota
+	noticeChanged         // the new value (when it differs, R-13.5)
+	noticeInvalid         // ErrResourceInvalid, unless the same error was told last
+	noticeServer          // ErrServerReported, unless the same error was told last
+	noticeNotFound        // ErrResourceNotFound
+	noticeTimeout         // ErrTimeout
+	noticeReplay          // the whole state, as to a new watcher: the value served from persistence, then ErrStale
+)
+
+var noticeNames = []string{"", "changed", "invalid", "server-error", "not-found", "timeout", "replay"}
+
+func (n notice) String() string { return noticeNames[n] }
+
+// stateSet is a set of value states.
+type stateSet uint16
+
+func states(ss ...state) stateSet {
+	var set stateSet
+	for _, s := range ss {
+		set |= 1 << s
+	}
+	return set
+}
+
+func (set stateSet) has(s state) bool { return set&(1<<s) != 0 }
+
+var (
+	anyState   = stateSet(1<<numStates - 1)
+	valueSet   = states(stStale, stCached, stIgnored)
+	noValueSet = anyState &^ valueSet
+)
+
+// keep, as a rule's target, leaves the value state as it is.
+const keep = numStates
+
+// rule is one row of valueRules: event ev, in a state of from, with
+// variant when (any variant when anyVariant), leads to state to (keep: the
+// same), with effects fx and notice n, and logs log (nothing when its
+// message is empty).
+type rule struct {
+	ev   event
+	from stateSet
+	when variant
+	to   state
+	fx   effect
+	n    notice
+	log  note
+}
+
+// note is a message to log, and its level.
+type note struct {
+	msg   string
+	level slog.Level
+}
+
+func warn(msg string) note { return note{msg, slog.LevelWarn} }
+func info(msg string) note { return note{msg, slog.LevelInfo} }
+
+// anyVariant, as a rule's when, matches every variant.
+const anyVariant = numVariants
+
+// valueRules is the transition table of the value state: the first rule
+// that matches an event, state and variant applies; none means nothing
+// happens. A rule from a state with a value to one without drops the
+// value (entry.step); its effects stop the value's TTL and delete its
+// saved copy. Every event the server causes (evValid, evInvalid, the
+// server's errors, a deletion) stops the does-not-exist timer: the
+// resource was seen; an omission of a resource never received
+// does not (R-9.7: the timer decides). Notices are conditional where
+// they say so: an unchanged value and an error told last are not told
+// again.
+var valueRules = []rule{
+	// A request written starts the timer of a resource never requested on
+	// a connected stream; a cached one is not timed.
+	{ev: evRequested, from: states(stRequested), when: anyVariant, to: stTimed, fx: fxTime},
+	{ev: evStreamEnded, from: states(stTimed), when: anyVariant, to: stRequested, fx: fxStopTimer},
+
+	{ev: evTimerFired, from: states(stTimed), when: vPlain, to: stMissing, fx: fxStopTimer | fxNotify, n: noticeNotFound,
+		log: warn("resource does not exist: watch expired")},
+	{ev: evTimerFired, from: states(stTimed), when: vTransient, to: stTimedOut, fx: fxStopTimer | fxNotify, n: noticeTimeout,
+		log: warn("resource not received in time: a transient error (resource_timer_is_transient_error)")},
+
+	{ev: evPersisted, from: states(stRequested, stTimed, stTimedOut), when: anyVariant, to: stStale, fx: fxStopTimer | fxNotify, n: noticeReplay},
+
+	// A valid version replaces whatever was there: persisted when it
+	// changed (or its TTL came or went), told when it changed.
+	{ev: evValid, from: states(stIgnored), when: anyVariant, to: stCached, fx: fxStopTimer | fxSetTTL | fxPersist | fxNotify, n: noticeChanged,
+		log: info("resource present again after an ignored deletion")},
+	{ev: evValid, from: anyState, when: anyVariant, to: stCached, fx: fxStopTimer | fxSetTTL | fxPersist | fxNotify, n: noticeChanged},
+
+	// An invalid version: the value stays, or goes with
+	// fail_on_data_errors.
+	{ev: evInvalid, from: valueSet, when: vDrop, to: stRejected, fx: fxStopTimer | fxStopTTL | fxPersist | fxNotify, n: noticeInvalid,
+		log: warn("dropping the cached resource after a NACK (fail_on_data_errors)")},
+	{ev: evInvalid, from: valueSet, when: anyVariant, to: keep, fx: fxStopTimer | fxNotify, n: noticeInvalid},
+	{ev: evInvalid, from: noValueSet, when: anyVariant, to: stRejected, fx: fxStopTimer | fxNotify, n: noticeInvalid},
+
+	// The server's errors: the value stays, or goes with
+	// fail_on_data_errors; without one, NOT_FOUND is a
+	// does-not-exist.
+	{ev: evServerError, from: valueSet, when: vPlain, to: keep, fx: fxStopTimer | fxNotify, n: noticeServer, log: warn(logServerError)},
+	{ev: evServerError, from: valueSet, when: vDrop, to: stErrored, fx: fxStopTimer | fxStopTTL | fxPersist | fxNotify, n: noticeServer, log: warn(logServerError)},
+	{ev: evServerError, from: noValueSet, when: anyVariant, to: stErrored, fx: fxStopTimer | fxNotify, n: noticeServer, log: warn(logServerError)},
+	{ev: evServerNotFound, from: valueSet, when: vPlain, to: keep, fx: fxStopTimer | fxNotify, n: noticeServer, log: warn(logServerError)},
+	{ev: evServerNotFound, from: valueSet, when: vDrop, to: stMissing, fx: fxStopTimer | fxStopTTL | fxPersist | fxNotify, n: noticeServer, log: warn(logServerError)},
+	{ev: evServerNotFound, from: noValueSet, when: anyVariant, to: stMissing, fx: fxStopTimer | fxNotify, n: noticeServer, log: warn(logServerError)},
+
+	// Deletions: the value goes, unless the server has
+	// ignore_resource_deletion; a stale value is kept then, and
+	// stays stale. An entry nothing keeps any more goes.
+	{ev: evOmitted, from: states(stCached), when: vIgnore, to: stIgnored, fx: fxRelease, log: warn(logIgnoredDeletion)},
+	{ev: evOmitted, from: states(stStale), when: vIgnore, to: keep, fx: fxRelease, log: warn(logIgnoredDeletion)},
+	{ev: evOmitted, from: states(stCached, stStale), when: vPlain, to: stMissing, fx: fxStopTTL | fxPersist | fxNotify | fxRelease, n: noticeNotFound},
+	// Without a value (R-9.7: the timer decides), or ignored already.
+	{ev: evOmitted, from: anyState, when: anyVariant, to: keep, fx: fxRelease},
+
+	{ev: evRemoved, from: states(stCached), when: vIgnore, to: stIgnored, fx: fxStopTimer | fxRelease, log: warn(logIgnoredDeletion)},
+	{ev: evRemoved, from: states(stStale), when: vIgnore, to: keep, fx: fxStopTimer | fxRelease, log: warn(logIgnoredDeletion)},
+	{ev: evRemoved, from: states(stIgnored), when: vIgnore, to: keep, fx: fxStopTimer | fxRelease},
+	{ev: evRemoved, from: valueSet, when: vPlain, to: stMissing, fx: fxStopTimer | fxStopTTL | fxPersist | fxNotify | fxRelease, n: noticeNotFound},
+	// Known not to exist already: not told again.
+	{ev: evRemoved, from: states(stMissing, stExpired), when: anyVariant, to: keep, fx: fxStopTimer | fxRelease},
+	{ev: evRemoved, from: noValueSet, when: anyVariant, to: stMissing, fx: fxStopTimer | fxNotify | fxRelease, n: noticeNotFound},
+
+	{ev: evTTLExpired, from: valueSet, when: anyVariant, to: stExpired, fx: fxStopTimer | fxStopTTL | fxPersist | fxNotify | fxRelease, n: noticeNotFound,
+		log: warn("resource expired: its TTL ran out without an update or heartbeat")},
+
+	// The wire: an unsubscription no channel owes, or one written, lets
+	// the entry go unless something keeps it.
+	{ev: evUnwatched, from: anyState, when: vUnserved, to: keep, fx: fxRelease},
+	{ev: evUnsubWritten, from: anyState, when: anyVariant, to: keep, fx: fxRelease},
+}
+
+// Log messages of several rules.
+const (
+	logServerError     = "management server reported a resource error"
+	logIgnoredDeletion = "ignoring deletion (ignore_resource_deletion)"
+)
+
+// guardRule is one row of guardRules: event ev, with variant when (any
+// variant when anyVariant) and the guard in from, leads to guard to
+// (keepGuard: the same); with absorb, the event stops there and does not
+// reach the value state (an omission that may answer an earlier request,
+// a request written for an entry no longer watched).
+type guardRule struct {
+	ev     event
+	when   variant
+	from   []guard
+	to     guard
+	absorb bool
+}
+
+// keepGuard, as a guard rule's target, leaves the guard as it is.
+const keepGuard = numGuards
+
+// guardRules is the transition table of the wire guard. Its rules with a
+// target other than guardNone and guardOwed apply to an entry with a
+// value a server sent; without one (or with a stale value, which no
+// server sent), the guard keeps only whether the entry is owed
+// (normalize). An event and guard no rule names leave the guard as it is.
+var guardRules = []guardRule{
+	{ev: evWatched, when: anyVariant, from: []guard{guardNone, guardOwed, guardRewatched}, to: guardRewatched},
+	// An unsubscription written earlier may be answered yet: the guard
+	// holds until a request naming it is written, and one omission more.
+	{ev: evWatched, when: anyVariant, from: []guard{guardRaced, guardSkip, guardOwedRaced}, to: guardRaced},
+
+	// The serving channel owes the unsubscription; with none, nothing is
+	// owed, and the entry goes unless a collection keeps it (valueRules).
+	{ev: evUnwatched, when: vPlain, from: []guard{guardNone, guardRewatched}, to: guardOwed},
+	{ev: evUnwatched, when: vPlain, from: []guard{guardRaced, guardSkip}, to: guardOwedRaced},
+	{ev: evUnwatched, when: vUnserved, from: []guard{guardNone, guardOwed, guardRewatched, guardRaced, guardSkip, guardOwedRaced}, to: guardNone},
+	{ev: evKept, when: anyVariant, from: []guard{guardOwed}, to: guardNone},
+	{ev: evKept, when: anyVariant, from: []guard{guardOwedRaced}, to: guardSkip},
+
+	{ev: evRequested, when: anyVariant, from: []guard{guardRewatched}, to: guardNone},
+	{ev: evRequested, when: anyVariant, from: []guard{guardRaced}, to: guardSkip},
+	// Named by a request built before its last watch went: no timer for
+	// a resource nobody watches.
+	{ev: evRequested, when: anyVariant, from: []guard{guardOwed, guardOwedRaced}, to: keepGuard, absorb: true},
+
+	// A request without it, written while it is watched again: its answer
+	// leaves it out (the request was built before the watch). Written
+	// while it is owed, it settles the unsubscription, and the entry goes
+	// unless something keeps it (valueRules).
+	{ev: evUnsubWritten, when: anyVariant, from: []guard{guardNone, guardRewatched, guardRaced, guardSkip}, to: guardRaced},
+	{ev: evUnsubWritten, when: anyVariant, from: []guard{guardOwed, guardOwedRaced}, to: guardNone},
+
+	{ev: evOmitted, when: anyVariant, from: []guard{guardRewatched, guardRaced, guardOwedRaced}, to: keepGuard, absorb: true},
+	{ev: evOmitted, when: anyVariant, from: []guard{guardSkip}, to: guardNone, absorb: true},
+	// The server answered a request that names it: the skip is spent.
+	{ev: evValid, when: anyVariant, from: []guard{guardSkip}, to: guardNone},
+	{ev: evInvalid, when: anyVariant, from: []guard{guardSkip}, to: guardNone},
+	{ev: evServerError, when: anyVariant, from: []guard{guardSkip}, to: guardNone},
+	{ev: evServerNotFound, when: anyVariant, from: []guard{guardSkip}, to: guardNone},
+}
+
+// transition is the outcome of one event: the state and guard that
+// follow, the effects, notice and log, and whether the guard absorbed the
+// event.
+type transition struct {
+	to     state
+	guard  guard
+	fx     effect
+	n      notice
+	log    note
+	absorb bool
+}
+
+// The tables, indexed once: a step is two array reads.
+var (
+	valueIndex = indexValueRules(valueRules)
+	guardIndex = indexGuardRules(guardRules)
+)
+
+// indexValueRules returns, for every state, event and variant, the first
+// rule of rules that matches, or nil.
+func indexValueRules(rules []rule) *[numStates][numEvents][numVariants]*rule {
+	var ix [numStates][numEvents][numVariants]*rule
+	for i := range rules {
+		r := &rules[i]
+		for s := range numStates {
+			for v := range numVariants {
+				if ix[s][r.ev][v] == nil && r.from.has(s) && (r.when == anyVariant || r.when == v) {
+					ix[s][r.ev][v] = r
+				}
+			}
+		}
+	}
+	return &ix
+}
+
+// indexGuardRules returns, for every guard, event and variant, the first
+// rule of rules that matches, or nil.
+func indexGuardRules(rules []guardRule) *[numGuards][numEvents][numVariants]*guardRule {
+	var ix [numGuards][numEvents][numVariants]*guardRule
+	for i := range rules {
+		r := &rules[i]
+		for _, g := range r.from {
+			for v := range numVariants {
+				if ix[g][r.ev][v] == nil && (r.when == anyVariant || r.when == v) {
+					ix[g][r.ev][v] = r
+				}
+			}
+		}
+	}
+	return &ix
+}
+
+// guarded reports whether s is a value state the guard protects: a value
+// a server sent.
+func guarded(s state) bool { return s.hasValue() && s != stStale }
+
+// step returns what ev, with variant v, does to an entry in state s with
+// guard g: first the guard (guardRules), which may absorb the event, then
+// the value state (valueRules). Without a guarded value, the guard keeps
+// only whether the entry is owed (normalize).
+func step(s state, g guard, ev event, v variant) transition {
+	t := transition{to: s, guard: g}
+	if r := guardIndex[g][ev][v]; r != nil {
+		if r.to != keepGuard {
+			t.guard = r.to
+		}
+		if r.absorb {
+			t.absorb = true
+			t.guard = normalize(s, t.guard)
+			return t
+		}
+	}
+	if r := valueIndex[s][ev][v]; r != nil {
+		if r.to != keep {
+			t.to = r.to
+		}
+		t.fx, t.n, t.log = r.fx, r.n, r.log
+	}
+	t.guard = normalize(t.to, t.guard)
+	return t
+}
+
+// normalize returns g as an entry in state s keeps it: a guard protects
+// a value a server sent only; without one, what is left is whether the
+// unsubscription is owed.
+func normalize(s state, g guard) guard {
+	if guarded(s) {
+		return g
+	}
+	if g.owed() {
+		return guardOwed
+	}
+	return guardNone
+}
 
 // entry is the cache entry and the watchers of one resource. It belongs to
 // the authority its name maps to, which holds it in its cache, and
@@ -152,16 +625,14 @@ type entry struct {
 	// when none.
 	timer *expiryTimer
 
-	phase phase
-	// pending: the entry is in its serving channel's list of
-	// unsubscriptions to write (channel.pendingLocked, R-10.3).
-	pending bool
+	state state // what the client knows of the resource (stateTable)
+	guard guard // where its subscription stands on the wire (guardRules, R-10.3)
 }
 
 // entryExtra are the fields of an entry that are rarely set. Read them
 // with entry.ext, set them with extLocked.
 type entryExtra struct {
-	dneReason string // why the resource does not exist (phaseMissing, phaseExpired)
+	dneReason string // why the resource does not exist (stMissing, stExpired)
 
 	// The last NACK of this resource; nil when the last received version
 	// was valid.
@@ -264,35 +735,37 @@ func (e *entry) fromURI() string {
 // takes 24.
 func rawString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// status returns e's CSDS client_status (gRFC A40, R-20).
-func (e *entry) status() v3adminpb.ClientResourceStatus {
-	x := e.ext()
-	switch {
-	case e.phase.hasValue():
-		switch {
-		case x.nack != nil:
-			return v3adminpb.ClientResourceStatus_NACKED
-		case x.serverErr != nil:
-			return v3adminpb.ClientResourceStatus_RECEIVED_ERROR
-		}
-		return v3adminpb.ClientResourceStatus_ACKED
-	case e.phase == phaseMissing || e.phase == phaseExpired:
-		return v3adminpb.ClientResourceStatus_DOES_NOT_EXIST
-	case e.phase == phaseRejected:
-		return v3adminpb.ClientResourceStatus_NACKED
-	case e.phase == phaseErrored:
-		return v3adminpb.ClientResourceStatus_RECEIVED_ERROR
-	case e.phase == phaseTimedOut:
-		return v3adminpb.ClientResourceStatus_TIMEOUT
+// ambient returns the error pending on e's cached value, if any.
+func (e *entry) ambient() ambient {
+	switch x := e.extra; {
+	case x == nil:
+		return ambNone
+	case x.nack != nil:
+		return ambNACK
+	case x.serverErr != nil:
+		return ambServerError
 	}
-	return v3adminpb.ClientResourceStatus_REQUESTED
+	return ambNone
 }
+
+// status returns e's CSDS client_status (gRFC A40, R-20): stateTable's.
+func (e *entry) status() v3adminpb.ClientResourceStatus {
+	return stateTable[e.state].status[e.ambient()]
+}
+
+// cacheState returns e's grpc.xds.cache_state (gRFC A78, A88; ):
+// stateTable's.
+func (e *entry) cacheState() string { return stateTable[e.state].cache[e.ambient()] }
+
+// stale reports whether e's value came from persistence and no server has
+// sent the resource since.
+func (e *entry) stale() bool { return e.state == stStale }
 
 // neverReceived reports whether e is watched and was never received: no
 // value, and not known not to exist or to be invalid; a transient
 // timeout says nothing of the resource either.
 func (e *entry) neverReceived() bool {
-	return len(e.watchers) > 0 && (e.phase == phaseRequested || e.phase == phaseTimed || e.phase == phaseTimedOut)
+	return len(e.watchers) > 0 && stateTable[e.state].unreceived
 }
 
 // unanswered reports whether e is watched and no server of its list has
@@ -302,382 +775,200 @@ func (e *entry) neverReceived() bool {
 // does a value whose TTL ran out while its server was unreachable: it is
 // no longer cached (gRFC A71 falls back for resources not cached).
 func (e *entry) unanswered() bool {
-	return e.neverReceived() || (len(e.watchers) > 0 && (e.phase == phaseStale || e.phase == phaseExpired))
+	return len(e.watchers) > 0 && stateTable[e.state].unanswered
+}
+
+// settledBy reports whether sc, the server e's watchers are served by,
+// has settled e: e has a value sc sent, or is known not to exist, to be
+// invalid or in error (stateTable's answered). A stale value, one sent by
+// another server of the list, a resource requested or expired is
+// still awaited from sc.
+func (e *entry) settledBy(sc *bootstrap.ServerConfig) bool {
+	if !stateTable[e.state].answered {
+		return false
+	}
+	return !e.state.hasValue() || e.fromURI() == sc.ServerURI
 }
 
 // input is what an event brings: the fields each event reads.
 type input struct {
-	value     any           // evValid: the decoded value
-	raw       []byte        // evValid: its bytes
-	version   string        // evValid, evInvalid: the version received
+	value     any           // evValid, evPersisted: the decoded value
+	raw       []byte        // evValid, evPersisted: its bytes
+	version   string        // evValid, evInvalid, evPersisted: its version
+	origin    *string       // evValid, evPersisted: the server_uri of the server that sent it (bootstrap.ServerConfig.ServerURI, kept by the config)
 	ttl       time.Duration // evValid: Resource.ttl, 0 when none
 	err       error         // evInvalid: the validation error
 	status    *statuspb.Status
 	reason    string                  // deletions: why the resource does not exist
-	ch        *channel                // the channel that received it; nil for timers and persistence
 	now       time.Time               // when the response arrived
+	sc        *bootstrap.ServerConfig // the server that caused the event; nil for timers of the client's own, watches and persistence
+	logger    *slog.Logger            // where to log: the server's channel's logger; nil: the client's
 	et        **expiryTimer           // evRequested: the shared timer of the request written
-	rec       *PersistedResource      // evPersisted
-	sc        *bootstrap.ServerConfig // the server of ch
 	timeout   time.Duration           // evTimerFired: how long the timer ran
 	transient bool                    // evTimerFired: the server has resource_timer_is_transient_error
+	unserved  bool                    // evUnwatched: no channel serves the entry
 }
 
-// transitionLocked applies ev to e (see the table in the file comment):
-// its phase, its cache, its timers and what is persisted, and queues the
-// watcher calls it causes, flow-controlled by fc when fc is not nil.
-func (c *Client) transitionLocked(e *entry, ev event, in *input, fc *flowControl) {
-	from := e.phase
+// variant returns the variant of ev that in brings (variants): the
+// server features and status code that change its outcome.
+func (in *input) variant(ev event) variant {
 	switch ev {
-	case evWatched:
-		if from.hasValue() && from != phaseStale {
-			e.phase = phaseRewatched
+	case evInvalid:
+		if in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) {
+			return vDrop
 		}
-		return
-	case evRequested:
-		switch {
-		case from == phaseRequested && len(e.watchers) > 0:
-			c.timeLocked(in.et, e)
-			e.phase = phaseTimed
-		case from == phaseRewatched:
-			e.phase = phaseCached
-		case from == phaseUnsubRaced:
-			e.phase = phaseSkipOmit
+	case evServerError:
+		if codes.Code(in.status.GetCode()) == codes.PermissionDenied && in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) {
+			return vDrop
 		}
-		return
-	case evUnsubWritten:
-		if from == phaseRewatched {
-			e.phase = phaseUnsubRaced
+	case evServerNotFound:
+		if in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) && !in.sc.IgnoreResourceDeletion() {
+			return vDrop
 		}
-		return
-	case evStreamEnded:
-		if from == phaseTimed {
-			e.stopTimerLocked()
-			e.phase = phaseRequested
+	case evOmitted, evRemoved:
+		if in.sc.IgnoreResourceDeletion() {
+			return vIgnore
 		}
-		return
 	case evTimerFired:
-		if from != phaseTimed {
-			return
-		}
-		var err error
 		if in.transient {
-			e.phase = phaseTimedOut
-			c.logger.Warn("resource not received in time: a transient error (resource_timer_is_transient_error)", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-			err = c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received within %v of being requested (resource_timer_is_transient_error)", ErrTimeout, in.timeout))
-		} else {
-			e.phase = phaseMissing
-			e.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", in.timeout)
-			c.logger.Warn("resource does not exist: watch expired", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-			err = c.notFoundError(e)
+			return vTransient
 		}
-		for _, we := range e.watchers { // the watchers of the name
-			c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case evUnwatched:
+		if in.unserved {
+			return vUnserved
 		}
-		return
-	case evPersisted:
-		if from != phaseRequested && from != phaseTimed && from != phaseTimedOut {
-			return
-		}
-		e.stopTimerLocked()
-		r := in.rec
-		e.value, e.raw, e.version = in.value, rawString(r.Resource.GetValue()), r.Version
-		from := r.ServerURI
-		e.lastUpdated, e.from = unixNanos(r.Updated), &from
-		e.phase = phaseStale
-		for _, we := range c.watchersLocked(e) {
-			c.replayLocked(e, we)
-		}
-		return
 	}
+	return vPlain
+}
 
-	// The server said something of the resource: it was seen.
-	e.stopTimerLocked()
+// serverErrorEvent returns the event of an error the server reported
+// with status st: NOT_FOUND is a does-not-exist.
+func serverErrorEvent(st *statuspb.Status) event {
+	if codes.Code(st.GetCode()) == codes.NotFound {
+		return evServerNotFound
+	}
+	return evServerError
+}
+
+// effects is what one step of an entry asks of the code around it, which
+// carries it out (Client.stepLocked): the effects and the notice of the
+// rule that applied, less those the entry's data make moot (an unchanged
+// value, an error told last), and the log.
+type effects struct {
+	fx  effect
+	n   notice
+	log note
+}
+
+// step applies ev, with what in brings, to e: its state and guard from
+// the tables (valueRules, guardRules), and its own data: the value (set,
+// or dropped when the state that follows has none), the version and
+// origin, the reason it does not exist, the NACK or server error pending
+// on it. It returns the effects for the caller to carry out; it calls
+// nothing outside the entry.
+func (e *entry) step(ev event, in *input) effects {
+	from := e.state
+	t := step(from, e.guard, ev, in.variant(ev))
+	e.guard = t.guard
+	if t.absorb {
+		return effects{}
+	}
+	fx := effects{fx: t.fx, n: t.n, log: t.log}
+	if from.hasValue() && !t.to.hasValue() {
+		e.value, e.raw, e.version = nil, "", ""
+	}
+	e.state = t.to
 	switch ev {
 	case evValid:
-		c.validLocked(e, in, fc)
+		fx = e.valid(from, in, fx)
 	case evInvalid:
-		c.invalidLocked(e, in, fc)
-	case evServerError:
-		c.serverErrorLocked(e, in, fc)
-	case evOmitted:
-		switch from {
-		case phaseSkipOmit:
-			e.phase = phaseCached
-		case phaseCached, phaseStale:
-			c.deleteLocked(e, in, fc)
+		fx = e.invalid(from, in, fx)
+	case evServerError, evServerNotFound:
+		fx = e.serverError(from, in, fx)
+	case evTimerFired:
+		if t.to == stMissing {
+			e.extLocked().dneReason = fmt.Sprintf("not received within %v of being requested", in.timeout)
 		}
-	case evRemoved:
-		if from.hasValue() {
-			c.deleteLocked(e, in, fc)
-			return
+	case evPersisted:
+		if t.to == stStale {
+			e.value, e.raw, e.version = in.value, rawString(in.raw), in.version
+			e.lastUpdated, e.from = unixNanos(in.now), in.origin
 		}
-		c.doesNotExistLocked(e, phaseMissing, in.reason, fc)
-	case evTTLExpired:
-		if from.hasValue() {
-			e.stopTTLLocked()
-			c.doesNotExistLocked(e, phaseExpired, in.reason, fc)
+	case evOmitted, evRemoved, evTTLExpired:
+		if fx.n == noticeNotFound {
+			x := e.extLocked()
+			x.nack, x.serverErr = nil, nil
+			x.dneReason = in.reason
 		}
 	}
+	return fx
 }
 
-// validLocked applies a valid resource. Watchers are told when it is the
-// first value, a different value, or the same value after a NACK, a server
-// error, a deletion or a persisted value. Its TTL is set
-//
-func (c *Client) validLocked(e *entry, in *input, fc *flowControl) {
-	hadTTL := e.ext().ttl != nil
-	c.setTTLLocked(e, in.ttl, in.now)
+// valid records a valid version: watchers are told when it is the first
+// value, a different value, or the same value after a NACK, a server
+// error, a deletion or a persisted value; it is
+// persisted then too, or when its TTL comes or goes (persistLocked keeps
+// no value with a TTL).
+func (e *entry) valid(from state, in *input, fx effects) effects {
 	// The cached bytes were compared before decoding; compare again, as
 	// the entry may have changed since (a watch cancelled and started
 	// anew). The bytes are already hot.
 	x := e.ext()
-	changed := !e.phase.hasValue() || e.phase == phaseStale || x.nack != nil || x.serverErr != nil || e.raw != string(in.raw)
-	switch e.phase {
-	case phaseRewatched, phaseUnsubRaced:
-		// The guard stays until a request naming it is written.
-	case phaseIgnored:
-		c.logger.Info("resource present again after an ignored deletion", xdslog.KeyResource, e.name)
-		e.phase = phaseCached
-	default:
-		e.phase = phaseCached
-	}
+	changed := !from.hasValue() || from == stStale || x.nack != nil || x.serverErr != nil || e.raw != string(in.raw)
+	hadTTL := x.ttl != nil
 	e.version = in.version
 	e.lastUpdated = unixNanos(in.now)
-	e.from = &in.sc.ServerURI
+	e.from = in.origin
 	e.clearErrorsLocked()
 	if !changed {
-		// The stored copy has the same bytes; its version may lag. A TTL
-		// added or removed changes whether it is stored (persistLocked).
-		if hadTTL != (e.ext().ttl != nil) {
-			c.persistLocked(e)
+		fx.fx &^= fxNotify
+		if hadTTL == (in.ttl > 0) {
+			fx.fx &^= fxPersist
 		}
-		return
+		return fx
 	}
 	e.value, e.raw = in.value, rawString(in.raw)
-	c.persistLocked(e)
-	v, version := e.value, e.version
-	for _, we := range c.watchersLocked(e) {
-		c.scheduleChangedLocked(we, fc, v, version)
-	}
+	return fx
 }
 
-// stale reports whether e's value came from persistence and no server has
-// sent the resource since.
-func (e *entry) stale() bool { return e.phase == phaseStale }
-
-// invalidLocked records a NACKed resource. The cached value, if any, is
-// kept and its watchers get AmbientError; otherwise ResourceError.
-// When the server has fail_on_data_errors, the cached value is dropped
-// first. Watchers are not told the same error twice in a row
-//
-func (c *Client) invalidLocked(e *entry, in *input, fc *flowControl) {
-	dropped := false
-	switch {
-	case e.phase.hasValue() && in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors):
-		c.dropValueLocked(e)
-		e.phase = phaseRejected
-		dropped = true
-		in.ch.logger.Warn("dropping the cached resource after a NACK (fail_on_data_errors)", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-	case e.phase == phaseSkipOmit:
-		e.phase = phaseCached
-	case !e.phase.hasValue():
-		e.phase = phaseRejected
-	}
+// invalid records a NACKed version: the watchers are told unless
+// it is the error they were told last.
+func (e *entry) invalid(from state, in *input, fx effects) effects {
+	dropped := from.hasValue() && !e.state.hasValue()
 	prev := e.ext().nack
 	repeat := !dropped && prev != nil && prev.err.Error() == in.err.Error()
 	x := e.extLocked()
 	x.serverErr, x.dneReason = nil, ""
 	x.nack = &nackState{err: in.err, version: in.version, time: in.now}
 	if repeat {
-		return
+		fx.fx &^= fxNotify
 	}
-	werr := c.invalidError(e)
-	c.notifyErrorLocked(e, werr, fc)
+	return fx
 }
 
-// serverErrorLocked applies the error the management server reported for
-// e: the cached value is dropped when the server has
-// fail_on_data_errors and the code is NOT_FOUND or PERMISSION_DENIED
-// except a NOT_FOUND while ignore_resource_deletion keeps the
-// value; watchers get AmbientError when a value remains,
-// ResourceError otherwise. Without a value, NOT_FOUND is a does-not-exist
-// (DOES_NOT_EXIST, an error wrapping ErrResourceNotFound); every other
-// case shows RECEIVED_ERROR in Dump, with the server's status in
-// error_state, and wraps ErrServerReported (and ErrResourceNotFound for
-// NOT_FOUND). The same error twice in a row is reported once.
-func (c *Client) serverErrorLocked(e *entry, in *input, fc *flowControl) {
-	code := codes.Code(in.status.GetCode())
-	hadValue := e.phase.hasValue()
-	if hadValue && (code == codes.NotFound || code == codes.PermissionDenied) && in.sc.HasFeature(bootstrap.FeatureFailOnDataErrors) &&
-		(code != codes.NotFound || !in.sc.IgnoreResourceDeletion()) {
-		c.dropValueLocked(e)
-	}
+// serverError records the error the management server reported:
+// with the server's status in error_state; a NOT_FOUND that leaves no
+// value says why the resource does not exist. The same error twice in a
+// row is reported once.
+func (e *entry) serverError(from state, in *input, fx effects) effects {
 	serr := status.ErrorProto(in.status)
 	var err error
-	if code == codes.NotFound {
+	if codes.Code(in.status.GetCode()) == codes.NotFound {
 		err = fmt.Errorf("%w (%w): %w", ErrResourceNotFound, ErrServerReported, serr)
 	} else {
 		err = fmt.Errorf("%w: %w", ErrServerReported, serr)
 	}
-	stillValue := e.value != nil
+	hadValue, stillValue := from.hasValue(), e.state.hasValue()
 	prev := e.ext().serverErr
 	repeat := prev != nil && prev.err.Error() == err.Error() && hadValue == stillValue
 	x := e.extLocked()
 	x.nack, x.dneReason = nil, ""
 	x.serverErr = &serverErrState{err: err, time: in.now}
-	switch {
-	case stillValue && e.phase == phaseSkipOmit:
-		e.phase = phaseCached
-	case stillValue:
-	case code == codes.NotFound:
-		e.phase = phaseMissing
+	if e.state == stMissing {
 		x.dneReason = fmt.Sprintf("reported by the management server (%v)", serr)
-	default:
-		e.phase = phaseErrored
 	}
-	in.ch.logger.Warn("management server reported a resource error", xdslog.KeyTypeURL, e.typ.TypeURL(),
-		xdslog.KeyResource, e.name, xdslog.KeyError, serr, xdslog.KeyCachedValueKept, stillValue)
 	if repeat {
-		return
+		fx.fx &^= fxNotify
 	}
-	c.notifyErrorLocked(e, c.resourceError(e.typ, e.name, err), fc)
-}
-
-// notifyErrorLocked tells every watcher of e of err: through AmbientError
-// while a value is cached, ResourceError otherwise.
-func (c *Client) notifyErrorLocked(e *entry, err error, fc *flowControl) {
-	ambient := e.phase.hasValue()
-	for _, we := range c.watchersLocked(e) {
-		if ambient {
-			c.scheduleLocked(we, fc, func(done func()) { we.ambErr(err, done) })
-		} else {
-			c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
-		}
-	}
-}
-
-// deleteLocked applies the server's deletion of e, which has a value (a
-// SotW omission, R-14.1, or a delta removed_resources entry): ignored when
-// the server has ignore_resource_deletion; otherwise the value is
-// dropped and the resource does not exist.
-func (c *Client) deleteLocked(e *entry, in *input, fc *flowControl) {
-	if in.sc.IgnoreResourceDeletion() {
-		if e.phase != phaseIgnored {
-			in.ch.logger.Warn("ignoring deletion (ignore_resource_deletion)", xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name)
-			if e.phase != phaseStale {
-				e.phase = phaseIgnored
-			}
-		}
-		return
-	}
-	c.doesNotExistLocked(e, phaseMissing, in.reason, fc)
-}
-
-// doesNotExistLocked makes e not exist (phase p: phaseMissing or
-// phaseExpired) for reason: the value is dropped, errors cleared, and the
-// watchers get ResourceError wrapping ErrResourceNotFound. A resource
-// already known not to exist is not reported again.
-func (c *Client) doesNotExistLocked(e *entry, p phase, reason string, fc *flowControl) {
-	if (e.phase == phaseMissing || e.phase == phaseExpired) && e.value == nil {
-		return
-	}
-	e.stopTTLLocked()
-	if e.value != nil {
-		c.dropValueLocked(e)
-	}
-	x := e.extLocked()
-	x.nack, x.serverErr = nil, nil
-	x.dneReason = reason
-	e.phase = p
-	err := c.notFoundError(e)
-	for _, we := range c.watchersLocked(e) {
-		c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
-	}
-}
-
-// dropValueLocked forgets the cached value of e and deletes its persisted
-// copy. A value served from persistence (stale) goes too, from
-// the store as well: the server's word replaces it, so a later start must
-// not serve it again. The caller sets the phase that follows; until then
-// it is phaseMissing.
-func (c *Client) dropValueLocked(e *entry) {
-	e.value, e.raw, e.version = nil, "", ""
-	if e.phase.hasValue() {
-		e.phase = phaseMissing
-	}
-	c.persistLocked(e)
-}
-
-// replayLocked tells a new watcher we the current state of e at once
-// the cached value, then the last NACK error as an AmbientError
-// (gRFC A88's order), or the error the server reported for it; or,
-// with nothing cached, ResourceError when the resource does not exist, its
-// last version was NACKed or the server reported an error; nothing while it
-// is only requested. These calls are not tied to a response, so their
-// done is not flow control.
-func (c *Client) replayLocked(e *entry, we *watchEntry) {
-	x := e.ext()
-	switch {
-	case e.phase.hasValue():
-		v, version := e.value, e.version
-		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
-		if e.stale() {
-			err := c.staleError(e)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-		if x.nack != nil {
-			err := c.invalidError(e)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-		if x.serverErr != nil {
-			err := c.resourceError(e.typ, e.name, x.serverErr.err)
-			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
-		}
-	case e.phase == phaseMissing || e.phase == phaseExpired:
-		err := c.notFoundError(e)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case x.nack != nil:
-		err := c.invalidError(e)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case x.serverErr != nil:
-		err := c.resourceError(e.typ, e.name, x.serverErr.err)
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	case e.phase == phaseTimedOut:
-		err := c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received in time (resource_timer_is_transient_error)", ErrTimeout))
-		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
-	}
-}
-
-// watchersLocked returns the watchers of e: its own, in registration
-// order, then the WatchAll and glob collection watchers of its authority
-// that hold its name.
-func (c *Client) watchersLocked(e *entry) []*watchEntry {
-	tc := e.auth.types[e.typ.TypeURL()]
-	if tc == nil || (len(tc.wildcard) == 0 && len(tc.globs) == 0) {
-		return e.watchers
-	}
-	coll := tc.collectionWatchersLocked(e.name)
-	if len(coll) == 0 {
-		return e.watchers
-	}
-	all := make([]*watchEntry, 0, len(e.watchers)+len(coll))
-	return append(append(all, e.watchers...), coll...)
-}
-
-// resourceError wraps err for delivery to a watcher of name.
-func (c *Client) resourceError(typ resources.ResourceType, name string, err error) error {
-	return &ResourceError{TypeURL: typ.TypeURL(), TypeName: typ.TypeName(), Name: name, NodeID: c.node.GetId(), Err: err}
-}
-
-// notFoundError is the error for watchers of a resource that does not exist.
-func (c *Client) notFoundError(e *entry) error {
-	return c.resourceError(e.typ, e.name, fmt.Errorf("%w: %s", ErrResourceNotFound, e.ext().dneReason))
-}
-
-// invalidError is the error for watchers of a resource whose last received
-// version was NACKed.
-func (c *Client) invalidError(e *entry) error {
-	x := e.ext()
-	return c.resourceError(e.typ, e.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, x.nack.version, x.nack.err))
+	return fx
 }

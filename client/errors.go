@@ -23,8 +23,8 @@ var (
 	ErrResourceInvalid = errors.New("resource invalid")
 
 	// ErrConnection is wrapped by errors delivered when the stream to the
-	// management server failed before it received any response, or could
-	// not be created. It comes to AmbientError for resources that
+	// management server failed before it received any response and before
+	// it was healthy, or could not be created. It comes to AmbientError for resources that
 	// have a cached value, to ResourceError otherwise.
 	ErrConnection = errors.New("connection error")
 

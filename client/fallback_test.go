@@ -26,12 +26,12 @@ import (
 // uriBuilder builds transports by server_uri.
 type uriBuilder map[string]transport.Builder
 
-func (b uriBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+func (b uriBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
 	tb, ok := b[sc.ServerURI]
 	if !ok {
 		return nil, fmt.Errorf("no test server %q", sc.ServerURI)
 	}
-	return tb.Build(sc)
+	return tb.Build(sc, o)
 }
 
 // fallbackPair starts the two servers (snapshot mode), with primaryDown

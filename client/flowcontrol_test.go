@@ -3,13 +3,19 @@
 package client_test
 
 import (
+	"context"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/transport/pertype"
 	"github.com/proxyless/xds/watcher"
 
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
@@ -165,4 +171,47 @@ func TestFlowControl_CancelledCallReleases(t *testing.T) {
 		t.Fatal("the next response was not delivered: the cancelled call holds the stream")
 	}
 	wb.wantNone(t, defaultTestShortTimeout)
+}
+
+// TestFlowControl_PerStream checks that flow control is per stream
+// (R-12.1, client/doc.go "Transports"): with one stream per type, a
+// Listener watcher that holds done of its update holds the LDS stream
+// only. A Cluster watched meanwhile (as a watcher that waits for a
+// cluster before calling done would) is requested on the already-open CDS
+// stream at once, and delivered. On the old code the streams shared one
+// response counter, and the CDS request waited for the Listener's done.
+func TestFlowControl_PerStream(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		synctestTest(t, func(t *testing.T) {
+			ctx := testContext(t)
+			ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+			ms.Update("", testutil.Resources{
+				Listeners: []*v3listenerpb.Listener{testutil.Listener("l", "r")},
+				Clusters:  []*v3clusterpb.Cluster{testutil.Cluster("a", "eds"), testutil.Cluster("b", "eds")},
+			})
+			c := newClient(t, ms, testutil.BootstrapOptions{}, append(opts, client.WithTransportBuilder(pertype.NewBuilder(ms.Dialer())))...)
+			wa := newRecorder[*resources.Cluster]()
+			defer client.Watch(c, resources.ClusterType, "a", wa)()
+			wa.wantKind(ctx, t, changed, nil)
+			wl := newRecorder[*resources.Listener]()
+			wl.holdDone = true
+			defer client.Watch(c, resources.ListenerType, "l", wl)()
+			held := wl.wantKind(ctx, t, changed, nil)
+			synctest.Wait()
+
+			wb := newRecorder[*resources.Cluster]()
+			defer client.Watch(c, resources.ClusterType, "b", wb)()
+			shortCtx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			select {
+			case e := <-wb.events:
+				if e.kind != changed {
+					t.Fatalf("watcher of b: %v, want its value", e)
+				}
+			case <-shortCtx.Done():
+				t.Fatal("b not delivered while the Listener's done is held: the CDS stream waits for the LDS stream")
+			}
+			held.done()
+		})
+	})
 }

@@ -202,13 +202,14 @@ func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context
 	return context.WithTimeout(t.Context(), d)
 }
 
-// recordingBuilder wraps a transport.Builder: it records when streams are
-// opened, and can hold every Send until the test releases it.
+// recordingBuilder wraps a transport.Builder, decorating its transports:
+// it records when streams are opened, and can hold every Send until the
+// test releases it.
 type recordingBuilder struct {
 	inner transport.Builder
 
 	mu      sync.Mutex
-	opened  []time.Time   // when NewStream was called
+	opened  []time.Time   // when NewXDSStream was called
 	gate    chan struct{} // when not nil, Send waits for it to be closed
 	sending chan struct{} // receives a value when a Send starts waiting at the gate
 }
@@ -217,12 +218,12 @@ func newRecordingBuilder(inner transport.Builder) *recordingBuilder {
 	return &recordingBuilder{inner: inner, sending: make(chan struct{}, 100)}
 }
 
-func (b *recordingBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.inner.Build(sc)
+func (b *recordingBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.inner.Build(sc, o)
 	if err != nil {
 		return nil, err
 	}
-	return &recordingTransport{Transport: tr, b: b}, nil
+	return &recordingTransport{XDS: x, b: b}, nil
 }
 
 // hold makes every later Send wait until release is called.
@@ -247,28 +248,28 @@ func (b *recordingBuilder) streamsOpened() []time.Time {
 }
 
 type recordingTransport struct {
-	transport.Transport
+	transport.XDS
 	b *recordingBuilder
 }
 
-func (tr *recordingTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
+func (tr *recordingTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
 	tr.b.mu.Lock()
 	tr.b.opened = append(tr.b.opened, time.Now())
 	tr.b.mu.Unlock()
-	s, err := tr.Transport.NewStream(ctx, method)
+	s, err := tr.XDS.NewXDSStream(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	return &recordingStream{Stream: s, b: tr.b, ctx: ctx}, nil
+	return &recordingStream{XDSStream: s, b: tr.b, ctx: ctx}, nil
 }
 
 type recordingStream struct {
-	transport.Stream
+	transport.XDSStream
 	b   *recordingBuilder
 	ctx context.Context
 }
 
-func (s *recordingStream) Send(msg []byte) error {
+func (s *recordingStream) Send(req *transport.Request) error {
 	s.b.mu.Lock()
 	gate := s.b.gate
 	s.b.mu.Unlock()
@@ -280,5 +281,5 @@ func (s *recordingStream) Send(msg []byte) error {
 			return s.ctx.Err()
 		}
 	}
-	return s.Stream.Send(msg)
+	return s.XDSStream.Send(req)
 }

@@ -361,12 +361,12 @@ func newSteppedBuilder(inner transport.Builder) *steppedBuilder {
 	return &steppedBuilder{inner: inner, sending: make(chan struct{}), proceed: make(chan struct{})}
 }
 
-func (b *steppedBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.inner.Build(sc)
+func (b *steppedBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.inner.Build(sc, o)
 	if err != nil {
 		return nil, err
 	}
-	return steppedTransport{Transport: tr, b: b}, nil
+	return steppedTransport{XDS: x, b: b}, nil
 }
 
 // waiting waits for a request to be built and held at the gate.
@@ -387,25 +387,25 @@ func (b *steppedBuilder) step() {
 }
 
 type steppedTransport struct {
-	transport.Transport
+	transport.XDS
 	b *steppedBuilder
 }
 
-func (tr steppedTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	s, err := tr.Transport.NewStream(ctx, method)
+func (tr steppedTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	s, err := tr.XDS.NewXDSStream(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	return steppedStream{Stream: s, b: tr.b, ctx: ctx}, nil
+	return steppedStream{XDSStream: s, b: tr.b, ctx: ctx}, nil
 }
 
 type steppedStream struct {
-	transport.Stream
+	transport.XDSStream
 	b   *steppedBuilder
 	ctx context.Context
 }
 
-func (s steppedStream) Send(msg []byte) error {
+func (s steppedStream) Send(req *transport.Request) error {
 	if s.b.gated.Load() {
 		select {
 		case s.b.sending <- struct{}{}:
@@ -418,7 +418,7 @@ func (s steppedStream) Send(msg []byte) error {
 			return s.ctx.Err()
 		}
 	}
-	return s.Stream.Send(msg)
+	return s.XDSStream.Send(req)
 }
 
 // TestLifecycle_RewatchWhileRequestNamingItIsWritten pins down a race of
@@ -604,4 +604,185 @@ func TestLifecycle_SotW_AnswerToUnsubscriptionIsNoDeletion(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestLifecycle_SotW_SecondRewatchKeepsTheGuard is issue 28's sequence
+// (R-10.3): "a" and "b" are watched and received; "a" is cancelled (the
+// request [b] is built), watched again, [b] is written; then, before the
+// next request [a b] is written, "a" is cancelled and watched once more.
+// [a b] is written, and the server's answer to [b], which leaves "a" out,
+// arrives: it is no deletion, however many times "a" was watched again
+// in between. On the old code the second re-watch dropped the memory of
+// the written unsubscription, and the watcher got "resource does not
+// exist", then the value again. The server is scripted; every request is
+// written only when the test says.
+func TestLifecycle_SotW_SecondRewatchKeepsTheGuard(t *testing.T) {
+	synctestTest(t, func(t *testing.T) {
+		ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+		sb := newSteppedBuilder(ms.TransportBuilder())
+		c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithTransportBuilder(sb))
+		respond := func(version string, names ...string) {
+			t.Helper()
+			resp := discoveryResponse(cds, version)
+			for _, n := range names {
+				resp.Resources = append(resp.Resources, testutil.MarshalAny(testutil.Cluster(n, "eds")))
+			}
+			if _, err := ms.SendResponse(t.Context(), resp); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		wantRequest := func(names ...string) {
+			t.Helper()
+			r, err := ms.NextRequest(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Req.GetResourceNames(); r.Req.GetTypeUrl() != cds || !slices.Equal(got, names) {
+				t.Fatalf("request %v, want CDS %q", r.Req, names)
+			}
+		}
+
+		defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+		w1 := newRecorder[*resources.Cluster]()
+		cancel1 := client.Watch(c, resources.ClusterType, "a", w1)
+		synctest.Wait()
+		respond("1", "a", "b")
+		wantValueWithin(t, w1, "first watch")
+		synctest.Wait()
+		done, cancel := context.WithCancel(t.Context())
+		cancel()
+		for { // skip the requests so far
+			if _, err := ms.NextRequest(done); err != nil {
+				break
+			}
+		}
+
+		sb.gated.Store(true)
+		cancel1()
+		sb.waiting(t) // [b], built
+		w2 := newRecorder[*resources.Cluster]()
+		cancel2 := client.Watch(c, resources.ClusterType, "a", w2)
+		wantValueWithin(t, w2, "first re-watch") // from the cache
+		sb.step()
+		wantRequest("b")
+		sb.waiting(t) // [a b], built
+		cancel2()
+		w3 := newRecorder[*resources.Cluster]()
+		defer client.Watch(c, resources.ClusterType, "a", w3)()
+		wantValueWithin(t, w3, "second re-watch") // from the cache
+		sb.step()
+		wantRequest("a", "b")
+		respond("2", "b") // the answer to [b]
+		w3.wantNone(t, time.Minute)
+		if g := dumpEntry(c, cds, "a"); g.GetXdsConfig() == nil {
+			t.Fatalf("CSDS entry of a = %v, want its value", g)
+		}
+
+		sb.waiting(t) // the next request
+		sb.gated.Store(false)
+		sb.step()
+		respond("3", "a", "b") // the answer to [a b]
+		w3.wantNone(t, time.Minute)
+		respond("4", "b") // a deletion
+		w3.wantKind(t.Context(), t, resourceError, client.ErrResourceNotFound)
+	})
+}
+
+// TestLifecycle_RewatchKeepsAnIgnoredDeletion: a resource the server
+// deleted while ignore_resource_deletion kept its value (R-2.1) stays
+// "deleted but cached" when its last watch is cancelled and it is watched
+// again (R-10.3): the re-watch gets the cached value, and the cache state
+// (gRFC A88) stays does_not_exist_but_cached until the server sends the
+// resource again. On the old code the re-watch made it "acked". SotW and
+// delta.
+func TestLifecycle_RewatchKeepsAnIgnoredDeletion(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		synctestTest(t, func(t *testing.T) {
+			ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+			c := newClient(t, ms, testutil.BootstrapOptions{ServerFeatures: []string{bootstrap.FeatureIgnoreResourceDeletion}}, opts...)
+			send := func(version string, names []string, removed ...string) {
+				t.Helper()
+				var err error
+				if delta {
+					var rs []deltaResource
+					for _, n := range names {
+						rs = append(rs, deltaResource{name: n, version: version, msg: testutil.Cluster(n, "eds")})
+					}
+					_, err = ms.SendDeltaResponse(t.Context(), deltaResponse(cds, removed, rs...))
+				} else {
+					resp := discoveryResponse(cds, version)
+					for _, n := range names {
+						resp.Resources = append(resp.Resources, testutil.MarshalAny(testutil.Cluster(n, "eds")))
+					}
+					_, err = ms.SendResponse(t.Context(), resp)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+			}
+			wantState := func(name, want string, count int64) {
+				t.Helper()
+				if got := dumpEntry(c, cds, name).GetClientStatus().String(); got != "ACKED" {
+					t.Errorf("CSDS status of %q = %s, want ACKED", name, got)
+				}
+				var n int64
+				for _, r := range c.Gauges().Resources {
+					if r.ResourceType == cdsTypeName && r.CacheState == want {
+						n += r.Count
+					}
+				}
+				if n != count {
+					t.Errorf("resources in cache state %q: %d, want %d (%q); gauges %+v", want, n, count, name, c.Gauges().Resources)
+				}
+			}
+
+			defer client.Watch(c, resources.ClusterType, "b", newRecorder[*resources.Cluster]())()
+			w1 := newRecorder[*resources.Cluster]()
+			cancel1 := client.Watch(c, resources.ClusterType, "a", w1)
+			synctest.Wait()
+			send("1", []string{"a", "b"})
+			wantValueWithin(t, w1, "first watch")
+			send("2", []string{"b"}, "a") // a deletion, ignored
+			w1.wantNone(t, time.Minute)
+			wantState("a", client.CacheStateDoesNotExistButCached, 1)
+
+			// Cancel and watch again while a Listener response is handled
+			// (its watcher holds done), so that no CDS request is written
+			// in between: flow control holds subscription changes until
+			// the response is handled. Otherwise the unsubscription may be
+			// written first, and the entry, with its mark, is rightly
+			// dropped (R-10.3).
+			wl := newRecorder[*resources.Listener]()
+			wl.holdDone = true
+			defer client.Watch(c, resources.ListenerType, "l", wl)()
+			synctest.Wait()
+			var err error
+			if delta {
+				_, err = ms.SendDeltaResponse(t.Context(), deltaResponse(resources.ListenerType.TypeURL(), nil,
+					deltaResource{name: "l", version: "1", msg: testutil.Listener("l", "r")}))
+			} else {
+				resp := discoveryResponse(resources.ListenerType.TypeURL(), "1")
+				resp.Resources = append(resp.Resources, testutil.MarshalAny(testutil.Listener("l", "r")))
+				_, err = ms.SendResponse(t.Context(), resp)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := wl.wantKind(t.Context(), t, changed, nil)
+			synctest.Wait()
+
+			cancel1()
+			w2 := newRecorder[*resources.Cluster]()
+			defer client.Watch(c, resources.ClusterType, "a", w2)()
+			wantValueWithin(t, w2, "re-watch") // from the cache
+			held.done()
+			synctest.Wait() // the held change, if any, is written
+			wantState("a", client.CacheStateDoesNotExistButCached, 1)
+
+			send("3", []string{"a", "b"})             // present again
+			wantState("a", client.CacheStateACKed, 2) // a and b
+		})
+	})
 }

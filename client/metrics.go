@@ -33,39 +33,6 @@ const DefaultTarget = "#standalone"
 // old-style (non-xdstp) names (gRFC A78).
 const OldStyleAuthority = "#old"
 
-// Cache states of a resource, the grpc.xds.cache_state label of the
-// resources gauge (gRFC A78, and gRFC A88 "XdsClient Metric Labels"). The
-// "_but_cached" states are those in which the client still has, and its
-// watchers still use, a previously valid value.
-const (
-	// CacheStateRequested: subscribed, not received yet.
-	CacheStateRequested = "requested"
-	// CacheStateDoesNotExist: the server deleted it, or the watch expiry
-	// timer fired.
-	CacheStateDoesNotExist = "does_not_exist"
-	// CacheStateDoesNotExistButCached: the server deleted it and the
-	// client kept the cached value (ignore_resource_deletion, R-2.1).
-	CacheStateDoesNotExistButCached = "does_not_exist_but_cached"
-	// CacheStateACKed: the last version received was valid.
-	CacheStateACKed = "acked"
-	// CacheStateNACKed: the last version received was invalid, and none was
-	// valid before.
-	CacheStateNACKed = "nacked"
-	// CacheStateNACKedButCached: the last version received was invalid;
-	// an earlier valid one is kept.
-	CacheStateNACKedButCached = "nacked_but_cached"
-	// CacheStateReceivedError: the server sent an error for it (xRFC TP3,
-	// gRFC A88).
-	CacheStateReceivedError = "received_error"
-	// CacheStateReceivedErrorButCached: the server sent an error for it
-	// and an earlier valid version is kept (gRFC A88).
-	CacheStateReceivedErrorButCached = "received_error_but_cached"
-	// CacheStateTimeout: not received in time from a server whose watch
-	// expiry timer is a transient error (gRFC A88,
-	// resource_timer_is_transient_error; ).
-	CacheStateTimeout = "timeout"
-)
-
 // MetricsRecorder receives the client's metrics (gRFC A78 "XdsClient",
 // counters as they change, and a function that reads the gauges,
 // to be called on each collection, as OpenTelemetry's asynchronous gauges
@@ -74,10 +41,11 @@ const (
 // MeterProvider. One recorder may serve several clients: each record
 // carries its client's target.
 //
-// The Record methods are called from the client's goroutines, with the
-// client's internal lock held: they must be safe for concurrent use,
-// return quickly, never block, and never call the Client (as the
-// synchronous instruments of OpenTelemetry's SDK are).
+// The Record methods are called from the client's goroutines (a stream's,
+// after the response or failure they count was handled), never with the
+// client's internal lock held, so they may call the Client; they must be
+// safe for concurrent use and return quickly, since the stream waits for
+// them (as the synchronous instruments of OpenTelemetry's SDK do).
 type MetricsRecorder interface {
 	// RecordResourceUpdates adds u.Valid to the counter
 	// grpc.xds_client.resource_updates_valid and u.Invalid to
@@ -127,9 +95,10 @@ type ResourceUpdates struct {
 // ServerFailure is one transition of a management server from healthy to
 // unhealthy, for the counter grpc.xds_client.server_failure (gRFC A78,
 // A server becomes unhealthy when a stream to it cannot be
-// created or ends before any response (gRFC A57; the failures reported to
-// watchers as ErrConnection, R-11.3), and healthy again when a stream
-// receives a message. A server the client has not yet failed to reach is
+// created or ends before any response and before it is healthy (gRFC
+// A57; the failures reported to watchers as ErrConnection, R-11.3), and
+// healthy again when a stream receives a message or becomes healthy by
+// staying open. A server the client has not yet failed to reach is
 // healthy, so the first failure counts, as in gRPC C++. Deviation from
 // grpc-go, which counts every failed attempt: a server down for N retries
 // counts once, not N times. The state of a server survives the retirement
@@ -161,8 +130,9 @@ type Gauges struct {
 // ADS stream to it. It is false until the first stream is created, true
 // from then on; false again when a stream cannot be created or ends
 // before any response (the server is unhealthy, see ServerFailure), and
-// then true again only once a stream receives a message. A stream that had
-// responses and ends keeps it true while the next one is created.
+// then true again only once a stream receives a message or becomes
+// healthy by staying open. A stream that had responses and ends
+// keeps it true while the next one is created.
 type ServerConnected struct {
 	Server    string // grpc.xds.server: the management server's server_uri
 	Connected bool   // reported as 1 or 0
@@ -211,6 +181,30 @@ type clientMetrics struct {
 	unregister func() // from recorder.RegisterGauges; nil without a recorder
 
 	servers map[string]*serverHealth // by bootstrap.ServerConfig.Key(); kept until Close, as transports
+
+	// The records made while Client.mu was held, reported once it is
+	// released (unlockAndRecord), in order. Guarded by Client.mu.
+	queuedUpdates  []ResourceUpdates
+	queuedFailures []ServerFailure
+}
+
+// unlockAndRecord releases c.mu, then reports to the recorder the records
+// queued while it was held: the recorder is user code, which never runs
+// under the client's lock (docs/style.md "Concurrency"), as persistence's
+// Store is called after the lock is released (persist.go). The code that
+// queues records (recordUpdatesLocked, serverFailedLocked) releases the
+// lock with it.
+func (c *Client) unlockAndRecord() {
+	m := &c.metrics
+	updates, failures := m.queuedUpdates, m.queuedFailures
+	m.queuedUpdates, m.queuedFailures = nil, nil
+	c.mu.Unlock()
+	for _, u := range updates {
+		m.recorder.RecordResourceUpdates(u)
+	}
+	for _, f := range failures {
+		m.recorder.RecordServerFailure(f)
+	}
 }
 
 // serverHealth is what the metrics know of one management server. Guarded
@@ -269,7 +263,12 @@ func (ch *channel) streamCreatedLocked() {
 
 // messageReceivedLocked records that a stream of the channel received a
 // message: the server is healthy and connected.
-func (ch *channel) messageReceivedLocked() {
+func (ch *channel) messageReceivedLocked() { ch.serverHealthyLocked() }
+
+// serverHealthyLocked records that a stream of the channel received a
+// message or became healthy by staying open: the server is
+// healthy and connected.
+func (ch *channel) serverHealthyLocked() {
 	h := ch.healthLocked()
 	h.unhealthy = false
 	h.connectedOn = ch
@@ -278,7 +277,7 @@ func (ch *channel) messageReceivedLocked() {
 // serverFailedLocked records that a stream to the server could not be
 // created or failed before any response: the server is not
 // connected and, if it was healthy, goes unhealthy, which counts one
-// server failure.
+// server failure, queued for unlockAndRecord.
 func (ch *channel) serverFailedLocked() {
 	h := ch.healthLocked()
 	h.connectedOn = nil
@@ -286,20 +285,20 @@ func (ch *channel) serverFailedLocked() {
 		return
 	}
 	h.unhealthy = true
-	if r := ch.c.metrics.recorder; r != nil {
-		r.RecordServerFailure(ServerFailure{Target: ch.c.metrics.target, Server: ch.sc.ServerURI})
+	if m := &ch.c.metrics; m.recorder != nil {
+		m.queuedFailures = append(m.queuedFailures, ServerFailure{Target: m.target, Server: ch.sc.ServerURI})
 	}
 }
 
-// recordUpdatesLocked reports the resources of one response of type typ
-// (see ResourceUpdates).
+// recordUpdatesLocked queues the report of the resources of one response
+// of type typ (see ResourceUpdates), for unlockAndRecord.
 func (ch *channel) recordUpdatesLocked(typ resources.ResourceType, valid, invalid int) {
-	r := ch.c.metrics.recorder
-	if r == nil || valid+invalid == 0 {
+	m := &ch.c.metrics
+	if m.recorder == nil || valid+invalid == 0 {
 		return
 	}
-	r.RecordResourceUpdates(ResourceUpdates{
-		Target:       ch.c.metrics.target,
+	m.queuedUpdates = append(m.queuedUpdates, ResourceUpdates{
+		Target:       m.target,
 		Server:       ch.sc.ServerURI,
 		ResourceType: metricsTypeName(typ.TypeURL()),
 		Valid:        int64(valid),
@@ -343,10 +342,8 @@ func (c *Client) Gauges() Gauges {
 	type bucket struct{ authority, typeURL, state string }
 	counts := make(map[bucket]int64)
 	for _, a := range c.auths {
-		for url, tc := range a.types {
-			for _, e := range tc.entries {
-				counts[bucket{nameAuthority(e.name), url, cacheState(e)}]++
-			}
+		for e := range a.allEntriesLocked() {
+			counts[bucket{nameAuthority(e.name), e.typ.TypeURL(), e.cacheState()}]++
 		}
 	}
 	for b, n := range counts {
@@ -356,33 +353,6 @@ func (c *Client) Gauges() Gauges {
 		return cmp.Or(strings.Compare(a.Authority, b.Authority), strings.Compare(a.ResourceType, b.ResourceType), strings.Compare(a.CacheState, b.CacheState))
 	})
 	return g
-}
-
-// cacheState returns the grpc.xds.cache_state of e (gRFC A78, A88): its
-// CSDS status, qualified by whether a valid value is still cached. A
-// deletion the client ignored leaves the value cached and the
-// status ACKED: the server says the resource does not exist.
-func cacheState(e *entry) string {
-	x := e.ext()
-	switch {
-	case e.phase.hasValue() && x.nack != nil:
-		return CacheStateNACKedButCached
-	case e.phase.hasValue() && x.serverErr != nil:
-		return CacheStateReceivedErrorButCached
-	case e.phase == phaseIgnored:
-		return CacheStateDoesNotExistButCached
-	case e.phase.hasValue():
-		return CacheStateACKed
-	case e.phase == phaseMissing || e.phase == phaseExpired:
-		return CacheStateDoesNotExist
-	case e.phase == phaseRejected:
-		return CacheStateNACKed
-	case e.phase == phaseErrored:
-		return CacheStateReceivedError
-	case e.phase == phaseTimedOut:
-		return CacheStateTimeout
-	}
-	return CacheStateRequested
 }
 
 // nameAuthority returns the grpc.xds.authority of a canonical resource

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/transport"
+	"github.com/proxyless/xds/watcher"
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -212,11 +214,11 @@ func TestMetrics_ResourceUpdates_Delta(t *testing.T) {
 	}
 }
 
-// failingBuilder builds transports whose NewStream always fails.
+// failingBuilder builds ADS transports whose streams always fail to open.
 type failingBuilder struct{}
 
-func (failingBuilder) Build(*bootstrap.ServerConfig) (transport.Transport, error) {
-	return failingTransport{}, nil
+func (failingBuilder) Build(*bootstrap.ServerConfig, transport.BuildOptions) (transport.XDS, error) {
+	return transport.ADS(failingTransport{}), nil
 }
 
 type failingTransport struct{}
@@ -226,30 +228,30 @@ func (failingTransport) NewStream(context.Context, string) (transport.Stream, er
 }
 func (failingTransport) Close() {}
 
-// gatedBuilder wraps a transport.Builder: NewStream waits until gate is
-// closed.
+// gatedBuilder wraps a transport.Builder: NewXDSStream waits until gate
+// is closed.
 type gatedBuilder struct {
 	transport.Builder
 	gate chan struct{}
 }
 
-func (b gatedBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.Builder.Build(sc)
-	return gatedTransport{tr, b.gate}, err
+func (b gatedBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.Builder.Build(sc, o)
+	return gatedTransport{x, b.gate}, err
 }
 
 type gatedTransport struct {
-	transport.Transport
+	transport.XDS
 	gate chan struct{}
 }
 
-func (tr gatedTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
+func (tr gatedTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
 	select {
 	case <-tr.gate:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return tr.Transport.NewStream(ctx, method)
+	return tr.XDS.NewXDSStream(ctx, spec)
 }
 
 // waitChanged waits for ResourceChanged, skipping the errors of the
@@ -528,4 +530,87 @@ func TestMetrics_RegisterGauges(t *testing.T) {
 	if diff := cmp.Diff(client.Gauges{Target: "xds:///svc"}, c.Gauges()); diff != "" {
 		t.Fatalf("gauges after Close (-want, +got):\n%s", diff)
 	}
+}
+
+// reentrantMetrics is a client.MetricsRecorder that calls back into its
+// client from every Record method: Dump, and a Watch that it cancels at
+// once. A call that does not return within defaultTestTimeout (the
+// client's lock held while the recorder runs) is reported as a deadlock
+// and given up, so that the test fails instead of hanging.
+type reentrantMetrics struct {
+	c        atomic.Pointer[client.Client]
+	updates  chan error // one value per RecordResourceUpdates: nil, or the deadlock
+	failures chan error // one value per RecordServerFailure
+}
+
+func (m *reentrantMetrics) callBack() error {
+	c := m.c.Load()
+	if c == nil {
+		return nil
+	}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		c.Dump()
+		client.Watch(c, resources.ClusterType, "from-the-recorder", watcher.Funcs[*resources.Cluster]{})()
+	}()
+	t := time.NewTimer(defaultTestTimeout)
+	defer t.Stop()
+	select {
+	case <-returned:
+		return nil
+	case <-t.C:
+		return errors.New("the recorder could not call the client: it runs under the client's lock")
+	}
+}
+
+func (m *reentrantMetrics) RecordResourceUpdates(client.ResourceUpdates) {
+	select {
+	case m.updates <- m.callBack():
+	default:
+	}
+}
+
+func (m *reentrantMetrics) RecordServerFailure(client.ServerFailure) {
+	select {
+	case m.failures <- m.callBack():
+	default:
+	}
+}
+
+func (m *reentrantMetrics) RegisterGauges(func() client.Gauges) func() { return func() {} }
+
+// TestMetrics_RecorderRunsWithoutTheLock checks that the MetricsRecorder,
+// user code, is not called with the client's lock held (docs/style.md
+// "Concurrency"): a recorder that calls Dump and Watch from
+// RecordResourceUpdates and RecordServerFailure does not deadlock, and
+// both records arrive. On c70070a both were called under Client.mu.
+func TestMetrics_RecorderRunsWithoutTheLock(t *testing.T) {
+	ctx := testContext(t)
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+	ms.Update("", testutil.Chain(testutil.ChainOptions{Listener: "svc"}))
+	m := &reentrantMetrics{updates: make(chan error, 100), failures: make(chan error, 100)}
+	c := newClient(t, ms, testutil.BootstrapOptions{}, client.WithMetrics(m))
+	m.c.Store(c)
+	w := newRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	w.wantKind(ctx, t, changed, nil)
+	wantRecord := func(ch chan error, what string) {
+		t.Helper()
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s recorded", what)
+		}
+	}
+	wantRecord(m.updates, "RecordResourceUpdates")
+
+	ms.RejectStreams(errors.New("down"))
+	ms.BreakStreams()
+	w.wantKind(ctx, t, ambientError, client.ErrConnection)
+	wantRecord(m.failures, "RecordServerFailure")
+	ms.RejectStreams(nil)
 }

@@ -99,21 +99,21 @@ type failingSendBuilder struct {
 	err error
 }
 
-func (b failingSendBuilder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.Builder.Build(sc)
+func (b failingSendBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.Builder.Build(sc, o)
 	if err != nil {
 		return nil, err
 	}
-	return failingSendTransport{tr, b.err}, nil
+	return failingSendTransport{x, b.err}, nil
 }
 
 type failingSendTransport struct {
-	transport.Transport
+	transport.XDS
 	err error
 }
 
-func (t failingSendTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	st, err := t.Transport.NewStream(ctx, method)
+func (t failingSendTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	st, err := t.XDS.NewXDSStream(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +121,8 @@ func (t failingSendTransport) NewStream(ctx context.Context, method string) (tra
 }
 
 type failingSendStream struct {
-	transport.Stream
+	transport.XDSStream
 	err error
 }
 
-func (s failingSendStream) Send([]byte) error { return s.err }
+func (s failingSendStream) Send(*transport.Request) error { return s.err }

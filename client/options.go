@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/proxyless/xds/internal/defaulttransport"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
-	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // DefaultWatchExpiryTimeout is how long the client waits for a requested
@@ -27,7 +27,7 @@ type options struct {
 	customTypes        []resources.ResourceType
 	logger             *slog.Logger
 	delta              bool
-	maxRecvMsgSize     int           // 0: the transport's default
+	maxRecvMsgSize     int           // transport.BuildOptions.MaxRecvMsgSize; 0: the transport's default
 	store              Store         // WithStore; nil: no persistence, unless persistDir is set
 	persistDir         string        // WithPersistence: a DirStore of the client's logger
 	persistTimeout     time.Duration // WithPersistenceTimeout; 0: DefaultPersistenceTimeout
@@ -53,10 +53,16 @@ func WithWatchExpiryTimeout(d time.Duration) Option {
 	}
 }
 
-// WithTransportBuilder sets how the client reaches management servers. The
-// default is grpctransport.NewBuilder(), one gRPC connection per distinct
-// server. The client calls b.Build once per distinct server and closes the
-// transports it built when it is closed.
+// WithTransportBuilder sets how the client reaches management servers:
+// b builds the transport.XDS of each. The default is ADS over gRPC, a
+// grpctransport.NewBuilder() of the client's own, one gRPC connection per
+// distinct server. Other builders: pertype.NewBuilder, rest.NewBuilder,
+// file.NewBuilder, mixed.NewBuilder, transport.ADSBuilder over a
+// transport.Dialer of your own, or any transport.Builder, which may
+// decorate one of these. The client calls b.Build once per distinct
+// server (bootstrap.ServerConfig.Key), with its logger and receive limit
+// in transport.BuildOptions, uses the result through transport.XDS only,
+// and closes it when it is closed.
 func WithTransportBuilder(b transport.Builder) Option {
 	return func(o *options) { o.transportBuilder = b }
 }
@@ -106,16 +112,18 @@ func WithDelta() Option {
 }
 
 // WithMaxRecvMsgSize sets the largest response, in bytes, the client
-// accepts from a management server over the default transport (default
-// grpctransport.DefaultMaxRecvMsgSize, 4 MiB, as gRPC's). A larger response
-// fails the stream: the watchers of that server get an error naming the
-// limit and how to raise it (an AmbientError, or a ResourceError for a
-// resource without a cached value, wrapping ErrConnection and
-// transport.ErrMessageTooLarge), and the stream is retried with the usual
-// backoff: raise the limit when a server's responses (a SotW
-// response carries every resource of its type) may exceed it. Zero or
-// negative keeps the default. It has no effect with WithTransportBuilder,
-// whose builder sets its own limits.
+// accepts from a management server: the transports get it as
+// transport.BuildOptions.MaxRecvMsgSize. The default transport (gRPC's
+// receive limit, default 4 MiB as gRPC's) and those of this module (a
+// REST-JSON response body, a file of a filesystem source) apply it unless
+// built with a limit of their own; a transport of yours decides. A larger
+// response fails the stream: the watchers of that server get the
+// transport's error, which names the limit and how to raise it (an
+// AmbientError, or a ResourceError for a resource without a cached
+// value, wrapping ErrConnection and transport.ErrMessageTooLarge), and the
+// stream is retried with the usual backoff: raise the limit when
+// a server's responses (a SotW response carries every resource of its
+// type) may exceed it. Zero or negative keeps the transports' defaults.
 func WithMaxRecvMsgSize(bytes int) Option {
 	return func(o *options) {
 		if bytes > 0 {
@@ -124,12 +132,11 @@ func WithMaxRecvMsgSize(bytes int) Option {
 	}
 }
 
+// builder returns the transport builder: WithTransportBuilder's, else a
+// new default one.
 func (o *options) builder() transport.Builder {
 	if o.transportBuilder != nil {
 		return o.transportBuilder
 	}
-	if o.maxRecvMsgSize > 0 {
-		return grpctransport.NewBuilder(grpctransport.WithMaxRecvMsgSize(o.maxRecvMsgSize))
-	}
-	return grpctransport.NewBuilder()
+	return defaulttransport.NewBuilder()
 }

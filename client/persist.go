@@ -142,6 +142,12 @@ type loadedResource struct {
 	value any
 }
 
+// input returns what serving l brings to an entry (evPersisted).
+func (l loadedResource) input() *input {
+	origin := l.rec.ServerURI
+	return &input{value: l.value, raw: l.rec.Resource.GetValue(), version: l.rec.Version, now: l.rec.Updated, origin: &origin}
+}
+
 // startPersistence loads the store, decodes what it holds, and starts the
 // writer and the timeout. It runs in New, without the client's lock: the
 // decoders never run under it. A stored value of a type the client does
@@ -193,27 +199,28 @@ func (c *Client) persistenceTimeout() {
 		}
 	}
 	for _, a := range c.auths {
-		for _, tc := range a.types {
-			c.servePersistedCollectionLocked(a, tc)
+		for _, t := range c.registry.Types() {
+			c.servePersistedCollectionLocked(a, t)
 		}
 	}
 }
 
 // servePersistedCollectionLocked serves the WatchAll and glob collection
-// watchers of tc, when the persistence timeout passed and a has not
+// watchers of typ of a, when the persistence timeout passed and a has not
 // answered, the stored values they hold that no entry has: each becomes
 // an entry of the collection with its stale value, as a watched name's
 // does (servePersistedLocked), in name order. Of a name stored from
 // several servers of a's list, the highest-priority one's.
-func (c *Client) servePersistedCollectionLocked(a *authority, tc *typeCache) {
+func (c *Client) servePersistedCollectionLocked(a *authority, typ resources.ResourceType) {
 	p := c.persist
-	if p == nil || !p.ready || a.reached || (len(tc.wildcard) == 0 && len(tc.globs) == 0) {
+	url := typ.TypeURL()
+	if p == nil || !p.ready || a.reached || !a.hasCollectionsLocked(url) {
 		return
 	}
 	best := make(map[string]loadedResource)
 	rank := make(map[string]int)
 	for k, l := range p.loaded {
-		if k.typeURL != tc.typ.TypeURL() || tc.entries[k.name] != nil || !tc.wantsLocked(k.name) || c.knownAuthorityLocked(k.name) != a {
+		if k.typeURL != url || a.entryLocked(url, k.name) != nil || !a.wantsLocked(url, k.name) || c.knownAuthorityLocked(k.name) != a {
 			continue
 		}
 		i := slices.IndexFunc(a.servers, func(sc *bootstrap.ServerConfig) bool { return sc.ServerURI == k.server })
@@ -226,10 +233,10 @@ func (c *Client) servePersistedCollectionLocked(a *authority, tc *typeCache) {
 	}
 	for _, name := range sortedKeys(best) {
 		l := best[name]
-		e := a.newEntryLocked(tc, name, phaseRequested)
-		c.logger.Warn("no management server reachable: serving the persisted value to a collection", xdslog.KeyTypeURL, tc.typ.TypeURL(),
+		e := a.newEntryLocked(a.typeLocked(typ), name)
+		c.logger.Warn("no management server reachable: serving the persisted value to a collection", xdslog.KeyTypeURL, url,
 			xdslog.KeyResource, name, xdslog.KeyVersionInfo, l.rec.Version, xdslog.KeyServerURI, l.rec.ServerURI)
-		c.transitionLocked(e, evPersisted, &input{value: l.value, rec: &l.rec}, nil)
+		c.stepLocked(e, evPersisted, l.input(), nil)
 	}
 }
 
@@ -263,7 +270,7 @@ func (c *Client) servePersistedLocked(e *entry) {
 		if l, ok := p.loaded[persistKey{sc.ServerURI, e.typ.TypeURL(), e.name}]; ok {
 			c.logger.Warn("no management server reachable: serving the persisted value", xdslog.KeyTypeURL, e.typ.TypeURL(),
 				xdslog.KeyResource, e.name, xdslog.KeyVersionInfo, l.rec.Version, xdslog.KeyServerURI, l.rec.ServerURI)
-			c.transitionLocked(e, evPersisted, &input{value: l.value, rec: &l.rec}, nil)
+			c.stepLocked(e, evPersisted, l.input(), nil)
 			return
 		}
 	}

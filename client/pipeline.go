@@ -33,10 +33,10 @@ import (
 //     client's lock, so that a large response does not hold up Watch,
 //     Dump or the streams of other servers, and decoders (which may be
 //     user code, R-23) never run under it.
-//  4. apply (locked): each resource's transition (entry.go), in response
-//     order; then the errors the server reported; then the
-//     deletions (delta removed_resources, or SotW omissions, R-14.1), so
-//     watchers hear of deletions after updates.
+//  4. apply (locked): each resource's step (entry.go), in
+//     response order; then the errors the server reported; then
+//     the deletions (delta removed_resources, or SotW omissions, R-14.1),
+//     so watchers hear of deletions after updates.
 //  5. answer (locked): the ACK or NACK is queued and the
 //     stream woken to send it.
 //
@@ -116,9 +116,9 @@ func (ch *channel) handleResponse(ss *stream, resp *transport.Response) *flowCon
 	u.topErrs = append(u.topErrs, decodeAll(u)...)
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	ct := ch.types[u.typ.TypeURL()]
 	if ss.s.stream != ss || c.closed || ct == nil {
+		c.mu.Unlock()
 		return nil
 	}
 	ct.nonce = u.nonce
@@ -132,6 +132,9 @@ func (ch *channel) handleResponse(ss *stream, resp *transport.Response) *flowCon
 			xdslog.KeyNonce, u.nonce, xdslog.KeyError, a.detail.GetMessage())
 	}
 	ss.acks = append(ss.acks, a)
+	// The response's metrics are reported outside the lock, and before
+	// the stream is woken to send its answer.
+	c.unlockAndRecord()
 	ss.s.kick()
 	return fc
 }
@@ -153,7 +156,12 @@ func (ch *channel) accept(ss *stream, decodeErr error, u *update, typeURL string
 		return false
 	}
 	ch.messageReceivedLocked()
-	defer func() { ss.accepted = ss.accepted || ok }()
+	defer func() {
+		if ok {
+			ss.accepted = true // healthy
+			ch.types[u.typ.TypeURL()].answered = true
+		}
+	}()
 	switch {
 	case decodeErr != nil:
 		ch.logger.Warn("ignoring undecodable response", xdslog.KeyStreamID, ss.id, xdslog.KeyError, decodeErr)
@@ -196,8 +204,7 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // during one locked section: the cache of the top-level servers'
 // authority, which every old-style name maps to, is found once; xdstp
 // names go through their authority. A name whose authority is not served
-// by the channel (another server's, or no watch made that authority)
-// finds nothing.
+// by the channel (another server's, or none in use) finds nothing.
 type served struct {
 	ch      *channel
 	url     string
@@ -206,34 +213,41 @@ type served struct {
 	topTC   *typeCache
 }
 
-// servedLocked returns a served of ch for typeURL.
+// served returns a served of ch for typeURL.
 func (ch *channel) served(typeURL string) *served { return &served{ch: ch, url: typeURL} }
 
-// lookup returns the authority and cache of name, if ch serves them.
+// lookup returns the authority of name, if ch serves it, and its cache of
+// the type, nil when it has none.
 func (v *served) lookup(name string) (*authority, *typeCache) {
 	if !strings.HasPrefix(name, "xdstp:") {
 		if !v.topDone {
 			v.topDone = true
-			if a := v.ch.c.top; a != nil && a.serves(v.ch) {
-				v.top, v.topTC = a, a.types[v.url]
+			if a := v.ch.c.top; a != nil && a.servesLocked(v.ch) {
+				v.top, v.topTC = a, a.cacheLocked(v.url)
 			}
 		}
 		return v.top, v.topTC
 	}
 	a := v.ch.c.knownAuthorityLocked(name)
-	if a == nil {
-		// An xdstp name of an authority no watch named yet, received
-		// through the wildcard of the top-level servers: its authority
-		// may be those servers.
-		var err error
-		if a, err = v.ch.c.authorityForLocked(name); err != nil {
-			return nil, nil
-		}
-	}
-	if !a.serves(v.ch) {
+	if a == nil || !a.servesLocked(v.ch) {
 		return nil, nil
 	}
-	return a, a.types[v.url]
+	return a, a.cacheLocked(v.url)
+}
+
+// entry returns the entry of name, if ch serves it, or nil.
+func (v *served) entry(name string) *entry {
+	_, tc := v.lookup(name)
+	return tc.entryLocked(name)
+}
+
+// watchedEntry returns the entry of name if ch serves it and it is
+// watched by name, or nil.
+func (v *served) watchedEntry(name string) *entry {
+	if e := v.entry(name); e != nil && len(e.watchers) > 0 {
+		return e
+	}
+	return nil
 }
 
 // lookupLocked marks the items nobody wants, which decode skips, and
@@ -258,15 +272,14 @@ func (ch *channel) lookupLocked(u *update) {
 				it.unwanted = true
 				continue
 			}
-			if e = tc.entries[name]; e != nil {
+			if e = tc.entryLocked(name); e != nil {
 				it.name = e.name // an entry's name is reused: no allocation
 			} else if tc.wantsLocked(name) {
 				it.name = strings.Clone(name)
 			}
 		case it.name != "":
-			if _, tc = v.lookup(it.name); tc != nil {
-				e = tc.entries[it.name]
-			}
+			_, tc = v.lookup(it.name)
+			e = tc.entryLocked(it.name)
 		default:
 			continue // named by decoding
 		}
@@ -274,11 +287,7 @@ func (ch *channel) lookupLocked(u *update) {
 			if e != nil {
 				break
 			}
-			if _, atc := v.lookup(alias); atc != nil {
-				if ae := atc.entries[alias]; ae != nil && len(ae.watchers) > 0 {
-					e = ae
-				}
-			}
+			e = v.watchedEntry(alias)
 		}
 		switch {
 		case e == nil:
@@ -358,13 +367,13 @@ func (v *served) entryFor(name string) *entry {
 	if tc == nil {
 		return nil
 	}
-	if e := tc.entries[name]; e != nil {
+	if e := tc.entryLocked(name); e != nil {
 		return e
 	}
 	if !tc.wantsLocked(name) {
 		return nil
 	}
-	return a.newEntryLocked(tc, name, phaseRequested)
+	return a.newEntryLocked(tc, name)
 }
 
 // targets appends to out the entries a resource goes to: its own
@@ -378,14 +387,12 @@ func (v *served) targets(out []*entry, it *item, create bool) []*entry {
 		if e := v.entryFor(it.name); e != nil {
 			out = append(out, e)
 		}
-	} else if _, tc := v.lookup(it.name); tc != nil && tc.entries[it.name] != nil {
-		out = append(out, tc.entries[it.name])
+	} else if e := v.entry(it.name); e != nil {
+		out = append(out, e)
 	}
 	for _, alias := range it.aliases {
-		if _, tc := v.lookup(alias); tc != nil {
-			if e := tc.entries[alias]; e != nil && len(e.watchers) > 0 && !slices.Contains(out, e) {
-				out = append(out, e)
-			}
+		if e := v.watchedEntry(alias); e != nil && !slices.Contains(out, e) {
+			out = append(out, e)
 		}
 	}
 	return out
@@ -420,7 +427,7 @@ func (v *served) targets(out []*entry, it *item, create bool) []*entry {
 func (ch *channel) applyLocked(u *update, fc *flowControl) (resErrs map[string]error, valid int) {
 	c := ch.c
 	v := ch.served(u.typ.TypeURL())
-	in := input{ch: ch, sc: ch.sc, now: u.arrived}
+	in := input{sc: ch.sc, logger: ch.logger, now: u.arrived, origin: &ch.sc.ServerURI}
 	resErrs = make(map[string]error)
 	var count map[string]int
 	if !u.delta {
@@ -477,13 +484,13 @@ func (ch *channel) applyLocked(u *update, fc *flowControl) (resErrs map[string]e
 			resErrs[it.name] = err
 			in.err = err
 			for _, e := range targets {
-				c.transitionLocked(e, evInvalid, &in, fc)
+				c.stepLocked(e, evInvalid, &in, fc)
 			}
 			continue
 		}
 		in.value, in.raw, in.ttl = it.value, it.inner.GetValue(), it.ttl
 		for _, e := range targets {
-			c.transitionLocked(e, evValid, &in, fc)
+			c.stepLocked(e, evValid, &in, fc)
 			if u.delta {
 				ch.recordDeltaNamesLocked(e, it)
 			}
@@ -525,11 +532,9 @@ func (ch *channel) applyReportedLocked(v *served, u *update, resErrs map[string]
 		if _, bad := resErrs[r.name]; bad {
 			continue
 		}
-		if _, tc := v.lookup(r.name); tc != nil {
-			if e := tc.entries[r.name]; e != nil {
-				in.status = r.status
-				ch.c.transitionLocked(e, evServerError, in, fc)
-			}
+		if e := v.entry(r.name); e != nil {
+			in.status = r.status
+			ch.c.stepLocked(e, serverErrorEvent(r.status), in, fc)
 		}
 	}
 }
@@ -550,14 +555,13 @@ func (ch *channel) applyRemovalsLocked(v *served, u *update, resErrs map[string]
 				resErrs[r.name] = r.err
 				in.err, in.version = r.err, ""
 				for _, e := range targets {
-					c.transitionLocked(e, evInvalid, in, fc)
+					c.stepLocked(e, evInvalid, in, fc)
 				}
 			}
 			continue
 		}
 		for _, e := range targets {
-			c.transitionLocked(e, evRemoved, in, fc)
-			c.releaseLocked(e)
+			c.stepLocked(e, evRemoved, in, fc)
 		}
 	}
 }
@@ -570,20 +574,18 @@ func (ch *channel) applyRemovalsLocked(v *served, u *update, resErrs map[string]
 // "Resource names").
 func (ch *channel) removalTargetsLocked(v *served, typ resources.ResourceType, name string) []*entry {
 	var out []*entry
-	if _, tc := v.lookup(name); tc != nil {
-		if e := tc.entries[name]; e != nil {
-			out = append(out, e)
-		}
+	if e := v.entry(name); e != nil {
+		out = append(out, e)
 	}
 	if ct := ch.types[typ.TypeURL()]; ct == nil || !ct.delta.sawAliases {
 		return out
 	}
 	var more []*entry
-	ch.servedLocked(typ.TypeURL(), func(e *entry) {
+	for e := range ch.servedLocked(typ.TypeURL()) {
 		if dn := e.ext().delta; e.name != name && e.value != nil && dn != nil && (dn.name == name || slices.Contains(dn.aliases, name)) {
 			more = append(more, e)
 		}
-	})
+	}
 	slices.SortFunc(more, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
 	return append(out, more...)
 }
@@ -604,22 +606,15 @@ func (ch *channel) applyOmissionsLocked(u *update, count map[string]int, in *inp
 		}
 	}
 	var missing []*entry
-	ch.servedLocked(u.typ.TypeURL(), func(e *entry) {
+	for e := range ch.servedLocked(u.typ.TypeURL()) {
 		if count[e.name] == 0 {
 			missing = append(missing, e)
 		}
-	})
+	}
 	slices.SortFunc(missing, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
 	in.reason = "removed by the management server"
 	for _, e := range missing {
-		if e.value == nil {
-			// Never received (R-9.7: the timer decides) or already
-			// deleted.
-			c.releaseLocked(e)
-			continue
-		}
-		c.transitionLocked(e, evOmitted, in, fc)
-		c.releaseLocked(e)
+		c.stepLocked(e, evOmitted, in, fc)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // a response's resource_errors (xRFC TP3; gRFC A88 "Support for Errors
 // Provided by the xDS server"; R-19). How they apply to an entry, and the
 // server feature fail_on_data_errors (gRFC A88 "Handling Data Errors";
-// R-2.4), is entry.go's evServerError.
+// R-2.4), is entry.go's evServerError and evServerNotFound.
 
 // reportedError is one usable entry of a response's resource_errors.
 type reportedError struct {

@@ -81,7 +81,7 @@ func (p *sotwProtocol) requestLocked(ss *stream, ct *chanType, a *ackIntent) *ou
 		}, Answer: a != nil},
 		typeURL:   url,
 		requested: requested,
-		drop:      ct.takePendingLocked(),
+		drop:      ch.takePendingLocked(ct),
 		attrs: []any{xdslog.KeyVersionInfo, version, xdslog.KeyNonce, nonce,
 			"names", len(names), "nack", detail != nil},
 	}

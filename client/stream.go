@@ -18,7 +18,6 @@ import (
 	"github.com/proxyless/xds/internal/backoff"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
-	"github.com/proxyless/xds/transport/grpctransport"
 )
 
 // slot is where a channel's streams of some types run, one stream after
@@ -39,6 +38,13 @@ type slot struct {
 	running bool    // the run goroutine was started
 	retired bool    // the slot is done
 	stream  *stream // the current stream; nil between streams
+	// For the coalescing of subscription changes (holdChangesLocked):
+	// responses counts the responses the slot's streams started
+	// handling, handled those they finished handling (decoded, applied,
+	// and every watcher call they caused done). Flow control is per
+	// stream: a response in hand on one slot holds no other slot's
+	// changes.
+	responses, handled uint64
 }
 
 // stream is the state of one stream of a slot. Guarded by c.mu.
@@ -50,7 +56,20 @@ type stream struct {
 	gotResponse bool               // a message was received
 	accepted    bool               // a response of a requested type was processed (ACKed or NACKed)
 	restart     bool               // ended on purpose, to be replaced at once (see chanType.legacy)
+	// aged: the stream stayed open for healthyAfter after its first
+	// request was written; with nothing awaited, it is healthy.
+	aged  bool
+	aging *time.Timer // sets aged healthyAfter after the first request; nil before it
 }
+
+// healthyAfter is how long a stream must stay open after its first
+// request was written to be healthy without a response, when the client
+// awaits nothing on it: the backoff's first step, so
+// that streams replaced at once for being healthy that way start at most
+// once per step. A delta server to which the client is up to date (its
+// initial_resource_versions current) rightly sends nothing; a server that
+// is down or refuses the stream ends it sooner.
+const healthyAfter = backoff.InitialInterval
 
 // ackIntent is the answer owed to one response.
 type ackIntent struct {
@@ -72,10 +91,7 @@ type outgoing struct {
 // slotLocked returns the slot that carries typeURL, creating it on first
 // use.
 func (ch *channel) slotLocked(typeURL string) *slot {
-	key := ""
-	if ch.perType {
-		key = typeURL
-	}
+	key := ch.slotKey(typeURL)
 	s := ch.slots[key]
 	if s == nil {
 		ctx, cancel := context.WithCancel(ch.ctx)
@@ -83,6 +99,24 @@ func (ch *channel) slotLocked(typeURL string) *slot {
 		ch.slots[key] = s
 	}
 	return s
+}
+
+// spec returns the stream s opens.
+func (s *slot) spec() transport.StreamSpec {
+	return transport.StreamSpec{TypeURL: s.typeURL, Delta: s.ch.proto.delta(), Node: s.ch.c.node}
+}
+
+// name returns what logs and errors call the streams of s: what the
+// transport calls them ("ADS stream", "REST-JSON polling of …").
+func (s *slot) name() string { return s.ch.xds.StreamName(s.spec()) }
+
+// slotKey returns the key in ch.slots of the slot that carries typeURL:
+// typeURL with one stream per type, "" for the aggregated stream.
+func (ch *channel) slotKey(typeURL string) string {
+	if ch.perType {
+		return typeURL
+	}
+	return ""
 }
 
 // carries reports whether s carries typeURL.
@@ -122,7 +156,7 @@ func (s *slot) retireLocked() {
 	}
 	for url, ct := range ch.types {
 		if s.carries(url) {
-			ch.dropPendingLocked(ct, ct.takePendingLocked())
+			ch.dropPendingLocked(ch.takePendingLocked(ct))
 		}
 	}
 	s.cancel()
@@ -142,42 +176,45 @@ func (s *slot) restartLocked() {
 // run opens streams until the slot is retired or the client closed.
 // Streams are retried after a backoff of 1 s × 1.6ⁿ ± 20 %, at most 120 s
 // which starts over, and the next stream starts at once, after a
-// stream that accepted a response (ACKed or NACKed it), as grpc-go does:
-// a server that closes streams now and then, or restarts, is reconnected
-// to at once, and a flapping one each time it has answered.
+// healthy stream (R-11.2, healthyLocked): one that accepted a response
+// (ACKed or NACKed it), as grpc-go does, or that stayed open for
+// healthyAfter after its first request while the client awaited nothing
+// on it: a server that closes streams now and then, or restarts, is
+// reconnected to at once, and a flapping one each time it has answered.
 // Except a stream that failed on a size limit (the client's own, or the
 // server's for a request), which is reported to the watchers whenever it
 // happens and backs off as a failure before any response does: it would
 // fail again (see connectivityFailure). A stream that failed before any
-// response is reported to the watchers, at most one error per
-// watcher per failed stream.
+// response and before it was healthy is reported to the watchers
+// at most one error per watcher per failed stream.
 func (s *slot) run() {
 	ch := s.ch
 	defer ch.c.wg.Done()
 	ctx := s.ctx
+	logger := ch.logger.With(xdslog.KeyStream, s.name())
 	bo := backoff.NewStreamBackoff()
 	for {
 		if ctx.Err() != nil {
 			return
 		}
-		res := s.runStream(ctx)
+		res := s.runStream(ctx, logger)
 		tooLarge := errors.Is(res.err, transport.ErrMessageTooLarge)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case res.restart:
-			ch.logger.Info("restarting the ADS stream")
+			logger.Info("restarting the stream")
 			continue
-		case res.accepted && !tooLarge:
-			ch.logger.Info("ADS stream ended after receiving responses; reconnecting", xdslog.KeyError, res.err)
+		case res.healthy && !tooLarge:
+			logger.Info("stream ended after it was healthy; reconnecting", xdslog.KeyError, res.err)
 			bo.Reset()
 			continue
 		case res.gotResponse && !tooLarge:
 			// not reported; nothing accepted, so not healthy
 			// either: backoff.
-			ch.logger.Warn("ADS stream failed after receiving only responses it ignored", xdslog.KeyError, res.err)
+			logger.Warn("stream failed after receiving only responses it ignored", xdslog.KeyError, res.err)
 		default:
-			ch.logger.Warn("ADS stream failed", xdslog.KeyError, res.err)
+			logger.Warn("stream failed", xdslog.KeyError, res.err)
 			ch.connectivityFailure(s, res.err)
 		}
 		d := bo.NextBackOff()
@@ -200,18 +237,18 @@ func (s *slot) run() {
 type streamResult struct {
 	err         error
 	gotResponse bool // a message was received
-	accepted    bool // a response of a requested type was processed
+	healthy     bool // it was healthy: see stream.healthy
 	restart     bool // ended on purpose by restartLocked
 }
 
 // runStream runs one stream until it fails or ctx ends.
-func (s *slot) runStream(parent context.Context) streamResult {
+func (s *slot) runStream(parent context.Context, logger *slog.Logger) streamResult {
 	ch := s.ch
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	st, err := ch.xds.NewXDSStream(ctx, transport.StreamSpec{TypeURL: s.typeURL, Delta: ch.proto.delta(), Node: ch.c.node})
+	st, err := ch.xds.NewXDSStream(ctx, s.spec())
 	if err != nil {
-		return streamResult{err: fmt.Errorf("creating ADS stream: %w", err)}
+		return streamResult{err: fmt.Errorf("creating the stream: %w", err)}
 	}
 	ch.c.mu.Lock()
 	if s.retired || ch.c.closed {
@@ -220,7 +257,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 	}
 	ss := ch.startStreamLocked(s, cancel)
 	ch.c.mu.Unlock()
-	ch.logger.Info("ADS stream started", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, s.typeURL, xdslog.KeyDelta, ch.proto.delta())
+	logger.Info("stream started", xdslog.KeyStreamID, ss.id, xdslog.KeyTypeURL, s.typeURL, xdslog.KeyDelta, ch.proto.delta())
 
 	recvDone := make(chan struct{})
 	var recvErr error
@@ -245,10 +282,7 @@ func (s *slot) runStream(parent context.Context) streamResult {
 
 	ch.c.mu.Lock()
 	defer ch.c.mu.Unlock()
-	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, accepted: ss.accepted, restart: ss.restart}
-	if errors.Is(res.err, transport.ErrMessageTooLarge) && (ch.c.opts.transportBuilder == nil || ch.c.opts.maxRecvMsgSize > 0) {
-		res.err = ch.tooLargeError(res.err)
-	}
+	res := streamResult{err: streamError(ctx, sendErr, recvErr), gotResponse: ss.gotResponse, healthy: ch.healthyLocked(ss), restart: ss.restart}
 	ch.endStreamLocked(s, ss)
 	return res
 }
@@ -265,19 +299,6 @@ func streamError(ctx context.Context, sendErr, recvErr error) error {
 	return recvErr
 }
 
-// tooLargeError explains a stream failure caused by a message above a size
-// limit, a response above the client's receive limit or a request above
-// the server's, when the receive limit is the client's: its own gRPC
-// transport, or WithMaxRecvMsgSize was given. Another transport of
-// WithTransportBuilder names its own limits (a file's, a REST body's).
-func (ch *channel) tooLargeError(err error) error {
-	limit := ch.c.opts.maxRecvMsgSize
-	if limit <= 0 {
-		limit = grpctransport.DefaultMaxRecvMsgSize
-	}
-	return fmt.Errorf("%w (the client accepts responses of at most %d bytes: raise the limit with client.WithMaxRecvMsgSize or xdsctl --max-recv-msg-size BYTES)", err, limit)
-}
-
 // startStreamLocked makes a new stream of s current: nonces are reset,
 // versions kept, and every type it carries that has subscriptions
 // is sent again with its full subscription. Entries waiting for
@@ -292,7 +313,7 @@ func (ch *channel) startStreamLocked(s *slot, cancel context.CancelFunc) *stream
 		if !s.carries(url) {
 			continue
 		}
-		ch.dropPendingLocked(ct, ct.takePendingLocked())
+		ch.dropPendingLocked(ch.takePendingLocked(ct))
 		ct.nonce = ""
 		ct.sent = false
 		ct.legacy = false
@@ -311,28 +332,86 @@ func (ch *channel) endStreamLocked(s *slot, ss *stream) {
 	if s.stream == ss {
 		s.stream = nil
 	}
+	if ss.aging != nil {
+		ss.aging.Stop()
+	}
 	for url, ct := range ch.types {
 		if !s.carries(url) {
 			continue
 		}
-		ch.dropPendingLocked(ct, ct.takePendingLocked())
-		ch.servedLocked(url, func(e *entry) { ch.c.transitionLocked(e, evStreamEnded, nil, nil) })
+		ch.dropPendingLocked(ch.takePendingLocked(ct))
+		for e := range ch.servedLocked(url) {
+			ch.c.stepLocked(e, evStreamEnded, &input{}, nil)
+		}
 	}
+}
+
+// streamAged records that ss stayed open for healthyAfter after its
+// first request was written: if the client awaits nothing on it, it is
+// healthy, and its server counts as healthy and connected again (R-11.2,
+//
+func (ch *channel) streamAged(ss *stream) {
+	c := ch.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ss.s.stream != ss || c.closed {
+		return
+	}
+	ss.aged = true
+	if ch.healthyLocked(ss) {
+		ch.serverHealthyLocked()
+	}
+}
+
+// healthyLocked reports whether ss is healthy: it accepted a
+// response, or it stayed open for healthyAfter after its first request
+// and the client awaits nothing on it (awaitingLocked): a silent server
+// is then the up-to-date case, not a failing one.
+func (ch *channel) healthyLocked(ss *stream) bool {
+	return ss.accepted || (ss.aged && !ch.awaitingLocked(ss.s))
+}
+
+// awaitingLocked reports whether the client awaits an answer from ch's
+// server on s: a watched resource of a type s carries, of an authority ch
+// serves, that this server has not settled (sent, or said it does not
+// exist or is invalid: entry.settledBy), or a collection (the wildcard, a
+// glob) of a type this server never answered on this channel.
+func (ch *channel) awaitingLocked(s *slot) bool {
+	for url, ct := range ch.types {
+		if !s.carries(url) {
+			continue
+		}
+		for _, a := range ch.auths {
+			if !a.servesLocked(ch) {
+				continue
+			}
+			if !ct.answered && a.hasCollectionsLocked(url) {
+				return true
+			}
+			for e := range a.entriesLocked(url) {
+				if len(e.watchers) > 0 && !e.settledBy(ch.sc) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // recvLoop reads responses until the stream fails. After each one it
 // waits until every watcher called done. It counts the responses
-// it handles, for the coalescing of subscription changes
+// it handles, for the coalescing of subscription changes of its slot
 // (holdChangesLocked).
 func (ch *channel) recvLoop(ctx context.Context, st transport.XDSStream, ss *stream) error {
 	c := ch.c
+	s := ss.s
 	for {
 		resp, err := st.Recv()
 		if err != nil {
 			return err
 		}
 		c.mu.Lock()
-		ch.responses++
+		s.responses++
 		c.mu.Unlock()
 		if fc := ch.handleResponse(ss, resp); fc != nil {
 			if err := fc.wait(ctx); err != nil {
@@ -340,11 +419,9 @@ func (ch *channel) recvLoop(ctx context.Context, st transport.XDSStream, ss *str
 			}
 		}
 		c.mu.Lock()
-		ch.handled++
-		for _, s := range ch.slots {
-			if ch.changesPendingLocked(s) {
-				s.kick() // the changes it held
-			}
+		s.handled++
+		if ch.changesPendingLocked(s) {
+			s.kick() // the changes it held
 		}
 		c.mu.Unlock()
 	}
@@ -363,8 +440,9 @@ func (ch *channel) changesPendingLocked(s *slot) bool {
 
 // holdChangesLocked reports whether the send loop of s holds back the
 // subscription changes it owes: it does while each type with changes to
-// send got its first one during a response of the channel that is still
-// being handled, decoding and watcher calls included. A response that
+// send got its first one during a response of s that is still being
+// handled, decoding and watcher calls included. Responses of other slots
+// (per-type streams) hold nothing here: flow control is per stream. A response that
 // adds many names (a CDS response naming 10,000 EDS services, each
 // watched from a callback; a RouteConfiguration naming 10,000 clusters)
 // then leads to one request per type instead of dozens, each with the
@@ -377,7 +455,7 @@ func (ch *channel) changesPendingLocked(s *slot) bool {
 //
 func (ch *channel) holdChangesLocked(s *slot) bool {
 	for url, ct := range ch.types {
-		if ct.dirty && s.carries(url) && ct.changeAt <= ch.handled {
+		if ct.dirty && s.carries(url) && ct.changeAt <= s.handled {
 			return false
 		}
 	}
@@ -409,7 +487,7 @@ func (ch *channel) nextRequestLocked(ss *stream) *outgoing {
 			// be a (legacy) wildcard subscription. What was unsubscribed
 			// was never asked for on this stream.
 			ct.dirty = false
-			ch.dropPendingLocked(ct, ct.takePendingLocked())
+			ch.dropPendingLocked(ch.takePendingLocked(ct))
 			continue
 		}
 		if out := ch.proto.requestLocked(ss, ct, nil); out != nil {
@@ -443,7 +521,7 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.XDSStream, ss *str
 			}
 			if err := st.Send(&out.req); err != nil {
 				ch.c.mu.Lock()
-				ch.dropPendingLocked(ch.types[out.typeURL], out.drop)
+				ch.dropPendingLocked(out.drop)
 				ch.c.mu.Unlock()
 				return fmt.Errorf("sending a %s request: %w", out.typeURL, err)
 			}
@@ -472,18 +550,19 @@ func (ch *channel) sendLoop(ctx context.Context, st transport.XDSStream, ss *str
 // wildcard.
 func (ch *channel) requestSentLocked(ss *stream, out *outgoing) {
 	c := ch.c
-	ch.dropPendingLocked(ch.types[out.typeURL], out.drop)
+	ch.dropPendingLocked(out.drop)
 	if ss.s.stream != ss || c.closed {
 		return
 	}
+	if ss.aging == nil {
+		ss.aging = time.AfterFunc(healthyAfter, func() { ch.streamAged(ss) })
+	}
 	var et *expiryTimer // one timer for the names this request starts timing
-	in := input{et: &et}
+	in := input{et: &et, sc: ch.sc, logger: ch.logger}
 	v := ch.served(out.typeURL)
 	for _, name := range out.requested {
-		if _, tc := v.lookup(name); tc != nil {
-			if e := tc.entries[name]; e != nil {
-				c.transitionLocked(e, evRequested, &in, nil)
-			}
+		if e := v.entry(name); e != nil {
+			c.stepLocked(e, evRequested, &in, nil)
 		}
 	}
 	c.startExpiryLocked(et, ch.sc)

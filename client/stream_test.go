@@ -4,13 +4,18 @@ package client_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 )
 
 // TestStream_FailureBeforeResponse_ResourceError checks R-11.3 for an
@@ -138,5 +143,138 @@ func TestStream_Backoff(t *testing.T) {
 		if got := opened[n+1].Sub(opened[n]); got < 800*time.Millisecond || got > 1200*time.Millisecond {
 			t.Errorf("first backoff after recovery = %v, want 1s ± 20%%", got)
 		}
+	})
+}
+
+// TestStream_HealthyStreamEndsSilently checks what makes a stream healthy
+// (R-11.2): a stream whose server holds it open without sending anything,
+// as a delta server to which the client is up to date rightly does (its
+// initial_resource_versions are current), is healthy once it has been
+// open for 1 s after its first request, the client awaiting nothing on it
+// (the watched resource has this server's value; see
+// TestStream_SilentServerAwaitedFails for the other case). When the
+// server ends it (max
+// connection age, a rolling restart), the watchers hear nothing and the
+// next stream starts at once, however often that happens: the backoff
+// does not grow against a healthy server. A stream that ends sooner is a
+// failure as before (R-11.3). The same rule for SotW and delta. On the
+// old code every such delta stream was a connection failure: ErrConnection
+// to the watcher, and reconnections after a growing backoff.
+func TestStream_HealthyStreamEndsSilently(t *testing.T) {
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		synctestTest(t, func(t *testing.T) {
+			ctx := testContext(t)
+			// A scripted server: it sends nothing on its own, as a delta
+			// server to which the client is up to date.
+			ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+			rb := newRecordingBuilder(ms.TransportBuilder())
+			c := newClient(t, ms, testutil.BootstrapOptions{}, append(opts, client.WithTransportBuilder(rb))...)
+			w := newRecorder[*resources.Cluster]()
+			defer client.Watch(c, resources.ClusterType, "a", w)()
+			synctest.Wait()
+			var err error
+			if delta {
+				_, err = ms.SendDeltaResponse(ctx, deltaResponse(cds, nil, deltaResource{name: "a", version: "1", msg: testutil.Cluster("a", "eds")}))
+			} else {
+				_, err = ms.SendResponse(ctx, discoveryResponse(cds, "1", testutil.Cluster("a", "eds")))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.wantKind(ctx, t, changed, nil)
+			synctest.Wait()
+			ms.BreakStreams()
+			synctest.Wait()
+
+			const life = 5 * time.Second
+			for i := range 6 {
+				time.Sleep(life)
+				broken := time.Now()
+				ms.BreakStreams()
+				synctest.Wait()
+				opened := rb.streamsOpened()
+				if last := opened[len(opened)-1]; last.Before(broken) || last.Sub(broken) > 10*time.Millisecond {
+					t.Fatalf("break %d at %v: the last stream opened at %v, want a new one at once", i, broken, last)
+				}
+				w.wantNone(t, 0)
+			}
+
+			// A stream that ends before it is healthy is a failure.
+			time.Sleep(500 * time.Millisecond)
+			ms.BreakStreams()
+			w.wantKind(ctx, t, ambientError, client.ErrConnection)
+		})
+	})
+}
+
+// TestStream_SilentServerAwaitedFails checks the other side of R-11.2: a
+// stream that stays open for seconds is not healthy while the client
+// awaits something on it (a resource never received), as grpc-go and
+// Envoy count it: a server, or a proxy in front of it, that holds each
+// stream 5 s without answering and resets it is a connectivity failure
+// (R-11.3) each time, with the backoff growing, and with a second server
+// in the list the client falls back to it (R-15.2). SotW and delta.
+func TestStream_SilentServerAwaitedFails(t *testing.T) {
+	const life = 5 * time.Second
+	forEachProtocol(t, func(t *testing.T, delta bool, opts ...client.Option) {
+		t.Run("one server", func(t *testing.T) {
+			synctestTest(t, func(t *testing.T) {
+				ctx := testContext(t)
+				ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+				rb := newRecordingBuilder(ms.TransportBuilder())
+				c := newClient(t, ms, testutil.BootstrapOptions{}, append(opts, client.WithTransportBuilder(rb))...)
+				w := newRecorder[*resources.Cluster]()
+				defer client.Watch(c, resources.ClusterType, "a", w)()
+				var broken []time.Time
+				for range 4 {
+					synctest.Wait()
+					time.Sleep(life)
+					broken = append(broken, time.Now())
+					ms.BreakStreams()
+					w.wantKind(ctx, t, resourceError, client.ErrConnection)
+				}
+				opened := rb.streamsOpened()
+				for i := 1; i < len(broken); i++ {
+					if gap := opened[i].Sub(broken[i-1]); gap < 500*time.Millisecond {
+						t.Errorf("stream %d opened %v after the previous one was reset, want the backoff (≥ 0.8 s)", i+1, gap)
+					}
+				}
+			})
+		})
+		t.Run("fallback", func(t *testing.T) {
+			synctestTest(t, func(t *testing.T) {
+				ctx := testContext(t)
+				primary := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true, Manual: true})
+				fallback := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
+				fallback.Update("", testutil.Resources{Clusters: []*v3clusterpb.Cluster{testutil.Cluster("a", "from-fallback")}})
+				features := ""
+				if delta {
+					features = `, "server_features": ["delta_ads"]`
+				}
+				cfg, err := bootstrap.Parse([]byte(fmt.Sprintf(`{
+					"xds_servers": [
+						{"server_uri": "primary", "channel_creds": [{"type": "insecure"}]%[1]s},
+						{"server_uri": "fallback", "channel_creds": [{"type": "insecure"}]%[1]s}
+					],
+					"node": {"id": "test-node"}
+				}`, features)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := client.New(cfg, client.WithTransportBuilder(uriBuilder{"primary": primary.TransportBuilder(), "fallback": fallback.TransportBuilder()}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				w := newRecorder[*resources.Cluster]()
+				defer client.Watch(c, resources.ClusterType, "a", w)()
+				synctest.Wait()
+				time.Sleep(life)
+				primary.BreakStreams()
+				if got := w.wantKind(ctx, t, changed, nil).value; got.EDSServiceName != "from-fallback" {
+					t.Fatalf("got %+v, want the fallback server's value", got)
+				}
+			})
+		})
 	})
 }

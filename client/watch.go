@@ -5,12 +5,22 @@ package client
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/status"
+
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
 )
+
+// This file holds watches: their registration (Watch, WatchAll,
+// WatchVersioned, glob collections) on the authority of their name, the
+// delivery of watcher calls on the client's serializer (flow-controlled,
+// R-12), and, at its end, what watchers are told and the rest of what a
+// step of a cache entry asks (stepLocked).
 
 // Watch registers w for the resource of type typ named name and returns a
 // func that cancels the watch.
@@ -232,18 +242,12 @@ func (c *Client) watch(typ resources.ResourceType, name string, we *watchEntry) 
 	if err != nil {
 		return c.failWatchLocked(we, typ, name, err)
 	}
-	tc := a.typeLocked(rt)
-	e := tc.entries[name]
-	if e == nil {
-		e = a.newEntryLocked(tc, name, phaseRequested)
-	}
-	e.watchers = append(e.watchers, we)
-	if len(e.watchers) == 1 {
+	e, first := a.watchLocked(rt, name, we)
+	if first {
 		// A new entry, one held by a collection only, or one whose
 		// unsubscription is not written yet: its name joins the
 		// subscription.
-		tc.watched++
-		c.transitionLocked(e, evWatched, nil, nil)
+		c.stepLocked(e, evWatched, &input{}, nil)
 		a.subscriptionChangedLocked(rt, name, true)
 	}
 	c.replayLocked(e, we)
@@ -261,17 +265,6 @@ func (c *Client) failWatchLocked(we *watchEntry, typ resources.ResourceType, nam
 	return func() {}
 }
 
-// removeWatchLocked removes we from *ws and reports whether it was the
-// last watch there, the client being open: the subscription then changes.
-func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool) {
-	i := slices.Index(*ws, we)
-	if i < 0 {
-		return false
-	}
-	*ws = slices.Delete(*ws, i, i+1)
-	return len(*ws) == 0 && !c.closed
-}
-
 // unwatch removes we, just cancelled, from the watchers of e. The last
 // one unsubscribes e's name; the entry stays until that is written
 // . The does-not-exist timer keeps running meanwhile: if the name
@@ -280,14 +273,9 @@ func (c *Client) removeWatchLocked(ws *[]*watchEntry, we *watchEntry) (last bool
 func (c *Client) unwatch(e *entry, we *watchEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.removeWatchLocked(&e.watchers, we) {
-		return
+	if !e.auth.unwatchLocked(e, we) {
+		return // not the last, or dropped meanwhile
 	}
-	tc := e.auth.types[e.typ.TypeURL()]
-	if tc.entries[e.name] != e {
-		return // dropped meanwhile
-	}
-	tc.watched--
 	c.unsubscribeEntryLocked(e)
 	e.auth.subscriptionChangedLocked(e.typ, e.name, false)
 }
@@ -297,11 +285,11 @@ func (c *Client) unwatch(e *entry, we *watchEntry) {
 // channel owes the server its unsubscription, and keeps it until that is
 // written; without one, it is released at once.
 func (c *Client) unsubscribeEntryLocked(e *entry) {
-	if ch := e.auth.servingLocked(); ch != nil {
+	ch := e.auth.servingLocked()
+	c.stepLocked(e, evUnwatched, &input{unserved: ch == nil}, nil)
+	if ch != nil && e.guard.owed() {
 		ch.pendingLocked(e)
-		return
 	}
-	c.releaseLocked(e)
 }
 
 // scheduleLocked queues call for watcher we on the serializer. fc, if not
@@ -383,4 +371,241 @@ func (d *delivery) run() {
 	if d.state.CompareAndSwap(deliveryCalled, deliveryDone) {
 		d.fc.release()
 	}
+}
+
+// watchCollectionLocked registers we for a collection: the wildcard ("*",
+// WatchAll) of the top-level servers, or the glob collection name of its
+// authority's servers (glob.go), and returns its cancel. The cached
+// members are delivered at once, in name order. It returns the
+// error of a watch that cannot be served.
+func (c *Client) watchCollectionLocked(rt resources.ResourceType, name string, we *watchEntry) (func(), error) {
+	var (
+		a   *authority
+		err error
+	)
+	if name == wildcardName {
+		a = c.authorityOfLocked(c.cfg.Servers)
+	} else {
+		a, err = c.authorityForLocked(name)
+	}
+	if err == nil {
+		err = a.attachLocked()
+	}
+	if err != nil {
+		return nil, err
+	}
+	first := a.watchCollectionLocked(rt, name, we)
+	if first {
+		a.subscriptionChangedLocked(rt, name, true)
+	}
+	for _, e := range a.sortedEntriesLocked(rt.TypeURL()) {
+		if e.value != nil && (name == wildcardName || globMatch(name, e.name)) {
+			c.replayLocked(e, we)
+		}
+	}
+	if first {
+		c.servePersistedCollectionLocked(a, rt)
+	}
+	return func() { c.unwatchCollection(a, rt, name, we) }, nil // idempotent: a second call finds we gone
+}
+
+// unwatchCollection cancels a watch of a collection. The last one
+// unsubscribes from it, and the members that nothing else wants are
+// unsubscribed: forgotten once that is written.
+func (c *Client) unwatchCollection(a *authority, rt resources.ResourceType, name string, we *watchEntry) {
+	we.target.Store(nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	url := rt.TypeURL()
+	if !a.unwatchCollectionLocked(url, name, we) {
+		return
+	}
+	for e := range a.entriesLocked(url) {
+		if len(e.watchers) == 0 && !e.guard.owed() && (name == wildcardName || globMatch(name, e.name)) && !a.wantsLocked(url, e.name) {
+			c.unsubscribeEntryLocked(e)
+		}
+	}
+	a.subscriptionChangedLocked(rt, name, false)
+}
+
+// What watchers are told, and the rest of what an entry's step asks
+// (entry.step): stepLocked is the one place where an event of an entry
+// reaches timers, TTLs, persistence, the log, the watchers and the cache.
+
+// stepLocked applies ev, with what in brings, to e, and carries out the
+// effects of the step, in this order: the does-not-exist timer, the
+// TTL, persistence, the log, the watchers (in the entry's
+// watcher order, flow-controlled by fc when it is not nil, R-12), and the
+// release of the entry when nothing keeps it any more.
+func (c *Client) stepLocked(e *entry, ev event, in *input, fc *flowControl) {
+	fx := e.step(ev, in)
+	if fx.fx&fxStopTimer != 0 {
+		e.stopTimerLocked()
+	}
+	if fx.fx&fxTime != 0 {
+		c.timeLocked(in.et, e)
+	}
+	if fx.fx&fxStopTTL != 0 {
+		e.stopTTLLocked()
+	}
+	if fx.fx&fxSetTTL != 0 {
+		c.setTTLLocked(e, in.ttl, in.now)
+	}
+	if fx.fx&fxPersist != 0 {
+		c.persistLocked(e)
+	}
+	if fx.log.msg != "" {
+		c.logStepLocked(e, ev, in, fx.log)
+	}
+	if fx.fx&fxNotify != 0 {
+		c.notifyLocked(e, ev, in, fx.n, fc)
+	}
+	if fx.fx&fxRelease != 0 {
+		e.auth.releaseLocked(e)
+	}
+}
+
+// logStepLocked logs n for a step of e.
+func (c *Client) logStepLocked(e *entry, ev event, in *input, n note) {
+	logger := c.logger
+	if in.logger != nil {
+		logger = in.logger
+	}
+	attrs := []any{xdslog.KeyTypeURL, e.typ.TypeURL(), xdslog.KeyResource, e.name}
+	switch ev {
+	case evServerError, evServerNotFound:
+		attrs = append(attrs, xdslog.KeyError, status.ErrorProto(in.status), xdslog.KeyCachedValueKept, e.value != nil)
+	case evTTLExpired:
+		attrs = append(attrs, xdslog.KeyTTL, in.ttl)
+	}
+	logger.Log(c.ctx, n.level, n.msg, attrs...)
+}
+
+// notifyLocked tells the watchers of e what n says, through AmbientError
+// while a value is cached and ResourceError otherwise. A timer's
+// does-not-exist goes to the watchers of the name only, not to
+// the collections, which never had the resource.
+func (c *Client) notifyLocked(e *entry, ev event, in *input, n notice, fc *flowControl) {
+	ws := e.auth.watchersLocked(e)
+	if ev == evTimerFired {
+		ws = e.watchers
+	}
+	switch n {
+	case noticeChanged:
+		v, version := e.value, e.version
+		for _, we := range ws {
+			c.scheduleChangedLocked(we, fc, v, version)
+		}
+	case noticeReplay:
+		for _, we := range ws {
+			c.replayLocked(e, we)
+		}
+	case noticeInvalid:
+		c.notifyErrorLocked(ws, e.value != nil, c.invalidError(e), fc)
+	case noticeServer:
+		c.notifyErrorLocked(ws, e.value != nil, c.resourceError(e.typ, e.name, e.ext().serverErr.err), fc)
+	case noticeNotFound:
+		c.notifyErrorLocked(ws, e.value != nil, c.notFoundError(e), fc)
+	case noticeTimeout:
+		err := fmt.Errorf("%w: not received within %v of being requested (resource_timer_is_transient_error)", ErrTimeout, in.timeout)
+		c.notifyErrorLocked(ws, e.value != nil, c.resourceError(e.typ, e.name, err), fc)
+	}
+}
+
+// notifyErrorLocked gives err to the watchers ws: through AmbientError
+// when a value is cached, ResourceError otherwise.
+func (c *Client) notifyErrorLocked(ws []*watchEntry, ambient bool, err error, fc *flowControl) {
+	for _, we := range ws {
+		if ambient {
+			c.scheduleLocked(we, fc, func(done func()) { we.ambErr(err, done) })
+		} else {
+			c.scheduleLocked(we, fc, func(done func()) { we.resErr(err, done) })
+		}
+	}
+}
+
+// replayLocked tells a new watcher we the current state of e at once
+// the cached value, then the last NACK error as an AmbientError
+// (gRFC A88's order), or the error the server reported for it; or,
+// with nothing cached, ResourceError when the resource does not exist, its
+// last version was NACKed or the server reported an error; nothing while it
+// is only requested. These calls are not tied to a response, so their
+// done is not flow control.
+func (c *Client) replayLocked(e *entry, we *watchEntry) {
+	x := e.ext()
+	switch {
+	case e.state.hasValue():
+		v, version := e.value, e.version
+		c.scheduleLocked(we, nil, func(done func()) { we.changed(v, version, done) })
+		if e.stale() {
+			err := c.staleError(e)
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		}
+		if x.nack != nil {
+			err := c.invalidError(e)
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		}
+		if x.serverErr != nil {
+			err := c.resourceError(e.typ, e.name, x.serverErr.err)
+			c.scheduleLocked(we, nil, func(done func()) { we.ambErr(err, done) })
+		}
+	case e.state == stMissing || e.state == stExpired:
+		err := c.notFoundError(e)
+		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case x.nack != nil:
+		err := c.invalidError(e)
+		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case x.serverErr != nil:
+		err := c.resourceError(e.typ, e.name, x.serverErr.err)
+		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	case e.state == stTimedOut:
+		err := c.resourceError(e.typ, e.name, fmt.Errorf("%w: not received in time (resource_timer_is_transient_error)", ErrTimeout))
+		c.scheduleLocked(we, nil, func(done func()) { we.resErr(err, done) })
+	}
+}
+
+// tellFailureLocked tells the watchers of es, entries of type t of the
+// authorities told, and the WatchAll and glob collection watchers of t of
+// those authorities, that their server's stream failed with cerr:
+// each watcher of an entry gets ResourceError when no value is cached,
+// AmbientError otherwise, in name order; each collection watcher one
+// AmbientError naming the collection ("*", or the glob). These calls are
+// not flow controlled.
+func (c *Client) tellFailureLocked(t resources.ResourceType, es []*entry, told []*authority, cerr error) {
+	slices.SortFunc(es, func(x, y *entry) int { return strings.Compare(x.name, y.name) })
+	for _, e := range es {
+		rerr := c.resourceError(e.typ, e.name, cerr)
+		for _, we := range e.watchers {
+			if e.value == nil {
+				c.scheduleLocked(we, nil, func(done func()) { we.resErr(rerr, done) })
+			} else {
+				c.scheduleLocked(we, nil, func(done func()) { we.ambErr(rerr, done) })
+			}
+		}
+	}
+	for _, a := range told {
+		a.eachCollectionLocked(t.TypeURL(), func(name string, ws []*watchEntry) {
+			werr := c.resourceError(t, name, cerr)
+			for _, we := range ws {
+				c.scheduleLocked(we, nil, func(done func()) { we.ambErr(werr, done) })
+			}
+		})
+	}
+}
+
+// resourceError wraps err for delivery to a watcher of name.
+func (c *Client) resourceError(typ resources.ResourceType, name string, err error) error {
+	return &ResourceError{TypeURL: typ.TypeURL(), TypeName: typ.TypeName(), Name: name, NodeID: c.node.GetId(), Err: err}
+}
+
+// notFoundError is the error for watchers of a resource that does not exist.
+func (c *Client) notFoundError(e *entry) error {
+	return c.resourceError(e.typ, e.name, fmt.Errorf("%w: %s", ErrResourceNotFound, e.ext().dneReason))
+}
+
+// invalidError is the error for watchers of a resource whose last received
+// version was NACKed.
+func (c *Client) invalidError(e *entry) error {
+	x := e.ext()
+	return c.resourceError(e.typ, e.name, fmt.Errorf("%w: version %q rejected: %w", ErrResourceInvalid, x.nack.version, x.nack.err))
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/transport"
+	"github.com/proxyless/xds/transport/grpctransport"
 
 	v3orcapb "github.com/cncf/xds/go/xds/data/orca/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -137,7 +139,7 @@ func TestBackendMetrics_LRSServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	srv := testutil.NewLRSServer(t, testutil.LRSServerOptions{SendAllClusters: true, Interval: time.Second})
-	tr, err := srv.TransportBuilder().Build(&bootstrap.ServerConfig{ServerURI: srv.Address()})
+	tr, err := grpctransport.NewBuilder().Dial(&bootstrap.ServerConfig{ServerURI: srv.Address(), ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}}, transport.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

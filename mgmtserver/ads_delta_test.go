@@ -37,7 +37,7 @@ func newRawDeltaStream(t *testing.T, ms *testutil.ManagementServer) *rawDeltaStr
 	var recv func() (*v3discoverypb.DeltaDiscoveryResponse, error)
 	var closeConn func()
 	if ms.Address() == testutil.InMemoryAddress {
-		tr, err := ms.TransportBuilder().Build(&bootstrap.ServerConfig{ServerURI: ms.Address()})
+		tr, err := ms.Dialer().Dial(&bootstrap.ServerConfig{ServerURI: ms.Address()}, transport.BuildOptions{})
 		if err != nil {
 			t.Fatalf("Build() = %v", err)
 		}

@@ -4,6 +4,7 @@ package mgmtserver
 
 import (
 	"slices"
+	"sync"
 
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -19,6 +20,11 @@ type sotwStream struct {
 
 	// Only accessed from the stream's handler goroutine (serveSotW).
 	types map[string]*typeState // per type URL, once requested
+
+	// Guarded by nonceMu: responses are queued by the handler goroutine
+	// and by SendResponse.
+	nonceMu   sync.Mutex
+	lastNonce map[string]string // type URL → nonce of the latest response of the type queued on the stream
 }
 
 // typeState is a stream's subscription to one type URL and what was last
@@ -37,7 +43,33 @@ type typeState struct {
 func (ts *typeState) subscribed() bool { return ts.wildcard || len(ts.names) > 0 }
 
 func newSotWStream(id int64) *sotwStream {
-	return &sotwStream{streamCore: newStreamCore[*v3discoverypb.DiscoveryResponse](id), types: make(map[string]*typeState)}
+	return &sotwStream{
+		streamCore: newStreamCore[*v3discoverypb.DiscoveryResponse](id),
+		types:      make(map[string]*typeState),
+		lastNonce:  make(map[string]string),
+	}
+}
+
+// enqueue queues resp, a snapshot or scripted response, and records its
+// nonce as the latest of its type on the stream.
+func (s *sotwStream) enqueue(resp *v3discoverypb.DiscoveryResponse) {
+	s.nonceMu.Lock()
+	s.lastNonce[resp.GetTypeUrl()] = resp.GetNonce()
+	s.nonceMu.Unlock()
+	s.streamCore.enqueue(resp)
+}
+
+// staleNonce reports whether a request of typeURL carrying nonce is stale:
+// a response of the type was queued on the stream since the one whose
+// nonce it carries (xDS protocol, "Resource updates": "A nonce becomes
+// stale following a newer nonce being presented to Envoy in a
+// DiscoveryResponse"). Before the first response of a type, no nonce is
+// stale.
+func (s *sotwStream) staleNonce(typeURL, nonce string) bool {
+	s.nonceMu.Lock()
+	defer s.nonceMu.Unlock()
+	last, sent := s.lastNonce[typeURL]
+	return sent && nonce != last
 }
 
 // serveSotW runs one SotW ADS stream (see serveStream).
@@ -55,6 +87,14 @@ func (ms *Server) handleRequest(s *sotwStream, req *v3discoverypb.DiscoveryReque
 		return
 	}
 	typeURL := req.GetTypeUrl()
+	if s.staleNonce(typeURL, req.GetResponseNonce()) {
+		// "The management server should not send a DiscoveryResponse for
+		// any DiscoveryRequest that has a stale nonce" (xDS protocol,
+		// "Resource updates"). Its subscription is ignored too: the
+		// client's answer to the newer response carries the whole
+		// subscription again.
+		return
+	}
 	ts, changed := s.updateSubscription(typeURL, req.GetResourceNames())
 	snap := ms.snapshotFor(s.nodeID)
 	switch {

@@ -324,3 +324,31 @@ func TestSotW_ManualNeverAnswers(t *testing.T) {
 		}
 	})
 }
+
+// TestSotW_StaleNonceIgnored checks the xDS protocol, "Resource updates":
+// a request whose response_nonce is not the latest response's of its type
+// on the stream gets no response and changes nothing, while the same
+// request with the latest nonce is answered.
+//  1. [a] gets v1 (nonce N1); [b] with N1 gets b (nonce N2).
+//  2. [a, b] with N1 (stale): no response.
+//  3. [a, b] with N2: a response with a and b.
+func TestSotW_StaleNonceIgnored(t *testing.T) {
+	forEachPath(t, testutil.ServerOptions{}, func(t *testing.T, ms *testutil.ManagementServer) {
+		ctx := testContext(t)
+		ms.Update("", clusters("v1", "a", "b"))
+		s := newRawStream(t, ms, true)
+
+		s.request(cdsURL, "", "", "a")
+		r1 := s.recv(ctx)
+		wantResponse(t, r1, cdsURL, "v1", "a")
+		s.request(cdsURL, "v1", r1.GetNonce(), "b")
+		r2 := s.recv(ctx)
+		wantResponse(t, r2, cdsURL, "v1", "b")
+
+		s.request(cdsURL, "v1", r1.GetNonce(), "a", "b")
+		s.wantNone(defaultTestShortTimeout)
+
+		s.request(cdsURL, "v1", r2.GetNonce(), "a", "b")
+		wantResponse(t, s.recv(ctx), cdsURL, "v1", "a", "b")
+	})
+}

@@ -87,8 +87,9 @@
 //
 // # In-memory transport
 //
-// The TransportBuilder of an in-memory server builds transports
-// (transport.Transport) that reach the server without a network: a stream
+// The TransportBuilder of an in-memory server builds transports (ADS over
+// the transport.Transports of its Dialer, which pertype.NewBuilder takes
+// too) that reach the server without a network: a stream
 // is a pair of message queues between the client and the server's ADS
 // handler, the same handler the gRPC path uses, and messages cross it
 // serialized, as on the wire. The client is given the builder with

@@ -82,7 +82,7 @@ func newRawStream(t *testing.T, ms *testutil.ManagementServer, read bool) *rawSt
 	var recv func() (*v3discoverypb.DiscoveryResponse, error)
 	var closeConn func()
 	if ms.Address() == testutil.InMemoryAddress {
-		tr, err := ms.TransportBuilder().Build(&bootstrap.ServerConfig{ServerURI: ms.Address()})
+		tr, err := ms.Dialer().Dial(&bootstrap.ServerConfig{ServerURI: ms.Address()}, transport.BuildOptions{})
 		if err != nil {
 			t.Fatalf("Build() = %v", err)
 		}

@@ -20,14 +20,23 @@ import (
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// inMemoryBuilder builds transports to one in-memory Server,
-// whatever ServerConfig they are built for.
+// inMemoryBuilder builds transports to one in-memory Server, whatever
+// ServerConfig they are built for: as a transport.Dialer, the in-memory
+// Transports; as a transport.Builder, ADS over them.
 type inMemoryBuilder struct {
 	ms *Server
 }
 
-func (b *inMemoryBuilder) Build(*bootstrap.ServerConfig) (transport.Transport, error) {
+func (b *inMemoryBuilder) Dial(*bootstrap.ServerConfig, transport.BuildOptions) (transport.Transport, error) {
 	return &inMemoryTransport{ms: b.ms, streams: make(map[*inMemoryClientStream]context.CancelFunc)}, nil
+}
+
+func (b *inMemoryBuilder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	tr, err := b.Dial(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	return transport.ADS(tr), nil
 }
 
 // inMemoryTransport opens streams served in process by ms. Lock order:

@@ -80,7 +80,7 @@ func TestInMemory_Transport(t *testing.T) {
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
 	ms.Update("", clusters("v1", "a"))
 	// The ServerConfig is ignored.
-	tr, err := ms.TransportBuilder().Build(&bootstrap.ServerConfig{ServerURI: "elsewhere:1"})
+	tr, err := ms.Dialer().Dial(&bootstrap.ServerConfig{ServerURI: "elsewhere:1"}, transport.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestInMemory_Transport(t *testing.T) {
 		t.Fatal("NewStream() after Close succeeded")
 	}
 
-	tr2, err := ms.TransportBuilder().Build(nil)
+	tr2, err := ms.Dialer().Dial(nil, transport.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestInMemory_Transport(t *testing.T) {
 func TestInMemory_BadRequestEndsStream(t *testing.T) {
 	ctx := testContext(t)
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{InMemory: true})
-	tr, err := ms.TransportBuilder().Build(nil)
+	tr, err := ms.Dialer().Dial(nil, transport.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

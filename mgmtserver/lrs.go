@@ -99,8 +99,8 @@ type lrsBuilder struct {
 	sc *bootstrap.ServerConfig
 }
 
-func (l lrsBuilder) Build(*bootstrap.ServerConfig) (transport.Transport, error) {
-	return l.b.Build(l.sc)
+func (l lrsBuilder) Build(_ *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	return l.b.Build(l.sc, o)
 }
 
 // Requests returns copies of the requests received so far, in order.

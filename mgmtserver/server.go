@@ -215,6 +215,18 @@ func (ms *Server) TransportBuilder() transport.Builder {
 	return grpctransport.NewBuilder()
 }
 
+// Dialer returns the transport.Dialer of the byte-level transports of
+// this server, which TransportBuilder speaks ADS over: the in-process
+// transport of an in-memory server, otherwise grpctransport.NewBuilder().
+// Use it for per-type streams (pertype.NewBuilder(ms.Dialer())) or to
+// wrap the serialized messages of a test.
+func (ms *Server) Dialer() transport.Dialer {
+	if ms.opts.InMemory {
+		return &inMemoryBuilder{ms: ms}
+	}
+	return grpctransport.NewBuilder()
+}
+
 // BreakStreams ends every open stream with codes.Unavailable, as a server
 // restart would. The streams no longer count in OpenStreams and no longer
 // receive SendResponse's responses once BreakStreams returns; their

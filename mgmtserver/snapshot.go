@@ -115,9 +115,12 @@ type namedAny struct {
 // type when its subscription to the type changes (to a non-empty one), or
 // when it has not yet been sent this snapshot version for the type; a new
 // stream therefore gets one for every type it requests. A NACK, or an ACK
-// with unchanged names, gets no response. Versions, not contents, are
-// compared: two Updates with the same explicit Version push nothing the
-// second time.
+// with unchanged names, gets no response. A SotW request whose
+// response_nonce is stale (a response of its type was sent on the stream
+// since the one it names) is ignored, its subscription included (xDS
+// protocol, "Resource updates"). Versions, not contents, are compared:
+// two Updates with the same explicit Version push nothing the second
+// time.
 //
 // Delta streams get, instead, the resources whose bytes changed and the
 // removed ones (see the package doc, "Delta").

@@ -48,10 +48,10 @@
 // # Subpackages
 //
 // leakcheck finds goroutines a test left running; certs makes real
-// certificates at run time; clienttest tests a transport.Builder with the
-// real client; faultproxy is a TCP proxy that resets, refuses or stalls
-// connections on command, to put a flaky network between a client and
-// the server; transporttest is the conformance suite that every transport
+// certificates at run time; clienttest tests a transport.Builder or a
+// transport.Dialer with the real client; faultproxy is a TCP proxy that
+// resets, refuses or stalls connections on command, to put a flaky
+// network between a client and the server; transporttest is the conformance suite that every transport
 // passes (ADS, per-type, REST, file, or your own: implement its Harness
 // and call transporttest.Run).
 //

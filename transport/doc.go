@@ -1,30 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package transport defines how the xDS client reaches a management server.
-// A Builder makes one Transport per management server. There are two levels:
+// Package transport defines how the xDS client reaches a management
+// server: the seam between the client's engine and the ways of reaching a
+// server, and the byte-level streams below it.
 //
-//   - Transport moves serialized protobuf messages over gRPC-like streams,
-//     one per RPC method: the aggregated discovery service (ADS), the
-//     per-type discovery services, load reporting (LRS). It keeps gRPC out
-//     of the client's engine and makes fakes (in-memory transports,
-//     fuzzers) cheap. Package grpctransport holds the gRPC implementation
-//     the client uses by default; package mgmtserver holds an in-memory one.
-//   - XDS is the seam the client's engine speaks: streams of typed xDS
-//     requests and responses, either one aggregated stream for every
-//     resource type (ADS) or one stream per type. ADS and PerTypeStreams
-//     implement it over any Transport; a Transport that is not a gRPC
-//     server (REST-JSON polling, files) implements XDS itself. The engine
-//     keeps every piece of protocol state (subscriptions, versions,
-//     nonces, ACK/NACK, replay on a new stream); an XDS implementation only
-//     carries messages, and needs to parse none of the engine's requests.
+//   - Builder and XDS are the seam. client.WithTransportBuilder takes a
+//     Builder, which builds one XDS per management server; the engine
+//     speaks to it only: streams of typed xDS requests and responses,
+//     either one aggregated stream for every resource type (ADS) or one
+//     stream per type, and the load reporting stream where the server has
+//     one (NewLRSStream, for package lrs). The engine keeps every piece of
+//     protocol state (subscriptions, versions, nonces, ACK/NACK, replay on
+//     a new stream); an XDS implementation only carries messages, and
+//     needs to parse none of the engine's requests. The Builders of this
+//     module are grpctransport.Builder (ADS over gRPC, the client's
+//     default), pertype.Builder, rest.Builder, file.Builder and
+//     mixed.Builder.
+//   - Dialer, Transport and Stream are the byte-level gRPC streams that
+//     ADS, the per-type services and load reporting run on: serialized
+//     protobuf messages, one stream per RPC method. They keep gRPC out of
+//     the engine and make fakes (in-memory transports, fuzzers) cheap.
+//     ADS and PerTypeStreams implement XDS over any Transport, and
+//     ADSBuilder is the Builder of ADS over any Dialer.
+//     grpctransport.Builder is both a Builder and a Dialer, and so is
+//     the in-memory transport of package mgmtserver.
 //
-// The client uses a Transport's XDS implementation when it has one, else
-// ADS(tr).
+// The client reaches every transport the same way, through Builder.Build
+// and the XDS it returns, never by asking what else a transport is: a
+// Builder that decorates another (logging, metrics, fault injection)
+// builds the inner XDS and returns a wrapper that embeds it, and keeps its
+// layout, streams and load reporting. BuildOptions carry the client's
+// logger and receive limit to the transports, which use them unless given
+// their own, and name their limits in the errors of a message over one
+// (ErrMessageTooLarge).
+//
+//	b := pertype.NewBuilder(grpctransport.NewBuilder())       // per-type streams over gRPC
+//	c, err := client.New(cfg, client.WithTransportBuilder(b))
+//
+//	d := myInMemoryDialer{}                                    // a byte-level transport of your own
+//	c, err := client.New(cfg, client.WithTransportBuilder(transport.ADSBuilder(d)))
 //
 // # Concurrency
 //
-// Builder.Build and Transport methods may be called concurrently. On one
-// Stream (or XDSStream), Send may be called concurrently with Recv, but
-// neither Send nor Recv may be called concurrently with itself (the same
-// contract as a gRPC stream).
+// Builder.Build, Dialer.Dial and the methods of XDS and Transport may be
+// called concurrently. On one Stream (or XDSStream), Send may be called
+// concurrently with Recv, but neither Send nor Recv may be called
+// concurrently with itself (the same contract as a gRPC stream).
 package transport

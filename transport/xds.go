@@ -6,26 +6,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
+
+	"github.com/proxyless/xds/bootstrap"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
-// XDS is how the client's engine reaches a management server: it opens
-// streams of typed xDS requests and responses (xDS protocol, "Variants of
-// the xDS Transport Protocol"). The engine owns the protocol: it decides
-// what each request says (the subscription, the version and nonce it ACKs
-// or NACKs), opens a new stream when one fails and sends the whole
-// subscription again on it (R-11.4), and reads a response only when its
-// watchers are done with the previous one (R-12.1). An implementation
-// carries messages; it keeps no subscription state of its own, replays
-// nothing, and invents no nonces.
-//
-// A Transport that implements XDS is used through it; the client uses
-// ADS(tr) for any other Transport.
+// XDS is the client's transport to one management server, as its engine
+// speaks to it: streams of typed xDS requests and responses (xDS protocol,
+// "Variants of the xDS Transport Protocol"), and the load reporting stream
+// where the server has one. A Builder makes one per server. The engine
+// owns the protocol: it decides what each request says (the subscription,
+// the version and nonce it ACKs or NACKs), opens a new stream when one
+// fails and sends the whole subscription again on it (R-11.4), and reads a
+// response only when its watchers are done with the previous one
+// (R-12.1). An implementation carries messages; it keeps no subscription
+// state of its own, replays nothing, and invents no nonces.
 type XDS interface {
 	// PerType reports the stream layout: false for one aggregated stream
 	// that carries every resource type (ADS), true for one stream per
@@ -43,9 +44,28 @@ type XDS interface {
 	// the first Recv. It returns an error when the stream cannot be
 	// created (the client retries with its backoff, R-11.1), one
 	// wrapping ErrDeltaUnsupported for a delta stream the transport
-	// cannot open, and ErrClosed after the Transport was closed. The
-	// stream ends when ctx is cancelled.
+	// cannot open, and ErrClosed after Close. The stream ends when ctx
+	// is cancelled.
 	NewXDSStream(ctx context.Context, spec StreamSpec) (XDSStream, error)
+
+	// StreamName names the stream spec opens, for the client's logs and
+	// errors, in a few words and without the server URI, which the client
+	// adds: "ADS stream", "ClusterDiscoveryService.StreamClusters stream",
+	// "REST-JSON polling of /v3/discovery:clusters".
+	StreamName(spec StreamSpec) string
+
+	// NewLRSStream opens a load reporting stream to the server
+	// (LoadReportingService.StreamLoadStats, LRSMethod; R-22.1), on the
+	// transport's connection where it has one, for package lrs: its
+	// messages are serialized LoadStatsRequests and LoadStatsResponses.
+	// It returns an error wrapping ErrLRSUnsupported when the server has
+	// no such service (REST-JSON polling, files), and ErrClosed after
+	// Close. The stream ends when ctx is cancelled.
+	NewLRSStream(ctx context.Context) (Stream, error)
+
+	// Close releases the transport: the streams opened on it fail
+	// afterwards. Close is idempotent.
+	Close()
 }
 
 // StreamSpec says which stream to open.
@@ -122,17 +142,35 @@ type MethodFunc func(typeURL string, delta bool) (string, error)
 
 // ADS returns the XDS implementation of the aggregated discovery service
 // over tr: one StreamAggregatedResources stream (ADSMethod), or
-// DeltaAggregatedResources (DeltaADSMethod), for every resource type.
-// Requests are serialized with proto.Marshal and responses parsed with
-// proto.Unmarshal.
+// DeltaAggregatedResources (DeltaADSMethod), for every resource type, and
+// the load reporting stream on tr. Requests are serialized with
+// proto.Marshal and responses parsed with proto.Unmarshal. Closing it
+// closes tr.
 func ADS(tr Transport) XDS { return &messageTransport{tr: tr} }
 
 // PerTypeStreams returns the XDS implementation that opens one stream of
 // tr per resource type, with the gRPC method method gives (the per-type
-// discovery services, e.g. ListenerDiscoveryService.StreamListeners).
-// Messages are serialized as with ADS.
+// discovery services, e.g. ListenerDiscoveryService.StreamListeners), and
+// the load reporting stream on tr. Messages are serialized as with ADS.
+// Closing it closes tr.
 func PerTypeStreams(tr Transport, method MethodFunc) XDS {
 	return &messageTransport{tr: tr, method: method}
+}
+
+// ADSBuilder returns the Builder of ADS over the Transports d dials: its
+// Build dials sc with the client's options and returns ADS of the
+// Transport. It is how the client reaches a byte-level transport of your
+// own: client.WithTransportBuilder(transport.ADSBuilder(d)).
+func ADSBuilder(d Dialer) Builder { return adsBuilder{d} }
+
+type adsBuilder struct{ d Dialer }
+
+func (b adsBuilder) Build(sc *bootstrap.ServerConfig, o BuildOptions) (XDS, error) {
+	tr, err := b.d.Dial(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	return ADS(tr), nil
 }
 
 // messageTransport implements XDS over a Transport of serialized messages.
@@ -143,16 +181,21 @@ type messageTransport struct {
 
 func (t *messageTransport) PerType() bool { return t.method != nil }
 
-func (t *messageTransport) NewXDSStream(ctx context.Context, spec StreamSpec) (XDSStream, error) {
-	method := ADSMethod
-	if spec.Delta {
-		method = DeltaADSMethod
-	}
+// methodOf returns the gRPC method of the stream spec opens.
+func (t *messageTransport) methodOf(spec StreamSpec) (string, error) {
 	if t.method != nil {
-		var err error
-		if method, err = t.method(spec.TypeURL, spec.Delta); err != nil {
-			return nil, err
-		}
+		return t.method(spec.TypeURL, spec.Delta)
+	}
+	if spec.Delta {
+		return DeltaADSMethod, nil
+	}
+	return ADSMethod, nil
+}
+
+func (t *messageTransport) NewXDSStream(ctx context.Context, spec StreamSpec) (XDSStream, error) {
+	method, err := t.methodOf(spec)
+	if err != nil {
+		return nil, err
 	}
 	st, err := t.tr.NewStream(ctx, method)
 	if err != nil {
@@ -160,6 +203,30 @@ func (t *messageTransport) NewXDSStream(ctx context.Context, spec StreamSpec) (X
 	}
 	return &messageStream{st: st, delta: spec.Delta, node: spec.Node}, nil
 }
+
+// StreamName returns "ADS stream" or "delta ADS stream" for ADS, and the
+// service and method for a per-type stream:
+// "ClusterDiscoveryService.StreamClusters stream".
+func (t *messageTransport) StreamName(spec StreamSpec) string {
+	if t.method == nil {
+		if spec.Delta {
+			return "delta ADS stream"
+		}
+		return "ADS stream"
+	}
+	method, err := t.method(spec.TypeURL, spec.Delta)
+	if err != nil {
+		return "per-type stream of " + spec.TypeURL
+	}
+	service, name, _ := strings.Cut(strings.TrimPrefix(method, "/"), "/")
+	return service[strings.LastIndex(service, ".")+1:] + "." + name + " stream"
+}
+
+func (t *messageTransport) NewLRSStream(ctx context.Context) (Stream, error) {
+	return t.tr.NewStream(ctx, LRSMethod)
+}
+
+func (t *messageTransport) Close() { t.tr.Close() }
 
 // messageStream adapts a Stream of serialized messages to XDSStream.
 type messageStream struct {
@@ -228,12 +295,4 @@ func (s *messageStream) Recv() (*Response, error) {
 		return &Response{Err: fmt.Errorf("decoding DiscoveryResponse: %w", err)}, nil
 	}
 	return &Response{SotW: resp}, nil
-}
-
-// AsXDS returns tr's own XDS implementation when it has one, else ADS(tr).
-func AsXDS(tr Transport) XDS {
-	if x, ok := tr.(XDS); ok {
-		return x
-	}
-	return ADS(tr)
 }

@@ -3,6 +3,7 @@
 package xdsresolver
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -40,8 +41,17 @@ func (l *loadReporter) acquire() {
 }
 
 type lrsConn struct {
-	t transport.Transport
+	t transport.XDS
 	c *lrs.Client
+}
+
+// lrsStreams is the transport.Transport of an lrs.Client: the load
+// reporting streams (transport.XDS.NewLRSStream) of a transport the
+// builder built.
+type lrsStreams struct{ transport.XDS }
+
+func (t lrsStreams) NewStream(ctx context.Context, _ string) (transport.Stream, error) {
+	return t.NewLRSStream(ctx)
 }
 
 // ensure starts reporting to the management server of every leaf cluster
@@ -78,14 +88,14 @@ func (l *loadReporter) ensureFor(cluster string) error {
 	if l.refs == 0 || l.clients[sc.ServerURI] != nil {
 		return nil
 	}
-	t, err := l.builder.Build(sc)
+	t, err := l.builder.Build(sc, transport.BuildOptions{Logger: l.logger.With(xdslog.KeyServerURI, sc.ServerURI)})
 	if err != nil {
 		return fmt.Errorf("transport to %s: %w", sc.ServerURI, err)
 	}
 	if l.clients == nil {
 		l.clients = make(map[string]*lrsConn)
 	}
-	l.clients[sc.ServerURI] = &lrsConn{t: t, c: lrs.NewClient(t, l.cfg.Node.Proto(), l.store, lrs.WithLogger(l.logger.With(xdslog.KeyLRSServer, sc.ServerURI)))}
+	l.clients[sc.ServerURI] = &lrsConn{t: t, c: lrs.NewClient(lrsStreams{t}, l.cfg.Node.Proto(), l.store, lrs.WithLogger(l.logger.With(xdslog.KeyLRSServer, sc.ServerURI)))}
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/resources"
+	"github.com/proxyless/xds/transport"
 
 	v3adminpb "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
 	v3statuspb "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
@@ -447,11 +448,18 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// errString returns the text of err, and for a size error whose limit
+// client.WithMaxRecvMsgSize raises (the transport says so), the flag
+// that sets it.
 func errString(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	return err.Error()
+	s := err.Error()
+	if errors.Is(err, transport.ErrMessageTooLarge) && strings.Contains(s, "client.WithMaxRecvMsgSize") {
+		s += " (xdsctl: --max-recv-msg-size BYTES)"
+	}
+	return s
 }
 
 // oneLine collapses s onto one line: runs of white space become one

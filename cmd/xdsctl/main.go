@@ -11,6 +11,7 @@
 //	xdsctl resolve  [CONNECTION] [--delta] [PERSIST] [--once [--timeout D]] [-o FORMAT] [--authority A] [--resource-timeout D] LISTENER
 //	xdsctl status   [CONNECTION | --csds ADDR] [--delta] [PERSIST] [--wait D] [-o FORMAT] [--resource-timeout D] TYPE/NAME...
 //	xdsctl validate [--bootstrap FILE] [-o FORMAT] FILE...
+//	xdsctl conformance (--server HOST:PORT [--node ID] [TLS] | --bootstrap FILE) [--listener NAME]... [--variant sotw|delta|both] [--per-type] [--rest URL] [-o table|json|yaml]
 //	xdsctl help     [COMMAND]
 //
 // CONNECTION is --bootstrap FILE, or --server HOST:PORT [--node ID]

@@ -196,7 +196,7 @@ func formatConfigError(out outputFormat, kind string, err error, now time.Time) 
 	if kind == "ambient_error" {
 		what = "ambient error (the configuration stays in use)"
 	}
-	return fmt.Appendf(nil, "[%s] %s: %s\n", now.Format(time.TimeOnly), what, oneLine(err.Error()))
+	return fmt.Appendf(nil, "[%s] %s: %s\n", now.Format(time.TimeOnly), what, oneLine(errString(err)))
 }
 
 // formatConfigText renders a snapshot as an indented tree: the Listener,
@@ -263,7 +263,7 @@ func clusterOrder(cfg *depmgr.XDSConfig) []string {
 // label ("leaf ", "skipped ") starts the line.
 func writeClusterResult(b *strings.Builder, indent, label string, r *depmgr.ClusterResult) {
 	if r.Err != nil {
-		fmt.Fprintf(b, "%s%sCluster %s: error: %s\n", indent, label, r.Name, oneLine(r.Err.Error()))
+		fmt.Fprintf(b, "%s%sCluster %s: error: %s\n", indent, label, r.Name, oneLine(errString(r.Err)))
 		return
 	}
 	c := r.Config

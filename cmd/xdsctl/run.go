@@ -23,7 +23,6 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/file"
-	"github.com/proxyless/xds/transport/grpctransport"
 	"github.com/proxyless/xds/transport/mixed"
 	"github.com/proxyless/xds/transport/rest"
 )
@@ -62,7 +61,7 @@ type command struct {
 
 // commands lists the subcommands, in the order usage shows them. Each
 // command lives in its own file.
-var commands = []*command{demoCommand, watchCommand, resolveCommand, statusCommand, validateCommand}
+var commands = []*command{demoCommand, watchCommand, resolveCommand, statusCommand, validateCommand, conformanceCommand}
 
 // env is what a command writes to and reads the time from.
 type env struct {
@@ -135,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exitUsage for a *usageError, the code of an *exitError, exitFailure
 // otherwise.
 func fail(e *env, err error) int {
-	fmt.Fprintf(e.stderr, "xdsctl: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(e.stderr, "xdsctl: %s\n", oneLine(errString(err)))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -207,9 +206,9 @@ func printUsage(w io.Writer) {
 	}
 	b.WriteString("  xdsctl help [COMMAND]\n\nCommands:\n\n")
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(&b, "  %-8s %s\n", "help", "print this text, or the help of a command")
+	fmt.Fprintf(&b, "  %-11s %s\n", "help", "print this text, or the help of a command")
 	b.WriteString("\n" + resourceArgHelp + "\n")
 	b.WriteString(outputHelp + "\n")
 	b.WriteString("Exit status: 0 on success (also when demo, watch or resolve is interrupted),\n")
@@ -528,11 +527,7 @@ func (f *clientFlags) source() (*bootstrap.Config, transport.Builder, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var gopts []grpctransport.Option
-	if f.maxRecvMsgSize > 0 {
-		gopts = append(gopts, grpctransport.WithMaxRecvMsgSize(f.maxRecvMsgSize))
-	}
-	mopts := []mixed.Option{mixed.WithGRPC(grpctransport.NewBuilder(gopts...))}
+	var mopts []mixed.Option // the client's options (--max-recv-msg-size, its logger) reach every transport
 	if f.perType {
 		mopts = append(mopts, mixed.WithPerType())
 	}

@@ -417,7 +417,8 @@ func TestClientFlags_Server(t *testing.T) {
 }
 
 // TestClientFlags_MaxRecvMsgSize checks that --max-recv-msg-size reaches
-// the transport: a limit below the size of every response fails them.
+// the transport: a limit below the size of every response fails them,
+// and the error names the flag (the library names its own option only).
 func TestClientFlags_MaxRecvMsgSize(t *testing.T) {
 	_, bootstrapFile := newChainServer(t)
 	code, _, stderr := runSync(testContext(t), "status", "--bootstrap", bootstrapFile, "--max-recv-msg-size", "16", "listener/svc")
@@ -425,6 +426,9 @@ func TestClientFlags_MaxRecvMsgSize(t *testing.T) {
 		t.Fatalf("status = %d, want %d; stderr %q", code, exitFailure, stderr)
 	}
 	checkOneLineError(t, stderr, "message larger than the size limit")
+	if !strings.Contains(stderr, "limit of 16 bytes") || !strings.Contains(stderr, "(xdsctl: --max-recv-msg-size BYTES)") {
+		t.Errorf("stderr %q does not name the limit and the flag", stderr)
+	}
 }
 
 // TestClientFlags_LogLevelTrace checks that --log-level trace logs whole

@@ -17,6 +17,7 @@ const (
 	KeyVersionInfo = "version_info"
 	KeyNonce       = "nonce"
 	KeyStreamID    = "stream_id"
+	KeyStream      = "stream" // what the transport calls a stream: "ADS stream", "REST-JSON polling of /v3/discovery:clusters"
 	KeyError       = "error"
 
 	// Protocol messages and their parts.

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package clienttest holds helpers for testing a transport (a
-// transport.Builder: the ones in transport/..., or your own) with the real
-// client: a recording watcher, watchers of a whole Listener → Endpoints
-// chain, and a transport wrapper that records and breaks streams. It is for
-// tests only; production code never imports it.
+// transport.Builder or transport.Dialer: the ones in transport/..., or your
+// own) with the real client: a recording watcher, watchers of a whole
+// Listener → Endpoints chain, and transport wrappers that record and break
+// streams (Builder, Dialer). It is for tests only; production code never
+// imports it.
 package clienttest
 
 import (
@@ -115,67 +116,53 @@ func (r *Recorder[T]) WantNone(t testing.TB, d time.Duration) {
 	}
 }
 
-// Builder wraps a transport.Builder: it records the method of every
-// stream opened and can break the open streams of one method. The xDS
-// streams of a transport that speaks xDS itself (REST, files,
-// transport.XDS) are recorded under the method XDSMethod(typeURL); those of
-// a gRPC transport go through ADS on the wrapper, and so are recorded
-// under their gRPC method.
-type Builder struct {
-	Inner transport.Builder
-
+// StreamLog records the streams of the transports of a Builder or a
+// Dialer, by method, and can break those still open. Safe for concurrent
+// use.
+type StreamLog struct {
 	mu      sync.Mutex
-	methods []string                        // of every NewStream, in order
-	times   []time.Time                     // when each NewStream was called
+	methods []string                        // of every stream opened, in order
+	times   []time.Time                     // when each was opened
 	cancels map[string][]context.CancelFunc // open streams by method
 }
 
-// Build implements transport.Builder.
-func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.Inner.Build(sc)
-	if err != nil {
-		return nil, err
-	}
-	return &recTransport{Transport: tr, b: b}, nil
-}
-
 // Methods returns the method of every stream opened, in order.
-func (b *Builder) Methods() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.methods...)
+func (l *StreamLog) Methods() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.methods...)
 }
 
 // Opened returns when each stream of method was opened, in order.
-func (b *Builder) Opened(method string) []time.Time {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func (l *StreamLog) Opened(method string) []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []time.Time
-	for i, m := range b.methods {
+	for i, m := range l.methods {
 		if m == method {
-			out = append(out, b.times[i])
+			out = append(out, l.times[i])
 		}
 	}
 	return out
 }
 
 // Break cancels every open stream of method, as a stream failure.
-func (b *Builder) Break(method string) {
-	b.mu.Lock()
-	cancels := b.cancels[method]
-	delete(b.cancels, method)
-	b.mu.Unlock()
+func (l *StreamLog) Break(method string) {
+	l.mu.Lock()
+	cancels := l.cancels[method]
+	delete(l.cancels, method)
+	l.mu.Unlock()
 	for _, c := range cancels {
 		c()
 	}
 }
 
 // BreakAll cancels every open stream, of any method.
-func (b *Builder) BreakAll() {
-	b.mu.Lock()
-	cancels := b.cancels
-	b.cancels = nil
-	b.mu.Unlock()
+func (l *StreamLog) BreakAll() {
+	l.mu.Lock()
+	cancels := l.cancels
+	l.cancels = nil
+	l.mu.Unlock()
 	for _, cs := range cancels {
 		for _, c := range cs {
 			c()
@@ -183,33 +170,55 @@ func (b *Builder) BreakAll() {
 	}
 }
 
-// XDSMethod is the method under which Builder records an xDS stream of a
-// transport that speaks xDS itself: "xds:" and the stream's type URL
-// ("xds:" alone for an aggregated stream).
-func XDSMethod(typeURL string) string { return "xds:" + typeURL }
-
 // record records a stream of method opened now, and returns its context.
-func (b *Builder) record(ctx context.Context, method string) (context.Context, context.CancelFunc) {
+func (l *StreamLog) record(ctx context.Context, method string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.methods = append(b.methods, method)
-	b.times = append(b.times, time.Now())
-	if b.cancels == nil {
-		b.cancels = make(map[string][]context.CancelFunc)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.methods = append(l.methods, method)
+	l.times = append(l.times, time.Now())
+	if l.cancels == nil {
+		l.cancels = make(map[string][]context.CancelFunc)
 	}
-	b.cancels[method] = append(b.cancels[method], cancel)
+	l.cancels[method] = append(l.cancels[method], cancel)
 	return ctx, cancel
 }
 
-type recTransport struct {
-	transport.Transport
-	b *Builder
+// XDSMethod is the method under which Builder records an xDS stream:
+// "xds:" and the stream's type URL ("xds:" alone for an aggregated
+// stream). To see the gRPC methods (ADS, per-type services), record the
+// Transports below with a Dialer instead.
+func XDSMethod(typeURL string) string { return "xds:" + typeURL }
+
+// Builder wraps a transport.Builder, decorating the transports it builds:
+// it records their streams in its StreamLog and can break them. An xDS
+// stream is recorded under XDSMethod(typeURL), a load reporting stream
+// under transport.LRSMethod. The layout, the streams and their names are
+// the inner transport's, whatever it is (ADS, per-type, REST, file).
+type Builder struct {
+	Inner transport.Builder
+	StreamLog
 }
 
-func (t *recTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	ctx, cancel := t.b.record(ctx, method)
-	st, err := t.Transport.NewStream(ctx, method)
+var _ transport.Builder = (*Builder)(nil)
+
+// Build implements transport.Builder.
+func (b *Builder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	x, err := b.Inner.Build(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	return &recXDS{XDS: x, log: &b.StreamLog}, nil
+}
+
+type recXDS struct {
+	transport.XDS
+	log *StreamLog
+}
+
+func (x *recXDS) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
+	ctx, cancel := x.log.record(ctx, XDSMethod(spec.TypeURL))
+	st, err := x.XDS.NewXDSStream(ctx, spec)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -217,18 +226,44 @@ func (t *recTransport) NewStream(ctx context.Context, method string) (transport.
 	return st, nil
 }
 
-// PerType implements transport.XDS: the wrapped transport's layout.
-func (t *recTransport) PerType() bool { return transport.AsXDS(t.Transport).PerType() }
-
-// NewXDSStream implements transport.XDS: the wrapped transport's own xDS
-// stream, recorded under XDSMethod, or ADS over the wrapper.
-func (t *recTransport) NewXDSStream(ctx context.Context, spec transport.StreamSpec) (transport.XDSStream, error) {
-	x, ok := t.Transport.(transport.XDS)
-	if !ok {
-		return transport.ADS(t).NewXDSStream(ctx, spec)
+func (x *recXDS) NewLRSStream(ctx context.Context) (transport.Stream, error) {
+	ctx, cancel := x.log.record(ctx, transport.LRSMethod)
+	st, err := x.XDS.NewLRSStream(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
 	}
-	ctx, cancel := t.b.record(ctx, XDSMethod(spec.TypeURL))
-	st, err := x.NewXDSStream(ctx, spec)
+	return st, nil
+}
+
+// Dialer wraps a transport.Dialer: it records the gRPC method of every
+// stream of the Transports it dials in its StreamLog, and can break them.
+// Give it to transport.ADSBuilder, pertype.NewBuilder or mixed.WithGRPC to
+// see the gRPC streams the client opens.
+type Dialer struct {
+	Inner transport.Dialer
+	StreamLog
+}
+
+var _ transport.Dialer = (*Dialer)(nil)
+
+// Dial implements transport.Dialer.
+func (d *Dialer) Dial(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.Transport, error) {
+	tr, err := d.Inner.Dial(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	return &recTransport{Transport: tr, log: &d.StreamLog}, nil
+}
+
+type recTransport struct {
+	transport.Transport
+	log *StreamLog
+}
+
+func (t *recTransport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
+	ctx, cancel := t.log.record(ctx, method)
+	st, err := t.Transport.NewStream(ctx, method)
 	if err != nil {
 		cancel()
 		return nil, err

@@ -96,9 +96,10 @@ func (s *grpcServer) NewClient(t *testing.T, o ClientOptions) *client.Client {
 	if o.MaxResponseBytes > 0 {
 		gopts = append(gopts, grpctransport.WithMaxRecvMsgSize(o.MaxResponseBytes))
 	}
-	var b transport.Builder = grpctransport.NewBuilder(gopts...)
+	g := grpctransport.NewBuilder(gopts...)
+	var b transport.Builder = g
 	if s.h.perType {
-		b = pertype.NewBuilder(b)
+		b = pertype.NewBuilder(g)
 	}
 	var extra []client.Option
 	if s.h.delta {

@@ -9,8 +9,9 @@
 //	cfg, b, err := file.Bootstrap("/etc/xds/listeners.yaml")
 //	c, err := client.New(cfg, client.WithTransportBuilder(b))
 //
-// It is a transport.Transport that speaks xDS itself (transport.XDS, one
-// stream per type), so the client's engine is unchanged: subscriptions,
+// Its Builder is a transport.Builder whose transport.XDS has one stream
+// per type (named "filesystem subscription of <type URL>" in the client's
+// logs and errors), so the client's engine is unchanged: subscriptions,
 // validation, the cache, NACK semantics (an invalid resource keeps the
 // last good value and shows NACKED in Dump), does-not-exist timers and
 // watchers behave as with a management server. A type's stream answers
@@ -19,7 +20,9 @@
 // names, unless it asks for the wildcard: an empty list or "*"), again
 // when a request changes the names, and sends a new response when the
 // source changes. Responses carry no nonce. Incremental (delta) xDS is not
-// supported (transport.ErrDeltaUnsupported).
+// supported (transport.ErrDeltaUnsupported), nor is load reporting
+// (transport.ErrLRSUnsupported). The transport logs through the client's
+// logger unless given one (WithLogger).
 //
 // # Source
 //
@@ -36,13 +39,15 @@
 //
 // Only regular files are read (symbolic links are followed): a FIFO,
 // device or socket in the directory is skipped with a warning, once per
-// file (WithLogger), and a source path that is one is an error. Files are
-// opened without blocking and checked after the open, so that a FIFO put
-// in the place of a file is never waited on. A file larger than 4 MiB
-// (DefaultMaxFileBytes; WithMaxFileBytes) is refused unread, with an error
-// wrapping ErrFileTooLarge that names the file and the limit. Loading
-// never holds up Close: Transport.Close, and Close of a client using the
-// transport, return within one file read, whatever the files are.
+// file, and a source path that is one is an error. Files are opened
+// without blocking and checked after the open, so that a FIFO put in the
+// place of a file is never waited on. A file larger than the limit
+// (WithMaxFileBytes, else the client's receive limit,
+// client.WithMaxRecvMsgSize, else DefaultMaxFileBytes, 4 MiB) is refused
+// unread, with an error wrapping ErrFileTooLarge that names the file, the
+// limit and the option that raises it. Loading never holds up Close:
+// Transport.Close, and Close of a client using the transport, return
+// within one file read, whatever the files are.
 //
 // The version_info of a type's response is the file's version_info when
 // one file holds the type and sets it, otherwise a digest of the
@@ -76,5 +81,7 @@
 // but waits for the next change of the source: a fixed file is picked up
 // as soon as it is written, and watchers get one error per distinct
 // failure. The source is read by one goroutine of the Transport, which
-// holds no lock while it reads: Close does not wait for a stream.
+// holds no lock while it reads: Close does not wait for a stream. Close
+// waits for that goroutine and for the watch of the source (the
+// notifications released, the polling stopped).
 package file

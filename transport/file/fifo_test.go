@@ -21,6 +21,8 @@ import (
 	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/file"
+
+	v3discoverypb "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 )
 
 // mkfifo makes a FIFO at path.
@@ -117,6 +119,42 @@ func TestFIFOInDirectory(t *testing.T) {
 	}
 }
 
+// TestFIFOInDirectory_ClientLogger checks that the transport logs through
+// the client's logger (client.WithLogger, given to the Builder as
+// transport.BuildOptions.Logger, with the server's server_uri) when it
+// has no logger of its own. The old transport logged nowhere then.
+func TestFIFOInDirectory_ClientLogger(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	replace(t, filepath.Join(dir, "lds.json"), encode(t, "x.json", response(listenerType, testutil.Listener("svc", "route-v1"))))
+	fifo := filepath.Join(dir, "pipe.json")
+	mkfifo(t, fifo)
+
+	cfg, b, err := file.Bootstrap(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.LogBuffer{}
+	c, err := client.New(cfg, client.WithTransportBuilder(b), client.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeWithin(t, c, time.Second, fifo) })
+	w := clienttest.NewRecorder[*resources.Listener]()
+	defer client.Watch(c, resources.ListenerType, "svc", w)()
+	wantRoute(ctx, t, w, "route-v1")
+	var warning string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "not a regular file") {
+			warning = line
+		}
+	}
+	if !strings.Contains(warning, "pipe.json") || !strings.Contains(warning, "server_uri="+cfg.Servers[0].ServerURI) {
+		t.Errorf("the client's logs do not warn about the FIFO with the server's server_uri:\n%s", logs)
+	}
+}
+
 // TestFIFOSource checks that a source path that is itself a FIFO is an
 // error naming the file, reported to the watcher, and that Client.Close
 // returns within 1 s.
@@ -135,20 +173,23 @@ func TestFIFOSource(t *testing.T) {
 }
 
 // TestTransportCloseWithFIFO checks a stream of a directory holding a
-// FIFO at the transport level: NewStream returns within 1 s, and Recv
-// within 1 s of Transport.Close.
+// FIFO at the transport level: NewXDSStream and the first Send return
+// within 1 s, and Recv within 1 s of Transport.Close.
 func TestTransportCloseWithFIFO(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "pipe.yaml")
 	mkfifo(t, fifo)
-	tr, err := file.NewBuilder().Build(&bootstrap.ServerConfig{ServerURI: dir})
+	tr, err := file.NewBuilder().Build(&bootstrap.ServerConfig{ServerURI: dir}, transport.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	opened := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		st, err := tr.NewStream(t.Context(), transport.ADSMethod)
+		st, err := tr.NewXDSStream(t.Context(), transport.StreamSpec{TypeURL: resources.ListenerTypeURL})
+		if err == nil {
+			err = st.Send(&transport.Request{SotW: &v3discoverypb.DiscoveryRequest{TypeUrl: resources.ListenerTypeURL}})
+		}
 		close(opened)
 		if err == nil {
 			_, err = st.Recv()
@@ -174,7 +215,7 @@ func TestTransportCloseWithFIFO(t *testing.T) {
 			<-unblocked
 		}
 	}
-	within("NewStream", opened)
+	within("NewXDSStream and Send", opened)
 	tr.Close()
 	ended := make(chan struct{})
 	var recvErr error

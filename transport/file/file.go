@@ -16,6 +16,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/internal/recvlimit"
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
 )
 
@@ -26,9 +28,10 @@ const Scheme = "file"
 // watched with file-system notifications: 1 s.
 const DefaultPollInterval = time.Second
 
-// DefaultMaxFileBytes is the default limit on the size of a file of the
-// source: 4 MiB, as gRPC's default receive limit (the grpctransport
-// default).
+// DefaultMaxFileBytes is the limit on the size of a file of the source
+// unless WithMaxFileBytes or the client (transport.BuildOptions.MaxRecvMsgSize,
+// client.WithMaxRecvMsgSize) says otherwise: 4 MiB, as gRPC's default
+// receive limit (the grpctransport default).
 const DefaultMaxFileBytes = 4 << 20
 
 // Option configures a Builder.
@@ -37,8 +40,8 @@ type Option func(*options)
 type options struct {
 	resolver Resolver
 	poll     time.Duration // > 0: poll at this interval instead of using notifications
-	maxBytes int64         // the largest file read, in bytes
-	logger   *slog.Logger
+	maxBytes int64         // the largest file read, in bytes; 0: not given
+	logger   *slog.Logger  // nil: the client's
 }
 
 // WithResolver sets how the Any values of JSON, YAML and text files are
@@ -56,9 +59,12 @@ func WithPolling(d time.Duration) Option {
 }
 
 // WithMaxFileBytes sets the largest file of the source that is read, in
-// bytes (default DefaultMaxFileBytes, 4 MiB). A larger file fails the load
-// with an error wrapping ErrFileTooLarge that names the file and the
-// limit, without being read. Zero or negative means the default.
+// bytes. Without it, the limit is the client's
+// (transport.BuildOptions.MaxRecvMsgSize, which client.WithMaxRecvMsgSize
+// sets), else DefaultMaxFileBytes (4 MiB). A larger file fails the load
+// with an error wrapping ErrFileTooLarge that names the file, the limit
+// and the option that raises it, without being read. Zero or negative
+// means no limit of the Builder's own.
 func WithMaxFileBytes(n int64) Option {
 	return func(o *options) {
 		if n > 0 {
@@ -67,10 +73,10 @@ func WithMaxFileBytes(n int64) Option {
 	}
 }
 
-// WithLogger sets where the transport logs (nil keeps the default:
-// nowhere). It warns,
-// once per file, about a file of a watched directory that it skips because
-// it is not a regular file (a FIFO, a device or a socket).
+// WithLogger sets where the transport logs (nil keeps the default: the
+// client's logger, transport.BuildOptions.Logger). It warns, once per
+// file, about a file of a watched directory that it skips because it is
+// not a regular file (a FIFO, a device or a socket).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -90,7 +96,7 @@ var _ transport.Builder = (*Builder)(nil)
 
 // NewBuilder returns a Builder configured by opts.
 func NewBuilder(opts ...Option) *Builder {
-	o := options{resolver: protoregistry.GlobalTypes, maxBytes: DefaultMaxFileBytes, logger: slog.New(slog.DiscardHandler)}
+	o := options{resolver: protoregistry.GlobalTypes}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -126,9 +132,10 @@ func PathFromURI(uri string) (string, error) {
 }
 
 // Build returns a Transport reading the file or directory named by
-// sc.ServerURI (see PathFromURI). It does no I/O: the source is read when
+// sc.ServerURI (see PathFromURI), with the client's logger and size limit
+// unless the Builder has its own. It does no I/O: the source is read when
 // a stream is opened. It returns an error for a URI that is not a path.
-func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+func (b *Builder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
 	if sc == nil {
 		return nil, errors.New("file: nil ServerConfig")
 	}
@@ -136,12 +143,25 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 	if err != nil {
 		return nil, err
 	}
+	logger := b.opts.logger
+	if logger == nil {
+		logger = o.Logger
+	}
+	if logger == nil {
+		logger = xdslog.Discard()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{
-		opts:     b.opts,
-		ctx:      ctx,
-		cancel:   cancel,
-		loader:   &loader{path: path, resolver: b.opts.resolver, maxBytes: b.opts.maxBytes, logger: b.opts.logger, typeOf: make(map[string]string)},
+		opts:   b.opts,
+		ctx:    ctx,
+		cancel: cancel,
+		loader: &loader{
+			path:     path,
+			resolver: b.opts.resolver,
+			limit:    recvlimit.Choose(b.opts.maxBytes, "file.WithMaxFileBytes", o.MaxRecvMsgSize, DefaultMaxFileBytes),
+			logger:   logger,
+			typeOf:   make(map[string]string),
+		},
 		reported: make(map[string]string),
 	}, nil
 }
@@ -194,20 +214,7 @@ type Transport struct {
 	reported map[string]string // type URL → the load error last reported by failing a stream of the type
 }
 
-var (
-	_ transport.Transport = (*Transport)(nil)
-	_ transport.XDS       = (*Transport)(nil)
-)
-
-// errNoGRPC is returned by NewStream: a filesystem source has no gRPC
-// services.
-var errNoGRPC = errors.New("file: a filesystem source has no gRPC streams (ADS, LRS)")
-
-// NewStream returns an error: a filesystem source is read through
-// NewXDSStream only; it has no gRPC services such as load reporting.
-func (t *Transport) NewStream(_ context.Context, method string) (transport.Stream, error) {
-	return nil, fmt.Errorf("%w: %s", errNoGRPC, method)
-}
+var _ transport.XDS = (*Transport)(nil)
 
 // PerType reports true: each resource type has its own stream.
 func (t *Transport) PerType() bool { return true }
@@ -238,12 +245,25 @@ func (t *Transport) NewXDSStream(ctx context.Context, spec transport.StreamSpec)
 	return &stream{t: t, typeURL: spec.TypeURL, ctx: sctx, requested: make(chan struct{}, 1)}, nil
 }
 
+// StreamName returns "filesystem subscription of " and the stream's type
+// URL.
+func (t *Transport) StreamName(spec transport.StreamSpec) string {
+	return "filesystem subscription of " + spec.TypeURL
+}
+
+// NewLRSStream returns an error wrapping transport.ErrLRSUnsupported: a
+// filesystem source has no load reporting service.
+func (t *Transport) NewLRSStream(context.Context) (transport.Stream, error) {
+	return nil, fmt.Errorf("file: %w: a filesystem source has no load reporting stream", transport.ErrLRSUnsupported)
+}
+
 // watchAndLoad loads the source, then again each time it may have
 // changed, until Close. The watch starts first, so that a change between
-// the two is not missed.
+// the two is not missed; its goroutine is in t.wg too, so that Close
+// returns once the file-system notifications are released.
 func (t *Transport) watchAndLoad() {
 	defer t.wg.Done()
-	changes := watch(t.ctx, t.loader.path, t.opts.poll)
+	changes := watch(t.ctx, &t.wg, t.loader.path, t.opts.poll)
 	for {
 		snap, err := t.loader.load(t.ctx)
 		t.mu.Lock()
@@ -266,7 +286,9 @@ func (t *Transport) watchAndLoad() {
 }
 
 // Close ends every stream of the Transport and waits for the load in
-// progress, if any. Idempotent.
+// progress, if any, and for the watch of the source to end (the
+// file-system notifications released, the polling timer stopped).
+// Idempotent.
 func (t *Transport) Close() {
 	t.mu.Lock()
 	t.closed = true

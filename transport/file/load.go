@@ -28,6 +28,7 @@ import (
 	// The resource types whose messages (and the messages nested in them
 	// as Any, such as HttpConnectionManager) a JSON, YAML or text file may
 	// name are the client's built-in types, linked by this import.
+	"github.com/proxyless/xds/internal/recvlimit"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/transport"
@@ -38,8 +39,9 @@ import (
 var ErrUnsupportedFormat = errors.New("unsupported file extension")
 
 // ErrFileTooLarge is wrapped by the error for a file larger than the
-// limit (WithMaxFileBytes; default DefaultMaxFileBytes, 4 MiB), which
-// names the file, its size and the limit. The file is not read. It wraps
+// limit (WithMaxFileBytes, else the client's, else DefaultMaxFileBytes,
+// 4 MiB), which names the file, its size, the limit and the option that
+// raises it. The file is not read. It wraps
 // transport.ErrMessageTooLarge: the client reports it as it reports a
 // response above its receive limit.
 var ErrFileTooLarge = fmt.Errorf("file too large: %w", transport.ErrMessageTooLarge)
@@ -113,7 +115,7 @@ type loader struct {
 	// Initialized at creation time and read-only afterwards.
 	path     string
 	resolver Resolver
-	maxBytes int64 // the largest file read, in bytes
+	limit    recvlimit.Limit // the largest file read
 	logger   *slog.Logger
 
 	typeOf  map[string]string // file path → type URL of its first good load
@@ -190,7 +192,7 @@ func (e *notRegularError) Error() string {
 // with fstat before it is read, so that a FIFO or device put in the place
 // of a regular file between the listing and the open is not read either.
 // The error names f, and the limit when f is larger.
-func readFile(f string, limit int64) ([]byte, error) {
+func readFile(f string, limit recvlimit.Limit) ([]byte, error) {
 	fd, err := os.OpenFile(f, os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", f, err)
@@ -203,15 +205,15 @@ func readFile(f string, limit int64) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, &notRegularError{file: f, mode: fi.Mode()}
 	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %w: %d bytes, over the limit of %d bytes (file.WithMaxFileBytes)", f, ErrFileTooLarge, fi.Size(), limit)
+	if fi.Size() > limit.Bytes {
+		return nil, fmt.Errorf("%s: %w: %d bytes, over the limit of %d bytes (%s)", f, ErrFileTooLarge, fi.Size(), limit.Bytes, limit.Hint)
 	}
-	b, err := io.ReadAll(io.LimitReader(fd, limit+1))
+	b, err := io.ReadAll(io.LimitReader(fd, limit.Bytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", f, err)
 	}
-	if int64(len(b)) > limit { // it grew since fstat
-		return nil, fmt.Errorf("%s: %w: over the limit of %d bytes (file.WithMaxFileBytes)", f, ErrFileTooLarge, limit)
+	if int64(len(b)) > limit.Bytes { // it grew since fstat
+		return nil, fmt.Errorf("%s: %w: over the limit of %d bytes (%s)", f, ErrFileTooLarge, limit.Bytes, limit.Hint)
 	}
 	return b, nil
 }
@@ -237,7 +239,7 @@ func (l *loader) load(ctx context.Context) (*snapshot, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("file: reading %s: %w", l.path, err)
 		}
-		b, err := readFile(f, l.maxBytes)
+		b, err := readFile(f, l.limit)
 		if nr := (*notRegularError)(nil); errors.As(err, &nr) && f != l.path {
 			l.skip(l.skipped, f, nr.mode) // replaced since the listing
 			continue

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/proxyless/xds/internal/recvlimit"
 )
 
 // TestReadFile_FIFO checks readFile on a FIFO, the case of a regular file
@@ -19,7 +21,7 @@ func TestReadFile_FIFO(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("cannot make a FIFO: %v", err)
 	}
-	_, err := readFile(fifo, DefaultMaxFileBytes)
+	_, err := readFile(fifo, recvlimit.Limit{Bytes: DefaultMaxFileBytes})
 	var nr *notRegularError
 	if !errors.As(err, &nr) {
 		t.Fatalf("readFile(FIFO) = %v, want a notRegularError", err)

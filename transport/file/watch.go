@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -16,8 +17,10 @@ import (
 // (or the directory itself) with file-system notifications, so that a
 // file replaced by a rename is seen; when notifications are not available,
 // or poll > 0, it signals every poll (DefaultPollInterval by default)
-// instead, and the reader compares contents.
-func watch(ctx context.Context, path string, poll time.Duration) <-chan struct{} {
+// instead, and the reader compares contents. Its goroutine is counted in
+// wg, which is done once the notifications are released (or the polling
+// timer stopped) after ctx ends.
+func watch(ctx context.Context, wg *sync.WaitGroup, path string, poll time.Duration) <-chan struct{} {
 	changes := make(chan struct{}, 1)
 	signal := func() {
 		select {
@@ -27,7 +30,9 @@ func watch(ctx context.Context, path string, poll time.Duration) <-chan struct{}
 	}
 	if poll <= 0 {
 		if w, err := newNotifier(path); err == nil {
+			wg.Add(1)
 			go func() {
+				defer wg.Done()
 				defer w.Close()
 				for {
 					select {
@@ -50,7 +55,9 @@ func watch(ctx context.Context, path string, poll time.Duration) <-chan struct{}
 		}
 		poll = DefaultPollInterval
 	}
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		t := time.NewTicker(poll)
 		defer t.Stop()
 		for {

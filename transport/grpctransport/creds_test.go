@@ -131,7 +131,7 @@ func TestCallCreds_JWTTokenFile(t *testing.T) {
 func TestCallCreds_NeedSecureChannel(t *testing.T) {
 	sc := insecureConfig("127.0.0.1:1")
 	sc.CallCreds = []bootstrap.CallCreds{{Type: bootstrap.CallCredsJWTTokenFile, Config: json.RawMessage(`{"jwt_token_file":"/t"}`), JWTTokenFile: "/t"}}
-	_, err := grpctransport.NewBuilder().Build(sc)
+	_, err := grpctransport.NewBuilder().Dial(sc, transport.BuildOptions{})
 	if err == nil || !strings.Contains(err.Error(), `call_creds[0] (type "jwt_token_file") need secure channel_creds`) {
 		t.Fatalf("Build error = %v, want one about call_creds[0] needing secure channel_creds", err)
 	}
@@ -181,7 +181,7 @@ func TestChannelCreds_UserDefined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := grpctransport.NewBuilder().Build(cfg.Servers[0]); err == nil || !strings.Contains(err.Error(), `"team_creds"`) {
+	if _, err := grpctransport.NewBuilder().Dial(cfg.Servers[0], transport.BuildOptions{}); err == nil || !strings.Contains(err.Error(), `"team_creds"`) {
 		t.Fatalf("Build without the builder: error %v, want one naming \"team_creds\"", err)
 	}
 	tr := build(t, grpctransport.NewBuilder(grpctransport.WithChannelCreds(userCreds{name: "team_creds"})), cfg.Servers[0])
@@ -198,7 +198,7 @@ func TestChannelCreds_UserDefined(t *testing.T) {
 // provides it.
 func TestChannelCreds_GoogleDefaultNeedsBuilder(t *testing.T) {
 	sc := &bootstrap.ServerConfig{ServerURI: "trafficdirector.googleapis.com:443", ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsGoogleDefault}}
-	_, err := grpctransport.NewBuilder().Build(sc)
+	_, err := grpctransport.NewBuilder().Dial(sc, transport.BuildOptions{})
 	if err == nil || !strings.Contains(err.Error(), "grpctransport/googledefault") {
 		t.Fatalf("Build error = %v, want one naming package grpctransport/googledefault", err)
 	}

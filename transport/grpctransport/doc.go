@@ -1,22 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package grpctransport is the gRPC implementation of transport.Builder,
-// the one the xDS client uses by default. A Transport is backed by a
+// Package grpctransport reaches management servers over gRPC. Its Builder
+// is the transport.Builder the xDS client uses by default, ADS over gRPC
+// (Build returns transport.ADS of a Transport), and the transport.Dialer of
+// gRPC Transports for the per-type streams (package transport/pertype) and
+// load reporting (package lrs). A Transport is backed by a
 // grpc.ClientConn to the management server named by a
 // bootstrap.ServerConfig, and its streams move serialized protobuf messages
 // as []byte through a pass-through codec, so the client's engine never
 // depends on gRPC or on generated stubs.
 //
-// Build does no network I/O: grpc.NewClient creates the channel idle, and it
-// connects when the first stream is opened.
+// Build and Dial do no network I/O: grpc.NewClient creates the channel
+// idle, and it connects when the first stream is opened. A Transport logs
+// through transport.BuildOptions.Logger, the client's logger (at
+// slog.LevelDebug, when it makes a channel in TRANSIENT_FAILURE reconnect).
 //
 // # Sharing
 //
 // A Builder keeps one grpc.ClientConn per distinct server identity,
 // bootstrap.ServerConfig.Key (server URI, channel credentials, call
-// credentials and known server features; see gRFC A47 "Server Channel Map" and R-1.5). Building
-// a Transport for a server that already has a conn returns a new Transport
-// sharing it; the conn, and the certificate file watcher of "tls"
+// credentials and known server features; see gRFC A47 "Server Channel
+// Map" and R-1.5). Building or dialing a transport for a server that
+// already has a conn returns a new one sharing it (so a client's load
+// reporting stream, transport.XDS.NewLRSStream, goes on its ADS
+// connection); the conn, and the certificate file watcher of "tls"
 // credentials, are closed when the last Transport sharing them is closed
 // (R-3.3). Conns are not shared across Builders.
 //
@@ -40,11 +47,14 @@
 //
 // # Message size
 //
-// A stream accepts responses up to WithMaxRecvMsgSize bytes (default
-// DefaultMaxRecvMsgSize, 4 MiB). A larger response, or a request that the
-// server refuses as larger than its own limit, fails the stream with an
-// error wrapping transport.ErrMessageTooLarge (and the ResourceExhausted
-// status), whose text names the limit or the request size.
+// A stream accepts responses up to the Builder's WithMaxRecvMsgSize bytes;
+// without it, up to the client's limit (transport.BuildOptions.MaxRecvMsgSize,
+// set by client.WithMaxRecvMsgSize), else DefaultMaxRecvMsgSize (4 MiB, as
+// gRPC's). A larger response, or a request that the server refuses as
+// larger than its own limit, fails the stream with an error wrapping
+// transport.ErrMessageTooLarge (and the ResourceExhausted status), whose
+// text names the limit and the option that raises it, or the request
+// size.
 //
 // # Credentials
 //
@@ -86,8 +96,8 @@
 //
 // # Concurrency
 //
-// Builder.Build, Transport.NewStream and Transport.Close are safe for
-// concurrent use. On one Stream, Send may be called concurrently with
+// Builder.Build, Builder.Dial, Transport.NewStream and Transport.Close are
+// safe for concurrent use. On one Stream, Send may be called concurrently with
 // Recv, but neither Send nor Recv may be called concurrently with itself,
 // as for a gRPC stream. Transport.Close is idempotent and does not wait
 // for the network; closing the last Transport of a conn closes the conn

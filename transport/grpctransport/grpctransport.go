@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/internal/recvlimit"
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
 )
 
@@ -85,13 +88,17 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 }
 
 // DefaultMaxRecvMsgSize is the largest response a stream accepts unless
-// WithMaxRecvMsgSize says otherwise: gRPC's default, 4 MiB.
+// WithMaxRecvMsgSize or the client (transport.BuildOptions.MaxRecvMsgSize,
+// client.WithMaxRecvMsgSize) says otherwise: gRPC's default, 4 MiB.
 const DefaultMaxRecvMsgSize = 4 << 20
 
 // WithMaxRecvMsgSize sets the largest message, in bytes, that a stream
-// accepts from the management server (default DefaultMaxRecvMsgSize, 4 MiB).
-// A larger message fails the stream with an error wrapping
-// transport.ErrMessageTooLarge. Zero or negative means the default.
+// accepts from the management server. Without it, the limit is the
+// client's (transport.BuildOptions.MaxRecvMsgSize, which
+// client.WithMaxRecvMsgSize sets), else DefaultMaxRecvMsgSize (4 MiB). A
+// larger message fails the stream with an error wrapping
+// transport.ErrMessageTooLarge that names the limit and the option that
+// raises it. Zero or negative means no limit of the Builder's own.
 func WithMaxRecvMsgSize(bytes int) Option {
 	return func(b *options) {
 		if bytes > 0 {
@@ -100,11 +107,13 @@ func WithMaxRecvMsgSize(bytes int) Option {
 	}
 }
 
-// Builder is a transport.Builder that creates gRPC Transports. It shares
-// one grpc.ClientConn between all the Transports it builds for servers
-// with the same bootstrap.ServerConfig.Key (see the package doc, Sharing).
-// A Builder is safe for concurrent use and needs no closing: its conns are
-// closed with their last Transport.
+// Builder is the transport.Builder of ADS over gRPC, the client's default,
+// and the transport.Dialer of gRPC Transports that the per-type streams
+// (package transport/pertype) and load reporting (package lrs) use. It
+// shares one grpc.ClientConn between all the transports it builds or dials
+// for servers with the same bootstrap.ServerConfig.Key (see the package
+// doc, Sharing). A Builder is safe for concurrent use and needs no
+// closing: its conns are closed with their last transport.
 type Builder struct {
 	options // initialized at creation time and read-only afterwards
 
@@ -113,14 +122,17 @@ type Builder struct {
 	conns map[string]*sharedConn // by ServerConfig.Key; every entry has refs > 0
 }
 
-var _ transport.Builder = (*Builder)(nil)
+var (
+	_ transport.Builder = (*Builder)(nil)
+	_ transport.Dialer  = (*Builder)(nil)
+)
 
 // options are a Builder's settings, from its Options.
 type options struct {
 	dialOpts         []grpc.DialOption              // appended after the defaults; from WithDialOptions
 	channelCreds     map[string]ChannelCredsBuilder // by type name; from WithChannelCreds
 	callCreds        map[string]CallCredsBuilder    // by type name; built-ins and WithCallCreds
-	maxRecvMsgSize   int                            // bytes; from WithMaxRecvMsgSize
+	maxRecvMsgSize   int                            // bytes; from WithMaxRecvMsgSize; 0: not given
 	reconnectTimeout time.Duration                  // from WithReconnectTimeout
 }
 
@@ -131,7 +143,6 @@ func NewBuilder(opts ...Option) *Builder {
 		options: options{
 			channelCreds:     make(map[string]ChannelCredsBuilder),
 			callCreds:        map[string]CallCredsBuilder{bootstrap.CallCredsJWTTokenFile: jwtTokenFileBuilder{}},
-			maxRecvMsgSize:   DefaultMaxRecvMsgSize,
 			reconnectTimeout: DefaultReconnectTimeout,
 		},
 	}
@@ -152,19 +163,32 @@ type sharedConn struct {
 	refs int // number of open Transports sharing cc
 }
 
-// Build returns a Transport to the management server described by sc,
-// sharing the grpc.ClientConn of any open Transport built by b for a
-// server with the same sc.Key(). It does no network I/O; with "tls"
+// Build returns the ADS transport (transport.ADS) to the management
+// server described by sc, on the Transport Dial returns: the client's
+// default. Its errors are Dial's.
+func (b *Builder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	tr, err := b.Dial(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	return transport.ADS(tr), nil
+}
+
+// Dial returns a Transport to the management server described by sc,
+// sharing the grpc.ClientConn of any open transport of b for a server
+// with the same sc.Key(). Its streams accept messages up to the limit of
+// WithMaxRecvMsgSize, else o.MaxRecvMsgSize, else DefaultMaxRecvMsgSize,
+// and it logs through o.Logger. It does no network I/O; with "tls"
 // credentials it reads the certificate files once, to fail early.
 //
-// Build returns an error when sc is nil or has no ServerURI, when the
+// Dial returns an error when sc is nil or has no ServerURI, when the
 // channel or a call credentials type has no builder (the error names the
 // type, and the package for "google_default"), when a builder fails, when
 // a "tls" certificate file is missing or invalid (the error names the
 // file), when call credentials that need a secure channel are given with
 // "insecure" channel credentials, or when grpc.NewClient rejects the
 // target or the dial options. sc is not retained.
-func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+func (b *Builder) Dial(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.Transport, error) {
 	if sc == nil {
 		return nil, errors.New("grpctransport: nil ServerConfig")
 	}
@@ -184,7 +208,12 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 		b.conns[key] = conn
 	}
 	conn.refs++
-	return newGRPCTransport(b, conn), nil
+	logger := o.Logger
+	if logger == nil {
+		logger = xdslog.Discard()
+	}
+	limit := recvlimit.Choose(int64(b.maxRecvMsgSize), "grpctransport.WithMaxRecvMsgSize", o.MaxRecvMsgSize, DefaultMaxRecvMsgSize)
+	return newGRPCTransport(b, conn, limit, logger), nil
 }
 
 // newSharedConn creates the conn for sc with refs 0. The caller holds b.mu
@@ -238,10 +267,11 @@ func (b *Builder) release(conn *sharedConn) {
 // another attempt under way), timeout passes or ctx is done. In the other
 // states it returns at once: the fail-fast stream creation that follows
 // then connects an IDLE conn and waits for the attempt itself.
-func (c *sharedConn) reconnectNow(ctx context.Context, timeout time.Duration) {
+func (c *sharedConn) reconnectNow(ctx context.Context, timeout time.Duration, logger *slog.Logger) {
 	if c.cc.GetState() != connectivity.TransientFailure {
 		return
 	}
+	logger.Debug("gRPC channel in TRANSIENT_FAILURE: reconnecting now")
 	c.cc.ResetConnectBackoff()
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -260,13 +290,15 @@ type grpcTransport struct {
 	ctx    context.Context    // done once Close is called; cancels this Transport's streams
 	cancel context.CancelFunc // cancels ctx
 	close  func()             // idempotent Close: cancel, then release conn
+	limit  recvlimit.Limit    // the receive limit of its streams
+	logger *slog.Logger
 }
 
-func newGRPCTransport(b *Builder, conn *sharedConn) *grpcTransport {
+func newGRPCTransport(b *Builder, conn *sharedConn, limit recvlimit.Limit, logger *slog.Logger) *grpcTransport {
 	// Background is right here: ctx only signals Close, it carries no
 	// deadline or values into the streams.
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &grpcTransport{b: b, conn: conn, ctx: ctx, cancel: cancel}
+	t := &grpcTransport{b: b, conn: conn, ctx: ctx, cancel: cancel, limit: limit, logger: logger}
 	t.close = sync.OnceFunc(func() {
 		t.cancel()
 		t.b.release(t.conn)
@@ -312,9 +344,9 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 	stopOnClose := context.AfterFunc(t.ctx, cancel)
 	context.AfterFunc(sctx, func() { stopOnClose() })
 
-	t.conn.reconnectNow(sctx, t.b.reconnectTimeout)
+	t.conn.reconnectNow(sctx, t.b.reconnectTimeout, t.logger)
 	si := &streamInfo{}
-	cs, err := t.conn.cc.NewStream(context.WithValue(sctx, streamInfoKey{}, si), streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(t.b.maxRecvMsgSize))
+	cs, err := t.conn.cc.NewStream(context.WithValue(sctx, streamInfoKey{}, si), streamDesc, method, grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(int(t.limit.Bytes)))
 	if err != nil {
 		cancel()
 		if t.ctx.Err() != nil {
@@ -322,7 +354,7 @@ func (t *grpcTransport) NewStream(ctx context.Context, method string) (transport
 		}
 		return nil, err
 	}
-	return &grpcStream{cs: cs, cancel: cancel, info: si, maxRecv: t.b.maxRecvMsgSize}, nil
+	return &grpcStream{cs: cs, cancel: cancel, info: si, limit: t.limit}, nil
 }
 
 // Close releases this Transport's reference to the shared conn and ends
@@ -335,10 +367,10 @@ func (t *grpcTransport) Close() {
 // grpcStream adapts a grpc.ClientStream to transport.Stream.
 type grpcStream struct {
 	// Initialized at creation time and read-only afterwards.
-	cs      grpc.ClientStream  // created with rawCodec
-	cancel  context.CancelFunc // cancels the stream's context; safe to call repeatedly
-	info    *streamInfo        // trailers seen, largest request; for size errors
-	maxRecv int                // the receive limit of cs, in bytes
+	cs     grpc.ClientStream  // created with rawCodec
+	cancel context.CancelFunc // cancels the stream's context; safe to call repeatedly
+	info   *streamInfo        // trailers seen, largest request; for size errors
+	limit  recvlimit.Limit    // the receive limit of cs
 }
 
 // Send sends msg as one message. It copies msg into a buffer owned by
@@ -357,7 +389,7 @@ func (s *grpcStream) Send(msg []byte) error {
 // io.EOF when the server ended the stream with status OK, or a gRPC status
 // error; the stream's resources are released then.
 //
-// A response larger than the receive limit (WithMaxRecvMsgSize), and a
+// A response larger than the receive limit (see Dial), and a
 // request the server refused as larger than its own limit, give an error
 // wrapping both transport.ErrMessageTooLarge and the gRPC status (code
 // codes.ResourceExhausted), whose text names the limit or the request size
@@ -369,7 +401,7 @@ func (s *grpcStream) Recv() ([]byte, error) {
 		// gRPC frees the stream once RecvMsg fails; cancelling also drops
 		// the stream's registration with its Transport.
 		s.cancel()
-		return nil, sizeError(err, s.info, s.maxRecv)
+		return nil, sizeError(err, s.info, s.limit)
 	}
 	return msg, nil
 }

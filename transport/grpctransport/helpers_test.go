@@ -152,13 +152,13 @@ func insecureConfig(addr string) *bootstrap.ServerConfig {
 	}
 }
 
-// build calls b.Build and closes the Transport at the end of the test
+// build calls b.Dial and closes the Transport at the end of the test
 // (Close is idempotent, so tests may close it earlier).
-func build(t *testing.T, b transport.Builder, sc *bootstrap.ServerConfig) transport.Transport {
+func build(t *testing.T, b transport.Dialer, sc *bootstrap.ServerConfig) transport.Transport {
 	t.Helper()
-	tr, err := b.Build(sc)
+	tr, err := b.Dial(sc, transport.BuildOptions{})
 	if err != nil {
-		t.Fatalf("Build(%+v): %v", sc, err)
+		t.Fatalf("Dial(%+v): %v", sc, err)
 	}
 	t.Cleanup(tr.Close)
 	return tr

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
+	"github.com/proxyless/xds/internal/recvlimit"
 	"github.com/proxyless/xds/transport"
 )
 
@@ -49,20 +50,20 @@ func (statsHandler) HandleConn(context.Context, stats.ConnStats) {}
 
 // sizeError wraps a stream error caused by a size limit in
 // transport.ErrMessageTooLarge, with a text naming the limit and the way
-// to raise it; other errors are returned as they are.
+// to raise it (limit.Hint); other errors are returned as they are.
 //
 // A ResourceExhausted status that gRPC generated locally (no trailers
 // from the server) is a response above maxRecv. One sent by the server
 // is a refused request only if its message says so in the words of the
 // gRPC implementations ("larger than max", "exceeds maximum size"); other
 // ResourceExhausted statuses (quota, rate limits) are not size errors.
-func sizeError(err error, si *streamInfo, maxRecv int) error {
+func sizeError(err error, si *streamInfo, limit recvlimit.Limit) error {
 	if status.Code(err) != codes.ResourceExhausted {
 		return err
 	}
 	if !si.gotTrailers.Load() {
-		return fmt.Errorf("%w: a response exceeded the client's receive limit of %d bytes (raise it with WithMaxRecvMsgSize): %w",
-			transport.ErrMessageTooLarge, maxRecv, err)
+		return fmt.Errorf("%w: a response exceeded the client's receive limit of %d bytes (%s): %w",
+			transport.ErrMessageTooLarge, limit.Bytes, limit.Hint, err)
 	}
 	msg := strings.ToLower(status.Convert(err).Message())
 	if strings.Contains(msg, "larger than max") || strings.Contains(msg, "exceeds maximum size") {

@@ -104,3 +104,68 @@ func TestRecv_SizeLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestRecv_LimitFromTheClient checks where a Transport's receive limit
+// comes from, and that the error names the option that raises it:
+// WithMaxRecvMsgSize of the Builder wins, then the client's
+// (transport.BuildOptions.MaxRecvMsgSize, client.WithMaxRecvMsgSize), then
+// DefaultMaxRecvMsgSize, which either raises.
+func TestRecv_LimitFromTheClient(t *testing.T) {
+	// The server answers each message with one of the size the message
+	// names in its length: a small request gets a large response.
+	sized := func(_ any, ss grpc.ServerStream) error {
+		var msg []byte
+		if err := ss.RecvMsg(&msg); err != nil {
+			return err
+		}
+		if err := ss.SendMsg(bytes.Repeat([]byte{'x'}, len(msg)*1024)); err != nil {
+			return err
+		}
+		return ss.RecvMsg(&msg) // open until the client ends the stream: no trailers
+	}
+	lis := startServer(t, func(*grpc.Server) {}, grpc.ForceServerCodecV2(serverCodec{}), grpc.UnknownServiceHandler(sized))
+	for _, tc := range []struct {
+		name     string
+		own      int      // the Builder's WithMaxRecvMsgSize; 0: none
+		client   int      // BuildOptions.MaxRecvMsgSize
+		kib      int      // of the response
+		wantText []string // nil: the response must arrive
+		wantNot  string
+	}{
+		{"the client's limit", 0, 1024, 2, []string{"limit of 1024 bytes", "raise it with client.WithMaxRecvMsgSize)"}, "grpctransport."},
+		{"the Builder's limit wins", 1024, 4096, 2, []string{"limit of 1024 bytes", "raise it with grpctransport.WithMaxRecvMsgSize)"}, "client."},
+		{"the Builder's higher limit wins", 4096, 1024, 2, nil, ""},
+		{"the default", 0, 0, grpctransport.DefaultMaxRecvMsgSize/1024 + 1, []string{"limit of 4194304 bytes", "client.WithMaxRecvMsgSize or grpctransport.WithMaxRecvMsgSize"}, ""},
+		{"under the default", 0, 0, grpctransport.DefaultMaxRecvMsgSize / 1024, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts []grpctransport.Option
+			if tc.own > 0 {
+				opts = append(opts, grpctransport.WithMaxRecvMsgSize(tc.own))
+			}
+			tr, err := grpctransport.NewBuilder(opts...).Dial(insecureConfig(lis.Addr().String()), transport.BuildOptions{MaxRecvMsgSize: tc.client})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(tr.Close)
+			err = recvAfterSend(t, tr, bytes.Repeat([]byte{'x'}, tc.kib))
+			if tc.wantText == nil {
+				if err != nil {
+					t.Fatalf("Recv: %v, want the response", err)
+				}
+				return
+			}
+			if !errors.Is(err, transport.ErrMessageTooLarge) {
+				t.Fatalf("Recv error %v, want one wrapping transport.ErrMessageTooLarge", err)
+			}
+			for _, w := range tc.wantText {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Recv error %q does not contain %q", err, w)
+				}
+			}
+			if tc.wantNot != "" && strings.Contains(err.Error(), tc.wantNot) {
+				t.Errorf("Recv error %q names %q, whose option would not change the limit", err, tc.wantNot)
+			}
+		})
+	}
+}

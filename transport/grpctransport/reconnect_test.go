@@ -146,6 +146,11 @@ func TestNewStream_ReconnectTimeoutBoundsWait(t *testing.T) {
 	if _, err := tr.NewStream(ctx, transport.ADSMethod); status.Code(err) != codes.Unavailable {
 		t.Fatalf("first NewStream: error %v, want code Unavailable", err)
 	}
+	// The first failure may be reported while the channel is still on its
+	// way to TRANSIENT_FAILURE (it publishes its state asynchronously).
+	if err := waitFor(ctx, func() bool { return grpctransport.ConnState(tr) == connectivity.TransientFailure }); err != nil {
+		t.Fatalf("conn state = %v, want TRANSIENT_FAILURE", grpctransport.ConnState(tr))
+	}
 	start := time.Now()
 	_, err := tr.NewStream(ctx, transport.ADSMethod)
 	if status.Code(err) != codes.Unavailable {

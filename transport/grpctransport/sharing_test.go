@@ -78,8 +78,10 @@ func TestBuilder_SharesConnForEqualServers(t *testing.T) {
 	if err := verifyNewStreamEcho(ctx, tr2); err != nil {
 		t.Fatalf("new stream on the remaining Transport: %v", err)
 	}
-	if got := grpctransport.ConnState(tr2); got != connectivity.Ready {
-		t.Fatalf("conn state = %v, want READY", got)
+	// The ClientConn publishes its state asynchronously: READY may lag
+	// the stream that just succeeded by a moment under load.
+	if err := waitFor(ctx, func() bool { return grpctransport.ConnState(tr2) == connectivity.Ready }); err != nil {
+		t.Fatalf("conn state = %v, want READY", grpctransport.ConnState(tr2))
 	}
 	if got := lis.accepted.Load(); got != 1 {
 		t.Fatalf("server accepted %d connections, want 1", got)
@@ -181,7 +183,7 @@ func TestBuilder_ConcurrentBuildAndClose(t *testing.T) {
 	errc := make(chan error, n)
 	for range n {
 		go func() {
-			tr, err := b.Build(insecureConfig(lis.Addr().String()))
+			tr, err := b.Dial(insecureConfig(lis.Addr().String()), transport.BuildOptions{})
 			if err != nil {
 				errc <- err
 				return
@@ -258,7 +260,7 @@ func TestBuild_Errors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := grpctransport.NewBuilder()
-			tr, err := b.Build(tc.sc)
+			tr, err := b.Dial(tc.sc, transport.BuildOptions{})
 			if err == nil {
 				tr.Close()
 				t.Fatalf("Build succeeded, want error containing %q", tc.wantErr)

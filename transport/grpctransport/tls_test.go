@@ -213,7 +213,7 @@ func TestTLS_BadFiles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := grpctransport.NewBuilder().Build(tlsConfig("127.0.0.1:1", tc.cfg))
+			tr, err := grpctransport.NewBuilder().Dial(tlsConfig("127.0.0.1:1", tc.cfg), transport.BuildOptions{})
 			if err == nil {
 				tr.Close()
 				t.Fatalf("Build succeeded, want an error containing %q", tc.wantErrs)

@@ -17,6 +17,10 @@
 //     server feature "xds_per_type" (FeaturePerType) or the Builder was made
 //     WithPerType.
 //
+// Each transport is built with the client's options
+// (transport.BuildOptions: its logger, its receive limit); WithGRPC sets
+// the transport.Dialer the gRPC servers are reached over.
+//
 // The file and REST entries need no `channel_creds` (bootstrap.Parse
 // accepts them without, R-1.3): neither transport uses channel
 // credentials.

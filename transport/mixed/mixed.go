@@ -23,17 +23,17 @@ const FeaturePerType = "xds_per_type"
 type Option func(*options)
 
 type options struct {
-	grpc         transport.Builder // nil: grpctransport.NewBuilder()
+	grpc         transport.Dialer // nil: grpctransport.NewBuilder()
 	forcePerType bool
 	pertypeOpts  []pertype.Option
 	fileOpts     []file.Option
 	restOpts     []rest.Option
 }
 
-// WithGRPC sets the Builder of gRPC transports (default
-// grpctransport.NewBuilder()).
-func WithGRPC(b transport.Builder) Option {
-	return func(o *options) { o.grpc = b }
+// WithGRPC sets the Dialer of the gRPC transports, over which the Builder
+// speaks ADS or per-type streams (default grpctransport.NewBuilder()).
+func WithGRPC(d transport.Dialer) Option {
+	return func(o *options) { o.grpc = d }
 }
 
 // WithPerType makes every gRPC server use per-type streams, whatever its
@@ -64,7 +64,7 @@ func WithRESTOptions(opts ...rest.Option) Option {
 // concurrent use.
 type Builder struct {
 	// Initialized at creation time and read-only afterwards.
-	grpc         transport.Builder
+	ads          transport.Builder // ADS over the gRPC Dialer
 	forcePerType bool
 	perType      *pertype.Builder
 	file         *file.Builder
@@ -83,7 +83,7 @@ func NewBuilder(opts ...Option) *Builder {
 		o.grpc = grpctransport.NewBuilder()
 	}
 	return &Builder{
-		grpc:         o.grpc,
+		ads:          transport.ADSBuilder(o.grpc),
 		forcePerType: o.forcePerType,
 		perType:      pertype.NewBuilder(o.grpc, o.pertypeOpts...),
 		file:         file.NewBuilder(o.fileOpts...),
@@ -91,21 +91,21 @@ func NewBuilder(opts ...Option) *Builder {
 	}
 }
 
-// Build returns the transport for sc, with the error of the chosen
-// Builder.
-func (m *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+// Build returns the transport for sc, built with the client's options o
+// by the chosen Builder, with its error.
+func (m *Builder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
 	if sc == nil {
-		return m.grpc.Build(sc)
+		return m.ads.Build(sc, o)
 	}
 	uri := strings.ToLower(sc.ServerURI)
 	switch {
 	case strings.HasPrefix(uri, file.Scheme+":"):
-		return m.file.Build(sc)
+		return m.file.Build(sc, o)
 	case strings.HasPrefix(uri, "http://"), strings.HasPrefix(uri, "https://"):
-		return m.rest.Build(sc)
+		return m.rest.Build(sc, o)
 	case m.forcePerType || sc.HasFeature(FeaturePerType):
-		return m.perType.Build(sc)
+		return m.perType.Build(sc, o)
 	default:
-		return m.grpc.Build(sc)
+		return m.ads.Build(sc, o)
 	}
 }

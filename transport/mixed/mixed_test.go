@@ -4,6 +4,7 @@ package mixed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/testutil/clienttest"
 	"github.com/proxyless/xds/testutil/leakcheck"
@@ -81,7 +83,7 @@ func TestDepMgr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &clienttest.Builder{Inner: grpctransport.NewBuilder()} // the gRPC streams
+	rec := &clienttest.Dialer{Inner: grpctransport.NewBuilder()} // the gRPC streams
 	c, err := client.New(cfg, client.WithTransportBuilder(mixed.NewBuilder(mixed.WithGRPC(rec))))
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +142,22 @@ func TestDepMgr(t *testing.T) {
 	}
 }
 
-// TestBuild checks the choice of transport by server_uri and features.
+// The names of the Cluster stream of each transport (transport.XDS.StreamName).
+const (
+	fileCDS    = "filesystem subscription of " + resources.ClusterTypeURL
+	restCDS    = "REST-JSON polling of /v3/discovery:clusters"
+	perTypeCDS = "ClusterDiscoveryService.StreamClusters stream"
+	adsCDS     = "ADS stream"
+)
+
+// streamName returns the name of the Cluster stream of x.
+func streamName(x transport.XDS) string {
+	return x.StreamName(transport.StreamSpec{TypeURL: resources.ClusterTypeURL})
+}
+
+// TestBuild checks the choice of transport by server_uri and features,
+// by the name each gives its Cluster stream, and that file and REST
+// sources have no load reporting stream.
 func TestBuild(t *testing.T) {
 	b := mixed.NewBuilder()
 	for _, tc := range []struct {
@@ -148,18 +165,23 @@ func TestBuild(t *testing.T) {
 		features []string
 		want     string
 	}{
-		{"file:///etc/xds/lds.yaml", nil, "*file.Transport"},
-		{"http://127.0.0.1:8080", nil, "*rest.Transport"},
-		{"HTTPS://xds.example.com", nil, "*rest.Transport"},
-		{"127.0.0.1:18000", []string{mixed.FeaturePerType}, "*pertype.Transport"},
-		{"dns:///xds.example.com:443", nil, "*grpctransport.grpcTransport"},
+		{"file:///etc/xds/lds.yaml", nil, fileCDS},
+		{"http://127.0.0.1:8080", nil, restCDS},
+		{"HTTPS://xds.example.com", nil, restCDS},
+		{"127.0.0.1:18000", []string{mixed.FeaturePerType}, perTypeCDS},
+		{"dns:///xds.example.com:443", nil, adsCDS},
 	} {
-		tr, err := b.Build(&bootstrap.ServerConfig{ServerURI: tc.uri, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}, ServerFeatures: tc.features})
+		tr, err := b.Build(&bootstrap.ServerConfig{ServerURI: tc.uri, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}, ServerFeatures: tc.features}, transport.BuildOptions{})
 		if err != nil {
 			t.Fatalf("Build(%q) = %v", tc.uri, err)
 		}
-		if got := fmt.Sprintf("%T", tr); got != tc.want {
-			t.Errorf("Build(%q, %v) = %s, want %s", tc.uri, tc.features, got, tc.want)
+		if got := streamName(tr); got != tc.want {
+			t.Errorf("Build(%q, %v): %q, want %q", tc.uri, tc.features, got, tc.want)
+		}
+		if tc.want == fileCDS || tc.want == restCDS {
+			if _, err := tr.NewLRSStream(t.Context()); !errors.Is(err, transport.ErrLRSUnsupported) {
+				t.Errorf("Build(%q).NewLRSStream: %v, want an error wrapping transport.ErrLRSUnsupported", tc.uri, err)
+			}
 		}
 		tr.Close()
 	}
@@ -171,17 +193,17 @@ func TestBuild(t *testing.T) {
 func TestBuild_WithPerType(t *testing.T) {
 	b := mixed.NewBuilder(mixed.WithPerType())
 	for _, tc := range []struct{ uri, want string }{
-		{"127.0.0.1:18000", "*pertype.Transport"},
-		{"dns:///xds.example.com:443", "*pertype.Transport"},
-		{"file:///etc/xds/lds.yaml", "*file.Transport"},
-		{"http://127.0.0.1:8080", "*rest.Transport"},
+		{"127.0.0.1:18000", perTypeCDS},
+		{"dns:///xds.example.com:443", perTypeCDS},
+		{"file:///etc/xds/lds.yaml", fileCDS},
+		{"http://127.0.0.1:8080", restCDS},
 	} {
-		tr, err := b.Build(&bootstrap.ServerConfig{ServerURI: tc.uri, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}})
+		tr, err := b.Build(&bootstrap.ServerConfig{ServerURI: tc.uri, ChannelCreds: bootstrap.ChannelCreds{Type: bootstrap.CredsInsecure}}, transport.BuildOptions{})
 		if err != nil {
 			t.Fatalf("Build(%q) = %v", tc.uri, err)
 		}
-		if got := fmt.Sprintf("%T", tr); got != tc.want {
-			t.Errorf("WithPerType: Build(%q) = %s, want %s", tc.uri, got, tc.want)
+		if got := streamName(tr); got != tc.want {
+			t.Errorf("WithPerType: Build(%q): %q, want %q", tc.uri, got, tc.want)
 		}
 		tr.Close()
 	}

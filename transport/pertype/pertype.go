@@ -65,54 +65,48 @@ func newOptions(opts []Option) *options {
 }
 
 // Builder is a transport.Builder whose transports speak per-type streams
-// over the transports of another Builder (usually
+// over the Transports of a transport.Dialer (usually
 // grpctransport.NewBuilder()). Safe for concurrent use.
 type Builder struct {
-	inner transport.Builder
+	inner transport.Dialer
 	cfg   *options
 }
 
 var _ transport.Builder = (*Builder)(nil)
 
-// NewBuilder returns a Builder that wraps every Transport inner builds
+// NewBuilder returns a Builder that wraps every Transport inner dials
 // with Wrap.
-func NewBuilder(inner transport.Builder, opts ...Option) *Builder {
+func NewBuilder(inner transport.Dialer, opts ...Option) *Builder {
 	return &Builder{inner: inner, cfg: newOptions(opts)}
 }
 
-// Build builds the inner Transport for sc and wraps it. It returns the
-// inner Builder's error unchanged.
-func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
-	tr, err := b.inner.Build(sc)
+// Build dials the inner Transport for sc, with the client's options o,
+// and wraps it. It returns the inner Dialer's error unchanged.
+func (b *Builder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
+	tr, err := b.inner.Dial(sc, o)
 	if err != nil {
 		return nil, err
 	}
 	return wrap(tr, b.cfg), nil
 }
 
-// Wrap returns a Transport that opens per-type streams on tr in place of
-// ADS streams (see the package doc). Closing it closes tr.
+// Wrap returns the transport that opens per-type streams on tr in place
+// of ADS streams (see the package doc). Closing it closes tr.
 func Wrap(tr transport.Transport, opts ...Option) *Transport {
 	return wrap(tr, newOptions(opts))
 }
 
 func wrap(tr transport.Transport, cfg *options) *Transport {
-	return &Transport{inner: tr, xds: transport.PerTypeStreams(tr, cfg.methodFor)}
+	return &Transport{xds: transport.PerTypeStreams(tr, cfg.methodFor)}
 }
 
-// Transport is a transport.Transport whose xDS streams (transport.XDS) are
-// per-type streams on the Transport it wraps. Safe for concurrent use.
+// Transport is a transport.XDS whose xDS streams are per-type streams on
+// the Transport it wraps. Safe for concurrent use.
 type Transport struct {
-	inner transport.Transport
-	xds   transport.XDS
+	xds transport.XDS // transport.PerTypeStreams of the wrapped Transport
 }
 
-// NewStream opens method on the wrapped Transport: the per-type streams
-// are opened through NewXDSStream; this is for the other services of the
-// server, such as load reporting (LRS).
-func (t *Transport) NewStream(ctx context.Context, method string) (transport.Stream, error) {
-	return t.inner.NewStream(ctx, method)
-}
+var _ transport.XDS = (*Transport)(nil)
 
 // PerType reports true: one stream per resource type.
 func (t *Transport) PerType() bool { return true }
@@ -124,13 +118,17 @@ func (t *Transport) NewXDSStream(ctx context.Context, spec transport.StreamSpec)
 	return t.xds.NewXDSStream(ctx, spec)
 }
 
-// Close closes the wrapped Transport, which ends every stream.
-func (t *Transport) Close() { t.inner.Close() }
+// StreamName names the stream by its service and method:
+// "ClusterDiscoveryService.StreamClusters stream".
+func (t *Transport) StreamName(spec transport.StreamSpec) string { return t.xds.StreamName(spec) }
 
-var (
-	_ transport.Transport = (*Transport)(nil)
-	_ transport.XDS       = (*Transport)(nil)
-)
+// NewLRSStream opens the load reporting stream on the wrapped Transport.
+func (t *Transport) NewLRSStream(ctx context.Context) (transport.Stream, error) {
+	return t.xds.NewLRSStream(ctx)
+}
+
+// Close closes the wrapped Transport, which ends every stream.
+func (t *Transport) Close() { t.xds.Close() }
 
 // errNoService is wrapped by the error of a type with no per-type service.
 var errNoService = errors.New("no per-type service for the resource type")

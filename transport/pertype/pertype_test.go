@@ -47,13 +47,13 @@ func testContext(t *testing.T) context.Context {
 
 // newClient returns a client of ms over per-type streams, recording the
 // streams it opens.
-func newClient(t *testing.T, ms *testutil.ManagementServer, opts ...client.Option) (*client.Client, *clienttest.Builder) {
+func newClient(t *testing.T, ms *testutil.ManagementServer, opts ...client.Option) (*client.Client, *clienttest.Dialer) {
 	t.Helper()
 	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &clienttest.Builder{Inner: ms.TransportBuilder()}
+	rec := &clienttest.Dialer{Inner: ms.Dialer()}
 	c, err := client.New(cfg, append([]client.Option{client.WithTransportBuilder(pertype.NewBuilder(rec))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestUnknownType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := pertype.NewBuilder(ms.TransportBuilder(), pertype.WithService("type.googleapis.com/envoy.config.listener.v3.Listener", pertype.Service{}))
+	b := pertype.NewBuilder(ms.Dialer(), pertype.WithService("type.googleapis.com/envoy.config.listener.v3.Listener", pertype.Service{}))
 	c, err := client.New(cfg, client.WithTransportBuilder(b))
 	if err != nil {
 		t.Fatal(err)

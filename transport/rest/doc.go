@@ -9,12 +9,17 @@
 //	b := rest.NewBuilder(rest.WithInterval(10 * time.Second))
 //	c, err := client.New(cfg, client.WithTransportBuilder(b)) // server_uri "http://xds.example.com:8080"
 //
-// It is a transport.Transport that speaks xDS itself (transport.XDS, one
-// stream per type): the client's engine (subscriptions, validation, cache,
-// ACK/NACK, does-not-exist timers, watchers) is the same as for ADS. Only
-// the SotW variant exists over REST (and no ADS, nor any other gRPC
+// Its Builder is a transport.Builder whose transport.XDS polls, one
+// "stream" per type: the client's engine (subscriptions, validation,
+// cache, ACK/NACK, does-not-exist timers, watchers) is the same as for ADS.
+// Only the SotW variant exists over REST (and no ADS, nor any other gRPC
 // service): a delta stream fails with an error wrapping
-// transport.ErrDeltaUnsupported.
+// transport.ErrDeltaUnsupported, and load reporting with one wrapping
+// transport.ErrLRSUnsupported. The client's logs and errors name a type's
+// polling by its endpoint ("REST-JSON polling of /v3/discovery:clusters").
+// The transport logs through the client's logger unless given one
+// (WithLogger), and limits a response body to the client's receive limit
+// (client.WithMaxRecvMsgSize) unless given one (WithMaxResponseBytes).
 //
 // # Polling
 //

@@ -105,7 +105,7 @@ func (s *stream) fetch(ctx context.Context, p *poller, body []byte) (*v3discover
 		return nil, failed(err)
 	}
 	defer hresp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(hresp.Body, s.t.opts.maxBytes+1))
+	b, err := io.ReadAll(io.LimitReader(hresp.Body, s.t.limit.Bytes+1))
 	if err != nil {
 		return nil, failed(fmt.Errorf("reading the body: %w", err))
 	}
@@ -120,8 +120,8 @@ func (s *stream) fetch(ctx context.Context, p *poller, body []byte) (*v3discover
 		}
 		return nil, fmt.Errorf("rest: POST %s: HTTP %s: %q", url, hresp.Status, b)
 	}
-	if int64(len(b)) > s.t.opts.maxBytes {
-		return nil, fmt.Errorf("rest: POST %s: %w: body over %d bytes", url, transport.ErrMessageTooLarge, s.t.opts.maxBytes)
+	if int64(len(b)) > s.t.limit.Bytes {
+		return nil, fmt.Errorf("rest: POST %s: %w: body over %d bytes (%s)", url, transport.ErrMessageTooLarge, s.t.limit.Bytes, s.t.limit.Hint)
 	}
 	resp := &v3discoverypb.DiscoveryResponse{}
 	if err := (protojson.UnmarshalOptions{Resolver: s.t.opts.resolver, DiscardUnknown: true}).Unmarshal(b, resp); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/internal/recvlimit"
+	"github.com/proxyless/xds/internal/xdslog"
 	// The built-in resource types, which responses carry as Any, are
 	// linked with it.
 	"github.com/proxyless/xds/resources"
@@ -34,8 +37,10 @@ const DefaultInterval = 30 * time.Second
 // (ApiConfigSource.request_timeout).
 const DefaultPollTimeout = 60 * time.Second
 
-// DefaultMaxResponseBytes is the default limit on a response body: 4 MiB,
-// as gRPC's default receive limit.
+// DefaultMaxResponseBytes is the limit on a response body unless
+// WithMaxResponseBytes or the client (transport.BuildOptions.MaxRecvMsgSize,
+// client.WithMaxRecvMsgSize) says otherwise: 4 MiB, as gRPC's default
+// receive limit.
 const DefaultMaxResponseBytes = 4 << 20
 
 // Resolver finds the message types of the Any values in responses.
@@ -51,9 +56,10 @@ type options struct {
 	interval    time.Duration
 	pollTimeout time.Duration
 	httpClient  *http.Client
-	maxBytes    int64
+	maxBytes    int64 // 0: not given
 	resolver    Resolver
 	paths       map[string]string // type URL → path suffix after "/v3/discovery:"
+	logger      *slog.Logger      // nil: the client's
 }
 
 // WithInterval sets the time between two polls of a type (default
@@ -95,10 +101,12 @@ func WithHTTPClient(c *http.Client) Option {
 	}
 }
 
-// WithMaxResponseBytes sets the largest response body accepted, in bytes
-// (default DefaultMaxResponseBytes, 4 MiB); a larger one ends the stream
-// with an error wrapping transport.ErrMessageTooLarge. Zero or negative
-// means the default.
+// WithMaxResponseBytes sets the largest response body accepted, in bytes.
+// Without it, the limit is the client's (transport.BuildOptions.MaxRecvMsgSize,
+// which client.WithMaxRecvMsgSize sets), else DefaultMaxResponseBytes
+// (4 MiB). A larger body ends the stream with an error wrapping
+// transport.ErrMessageTooLarge that names the limit and the option that
+// raises it. Zero or negative means no limit of the Builder's own.
 func WithMaxResponseBytes(n int64) Option {
 	return func(o *options) {
 		if n > 0 {
@@ -113,6 +121,19 @@ func WithResolver(r Resolver) Option {
 	return func(o *options) {
 		if r != nil {
 			o.resolver = r
+		}
+	}
+}
+
+// WithLogger sets where the transport logs (nil keeps the default: the
+// client's logger, transport.BuildOptions.Logger). It logs at
+// slog.LevelDebug the polls the server answers with HTTP 304 Not Modified,
+// which give the client nothing to log; the client logs every response
+// and every failure.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
 		}
 	}
 }
@@ -138,7 +159,6 @@ func NewBuilder(opts ...Option) *Builder {
 	o := options{
 		interval:    DefaultInterval,
 		pollTimeout: DefaultPollTimeout,
-		maxBytes:    DefaultMaxResponseBytes,
 		resolver:    protoregistry.GlobalTypes,
 		paths: map[string]string{
 			resources.ListenerTypeURL:    "listeners",
@@ -153,9 +173,10 @@ func NewBuilder(opts ...Option) *Builder {
 	return &Builder{opts: o}
 }
 
-// Build returns a Transport to the server at sc.ServerURI. It does no I/O.
-// It returns an error when the URI is not an http or https URL.
-func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error) {
+// Build returns a Transport to the server at sc.ServerURI, with the
+// client's logger and size limit unless the Builder has its own. It does
+// no I/O. It returns an error when the URI is not an http or https URL.
+func (b *Builder) Build(sc *bootstrap.ServerConfig, o transport.BuildOptions) (transport.XDS, error) {
 	if sc == nil {
 		return nil, errors.New("rest: nil ServerConfig")
 	}
@@ -164,7 +185,21 @@ func (b *Builder) Build(sc *bootstrap.ServerConfig) (transport.Transport, error)
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Transport{opts: b.opts, base: base, ctx: ctx, cancel: cancel}
+	logger := b.opts.logger
+	if logger == nil {
+		logger = o.Logger
+	}
+	if logger == nil {
+		logger = xdslog.Discard()
+	}
+	t := &Transport{
+		opts:   b.opts,
+		base:   base,
+		limit:  recvlimit.Choose(b.opts.maxBytes, "rest.WithMaxResponseBytes", o.MaxRecvMsgSize, DefaultMaxResponseBytes),
+		logger: logger,
+		ctx:    ctx,
+		cancel: cancel,
+	}
 	t.hc, t.ownHC = pollClient(b.opts.httpClient)
 	return t, nil
 }
@@ -206,7 +241,9 @@ func parseBase(uri string) (string, error) {
 type Transport struct {
 	// Initialized at creation time and read-only afterwards.
 	opts   options
-	base   string             // server URI without a trailing slash
+	base   string          // server URI without a trailing slash
+	limit  recvlimit.Limit // of a response body
+	logger *slog.Logger
 	hc     *http.Client       // a copy of WithHTTPClient's (pollClient), or owned
 	ownHC  bool               // hc is the Transport's: Close closes its idle connections
 	ctx    context.Context    // cancelled by Close
@@ -233,20 +270,7 @@ func (t *Transport) goPoll(poll func()) bool {
 	return true
 }
 
-var (
-	_ transport.Transport = (*Transport)(nil)
-	_ transport.XDS       = (*Transport)(nil)
-)
-
-// errNoGRPC is returned by NewStream: a REST-JSON server has no gRPC
-// services.
-var errNoGRPC = errors.New("rest: a REST-JSON polling server has no gRPC streams (ADS, LRS)")
-
-// NewStream returns an error: a REST-JSON server is reached through
-// NewXDSStream only; it has no gRPC services such as load reporting.
-func (t *Transport) NewStream(_ context.Context, method string) (transport.Stream, error) {
-	return nil, fmt.Errorf("%w: %s", errNoGRPC, method)
-}
+var _ transport.XDS = (*Transport)(nil)
 
 // PerType reports true: each resource type is polled on its own.
 func (t *Transport) PerType() bool { return true }
@@ -268,6 +292,21 @@ func (t *Transport) NewXDSStream(ctx context.Context, spec transport.StreamSpec)
 		return nil, transport.ErrClosed
 	}
 	return newStream(ctx, t, path, spec), nil
+}
+
+// StreamName returns "REST-JSON polling of /v3/discovery:" and the type's
+// path: "REST-JSON polling of /v3/discovery:clusters".
+func (t *Transport) StreamName(spec transport.StreamSpec) string {
+	if path, ok := t.opts.paths[spec.TypeURL]; ok {
+		return "REST-JSON polling of /v3/discovery:" + path
+	}
+	return "REST-JSON polling of " + spec.TypeURL
+}
+
+// NewLRSStream returns an error wrapping transport.ErrLRSUnsupported: a
+// REST-JSON server has no load reporting service.
+func (t *Transport) NewLRSStream(context.Context) (transport.Stream, error) {
+	return nil, fmt.Errorf("rest: %w: REST-JSON polling has no load reporting stream", transport.ErrLRSUnsupported)
 }
 
 // Close ends every stream, waits for their polls to end and, unless the

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/transport"
 
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -221,7 +222,8 @@ func (s *stream) poll() {
 		}
 		timer = time.NewTimer(jitter(s.t.opts.interval))
 		if resp == nil {
-			continue // 304 Not Modified
+			s.t.logger.Debug("rest: poll answered 304 Not Modified", xdslog.KeyTypeURL, p.typeURL)
+			continue
 		}
 		s.mu.Lock()
 		p.awaiting = true

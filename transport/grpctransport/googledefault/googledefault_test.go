@@ -14,6 +14,7 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/testutil/leakcheck"
+	"github.com/proxyless/xds/transport"
 	"github.com/proxyless/xds/transport/grpctransport"
 	"github.com/proxyless/xds/transport/grpctransport/googledefault"
 )
@@ -105,7 +106,7 @@ func TestTrafficDirectorBootstrap(t *testing.T) {
 		t.Fatalf("per-RPC credentials = %v, want OAuth2 credentials that require transport security", pc)
 	}
 
-	tr, err := grpctransport.NewBuilder(grpctransport.WithChannelCreds(googledefault.Builder{})).Build(sc)
+	tr, err := grpctransport.NewBuilder(grpctransport.WithChannelCreds(googledefault.Builder{})).Dial(sc, transport.BuildOptions{})
 	if err != nil {
 		t.Fatalf("grpctransport Build: %v", err)
 	}
