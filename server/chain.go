@@ -76,7 +76,7 @@ var _ serving.Chain = (*chain)(nil)
 // Deliver hands c to the chain's grpc.Server, with the chain's TLS
 // configuration for the server credentials.
 func (ch *chain) Deliver(c net.Conn) bool {
-	return ch.lis.Deliver(&conn{Conn: c, ch: ch})
+	return ch.lis.Deliver(handshake.NewServerConn(c, ch.hi, ch.hiErr))
 }
 
 // SetRoutes gives the chain's next RPCs the table rt.
@@ -154,37 +154,4 @@ func (ch *chain) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 		return err
 	}
 	return handler(srv, ss)
-}
-
-// conn is a connection accepted for a chain: it gives the chain's TLS
-// configuration to the server credentials of package xdscreds
-// (handshake.ServerConn) and remembers the handshake deadline grpc sets.
-type conn struct {
-	net.Conn
-	ch *chain
-
-	mu       sync.Mutex
-	deadline time.Time // guarded by mu
-}
-
-var _ handshake.ServerConn = (*conn)(nil)
-
-// XDSHandshakeInfo returns the chain's TLS configuration.
-func (c *conn) XDSHandshakeInfo() (*handshake.ServerHandshakeInfo, error) {
-	return c.ch.hi, c.ch.hiErr
-}
-
-// SetDeadline records t for HandshakeDeadline and sets it.
-func (c *conn) SetDeadline(t time.Time) error {
-	c.mu.Lock()
-	c.deadline = t
-	c.mu.Unlock()
-	return c.Conn.SetDeadline(t)
-}
-
-// HandshakeDeadline returns the last deadline SetDeadline set.
-func (c *conn) HandshakeDeadline() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.deadline
 }
