@@ -60,6 +60,12 @@ const (
 	KeyRoot            = "root"
 	KeyIdentity        = "identity"
 
+	// Requests of the servers.
+	KeyPath       = "path"
+	KeyStatus     = "status"
+	KeyHTTPFilter = "http_filter"
+	KeyPolicy     = "policy"
+
 	// Files.
 	KeyFile = "file"
 	KeyDir  = "dir"
