@@ -52,7 +52,7 @@ func (s *GRPCServer) newChain(fc *resources.FilterChain, label string, addr net.
 	srv := grpc.NewServer(opts...)
 	s.registerOn(srv)
 	ch.Runner = serving.Run(srv, serving.RunnerOptions{
-		Addr: addr, Label: label, Logger: s.logger, WG: &s.wg, HardStop: s.hardStop,
+		Addr: addr, Label: label, Logger: s.logger, WG: &s.group.WG, HardStop: s.group.HardStop,
 		Release: ch.release,
 	})
 	return ch

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -44,18 +43,11 @@ type Server struct {
 	logger     *slog.Logger
 	providers  *xdscreds.ProviderStore
 	auditors   map[string]audit.LoggerBuilder
-	chainTLS   *tls.Config   // the TLS of chains with a DownstreamTlsContext: GetConfigForClient
-	fallback   *tls.Config   // the TLS of chains without one; nil: plaintext
-	nextProtos []string      // the ALPN protocols offered
-	hardStop   chan struct{} // closed by Close: drains end at once
+	chainTLS   *tls.Config    // the TLS of chains with a DownstreamTlsContext: GetConfigForClient
+	fallback   *tls.Config    // the TLS of chains without one; nil: plaintext
+	nextProtos []string       // the ALPN protocols offered
+	group      *serving.Group // the Serve calls, the stop, the chains' goroutines
 
-	mu        sync.Mutex
-	stopped   bool                           // guarded by mu; Shutdown or Close was called
-	graceful  bool                           // guarded by mu; the stop is Shutdown
-	listeners map[*serving.Listener]struct{} // guarded by mu; the running Serve calls
-	stopOnce  sync.Once
-
-	wg      sync.WaitGroup // the chains' goroutines
 	waiters sync.WaitGroup // Shutdown's waits, which Close ends
 }
 
@@ -94,8 +86,7 @@ func NewServer(c *client.Client, handler http.Handler, opts ...ServerOption) (*S
 		logger:    o.logger,
 		providers: o.providers,
 		auditors:  o.auditByName,
-		hardStop:  make(chan struct{}),
-		listeners: make(map[*serving.Listener]struct{}),
+		group:     serving.NewGroup(),
 	}
 	if s.providers == nil {
 		s.providers = xdscreds.NewProviderStore(cfg.CertificateProviders, xdscreds.WithStoreLogger(o.logger))
@@ -177,13 +168,7 @@ func (s *Server) Serve(lis net.Listener) error {
 	if !ok {
 		return fmt.Errorf("xdshttp: Serve: the listener's address is a %T, want a *net.TCPAddr", lis.Addr())
 	}
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		lis.Close()
-		return http.ErrServerClosed
-	}
-	sl := serving.New(lis, addr, serving.Options{
+	err := s.group.Serve(lis, addr, serving.Options{
 		Client:       s.c,
 		Name:         bootstrap.ExpandTemplate(s.template, addr.String()),
 		NodeID:       s.nodeID,
@@ -194,19 +179,9 @@ func (s *Server) Serve(lis net.Listener) error {
 		NewChain: func(fc *resources.FilterChain, label string, routes *serverroutes.Table) serving.Chain {
 			return s.newChain(fc, label, addr, routes)
 		},
-		Stopping: s.stopping,
-		Failure:  "requests will fail with 503",
+		Failure: "requests will fail with 503",
 	})
-	s.listeners[sl] = struct{}{}
-	s.mu.Unlock()
-
-	err := sl.Serve()
-
-	s.mu.Lock()
-	delete(s.listeners, sl)
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped {
+	if err == nil || errors.Is(err, serving.ErrStopped) {
 		return http.ErrServerClosed
 	}
 	return err
@@ -234,16 +209,13 @@ func (s *Server) ListenAndServe(addr string) error {
 // what is left). Hijacked connections are not waited for. The xDS client
 // is not closed.
 func (s *Server) Shutdown(ctx context.Context) error {
-	sls := s.stop(false)
+	s.group.Stop(false)
 	done := make(chan struct{})
 	s.waiters.Add(1)
 	go func() {
 		defer s.waiters.Done()
 		defer close(done)
-		for _, sl := range sls {
-			<-sl.Done()
-		}
-		s.wg.Wait()
+		s.group.Wait()
 	}()
 	select {
 	case <-done:
@@ -258,39 +230,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // server's goroutines; it does not wait for handlers to return. It is
 // idempotent and ends a Shutdown's drain. The xDS client is not closed.
 func (s *Server) Close() error {
-	sls := s.stop(true)
-	for _, sl := range sls {
-		<-sl.Done()
-	}
-	s.wg.Wait()
+	s.group.Stop(true)
+	s.group.Wait()
 	s.waiters.Wait()
 	return nil
-}
-
-// stop marks the server stopped (hard: Close) and closes its listeners;
-// it returns them.
-func (s *Server) stop(hard bool) []*serving.Listener {
-	s.mu.Lock()
-	if !s.stopped {
-		s.stopped, s.graceful = true, !hard
-	}
-	if hard {
-		s.stopOnce.Do(func() { close(s.hardStop) })
-	}
-	sls := make([]*serving.Listener, 0, len(s.listeners))
-	for sl := range s.listeners {
-		sls = append(sls, sl)
-	}
-	s.mu.Unlock()
-	for _, sl := range sls {
-		sl.Close()
-	}
-	return slices.Clip(sls)
-}
-
-// stopping reports whether the server is stopping, and whether hard.
-func (s *Server) stopping() (stopped, hard bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopped, s.stopped && !s.graceful
 }

@@ -50,7 +50,7 @@ func (s *Server) newChain(fc *resources.FilterChain, label string, addr net.Addr
 	ch.routes.Store(rt)
 	ch.hi, ch.hiErr = serving.ChainTLS(fc, label, s.providers.Provider, s.logger)
 	ch.Runner = serving.Run(newChainServer(s.httpServer(ch)), serving.RunnerOptions{
-		Addr: addr, Label: label, Logger: s.logger, WG: &s.wg, HardStop: s.hardStop,
+		Addr: addr, Label: label, Logger: s.logger, WG: &s.group.WG, HardStop: s.group.HardStop,
 		Release: ch.release,
 	})
 	return ch
