@@ -5,132 +5,75 @@ package server
 import (
 	"context"
 	"net"
-	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/proxyless/xds/internal/handshake"
-	"github.com/proxyless/xds/internal/xdslog"
+	"github.com/proxyless/xds/internal/serverroutes"
+	"github.com/proxyless/xds/internal/serving"
 	"github.com/proxyless/xds/resources"
 )
 
 // chain serves the connections of one filter chain of a Listener: a
-// grpc.Server of its own, fed by a connListener, whose interceptors check
-// each RPC against the chain's current routeTable. A chain lives while
-// its filter chain is in the Listener in use, across updates that keep
-// the filter chain unchanged (FilterChain.SameConfig); then it is retired:
-// its grpc.Server is gracefully stopped, which sends each connection a
-// GOAWAY and waits for its RPCs, and stopped after the drain grace time.
-// A grpc.Server per chain is how connections are drained on gRPC's public
-// API: GracefulStop is the only public way to send a GOAWAY.
+// grpc.Server of its own, run by a serving.Runner on the connections the
+// accept loop matched to it, whose interceptors check each RPC against
+// the chain's current routeTable. A chain lives while its filter chain is
+// in the Listener in use, across updates that keep the filter chain
+// unchanged (FilterChain.SameConfig); then it is retired: its grpc.Server
+// is gracefully stopped, which sends each connection a GOAWAY and waits
+// for its RPCs, and stopped after the drain grace time. A grpc.Server per
+// chain is how connections are drained on gRPC's public API:
+// GracefulStop is the only public way to send a GOAWAY.
 type chain struct {
+	*serving.Runner // delivers connections, retires the chain
+
 	// Initialized at creation time and read-only afterwards.
-	s      *GRPCServer
-	fc     *resources.FilterChain
-	label  string // names the chain in messages: `filter chain "name"`
-	srv    *grpc.Server
-	lis    *connListener
-	hi     *handshake.ServerHandshakeInfo // nil without TLS or when hiErr is set
-	hiErr  error                          // why the chain's certificate providers could not be acquired
-	served chan struct{}                  // closed when srv.Serve has returned
+	s     *GRPCServer
+	hi    *handshake.ServerHandshakeInfo // nil without TLS or when hiErr is set
+	hiErr error                          // why the chain's certificate providers could not be acquired
 
 	routes atomic.Pointer[routeTable] // swapped when the RouteConfiguration changes
-
-	retireOnce sync.Once
 }
 
-// chainLabel names filter chain i of a Listener (-1: the default chain).
-func chainLabel(fc *resources.FilterChain, i int) string {
-	switch {
-	case i < 0:
-		return "default filter chain " + strconv.Quote(fc.Name)
-	case fc.Name == "":
-		return "filter chain " + strconv.Itoa(i)
-	}
-	return "filter chain " + strconv.Quote(fc.Name)
-}
+var _ serving.Chain = (*chain)(nil)
 
 // newChain starts the chain of fc, whose RPCs are checked against rt. It
 // acquires the chain's certificate providers; when that fails, the
 // chain's TLS handshakes fail.
 func (s *GRPCServer) newChain(fc *resources.FilterChain, label string, addr net.Addr, rt *routeTable) *chain {
-	ch := &chain{s: s, fc: fc, label: label, lis: newConnListener(addr), served: make(chan struct{})}
+	ch := &chain{s: s}
 	ch.routes.Store(rt)
-	if fc.Security != nil {
-		ch.hi, ch.hiErr = handshake.NewServerHandshakeInfo(strconv.Quote(fc.Name), fc.Security, s.providers.Provider)
-		if ch.hiErr != nil {
-			s.logger.Warn("the TLS handshakes of a filter chain will fail", xdslog.KeyFilterChain, label, xdslog.KeyError, ch.hiErr)
-		}
-	}
+	ch.hi, ch.hiErr = serving.ChainTLS(fc, label, s.providers.Provider, s.logger)
 	opts := append([]grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(ch.unaryInterceptor),
 		grpc.ChainStreamInterceptor(ch.streamInterceptor),
 	}, s.opts.serverOpts...)
-	ch.srv = grpc.NewServer(opts...)
-	s.registerOn(ch.srv)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(ch.served)
-		_ = ch.srv.Serve(ch.lis) // returns once srv is stopped
-	}()
+	srv := grpc.NewServer(opts...)
+	s.registerOn(srv)
+	ch.Runner = serving.Run(srv, serving.RunnerOptions{
+		Addr: addr, Label: label, Logger: s.logger, WG: &s.group.WG, HardStop: s.group.HardStop,
+		Release: ch.release,
+	})
 	return ch
 }
 
-// retire drains the chain: new connections no longer come to it, and its
-// connections get a GOAWAY and may finish their RPCs for grace (zero:
-// without limit), after which they are closed; hard closes them at once.
-// Its certificate providers are released when its connections are gone.
-// It does not block; the server's wait group tracks the drain.
-func (ch *chain) retire(grace time.Duration, hard bool) {
-	ch.retireOnce.Do(func() {
-		s := ch.s
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			ch.lis.Close()
-			if hard {
-				ch.srv.Stop()
-			} else {
-				ch.drain(grace)
-			}
-			<-ch.served
-			if ch.hi != nil {
-				ch.hi.Close()
-			}
-		}()
-	})
+// release releases the chain's certificate providers.
+func (ch *chain) release() {
+	if ch.hi != nil {
+		ch.hi.Close()
+	}
 }
 
-// drain gracefully stops the chain's grpc.Server, and stops it when grace
-// (if not zero) passes or the server is stopped.
-func (ch *chain) drain(grace time.Duration) {
-	s := ch.s
-	done := make(chan struct{})
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(done)
-		ch.srv.GracefulStop() // GOAWAY to every connection; waits for their RPCs
-	}()
-	var timeout <-chan time.Time
-	if grace > 0 {
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case <-done:
-		return
-	case <-timeout:
-		s.logger.Debug("drain grace time over: closing the remaining connections", xdslog.KeyFilterChain, ch.label, xdslog.KeyGrace, grace)
-	case <-s.hardStop:
-	}
-	ch.srv.Stop()
-	<-done
+// Deliver hands c to the chain's grpc.Server, with the chain's TLS
+// configuration for the server credentials.
+func (ch *chain) Deliver(c net.Conn) bool {
+	return ch.Runner.Deliver(handshake.NewServerConn(c, ch.hi, ch.hiErr))
+}
+
+// SetRoutes gives the chain's next RPCs the table rt.
+func (ch *chain) SetRoutes(rt *serverroutes.Table) {
+	ch.routes.Store(&routeTable{rt, ch.s.nodeID})
 }
 
 // check checks one RPC of the chain.
@@ -150,80 +93,4 @@ func (ch *chain) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.Str
 		return err
 	}
 	return handler(srv, ss)
-}
-
-// connListener is the net.Listener of a chain's grpc.Server: the
-// connections the server's accept loop matched to the chain.
-type connListener struct {
-	addr      net.Addr
-	conns     chan net.Conn
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newConnListener(addr net.Addr) *connListener {
-	return &connListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// Accept returns the next connection, or net.ErrClosed once closed.
-func (l *connListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-// Close makes Accept fail; it is idempotent.
-func (l *connListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return nil
-}
-
-// Addr returns the address of the server's listener.
-func (l *connListener) Addr() net.Addr { return l.addr }
-
-// deliver hands c to the chain's grpc.Server; false when the listener is
-// closed (the caller closes c).
-func (l *connListener) deliver(c net.Conn) bool {
-	select {
-	case l.conns <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-// conn is a connection accepted for a chain: it gives the chain's TLS
-// configuration to the server credentials of package xdscreds
-// (handshake.ServerConn) and remembers the handshake deadline grpc sets.
-type conn struct {
-	net.Conn
-	ch *chain
-
-	mu       sync.Mutex
-	deadline time.Time // guarded by mu
-}
-
-var _ handshake.ServerConn = (*conn)(nil)
-
-// XDSHandshakeInfo returns the chain's TLS configuration.
-func (c *conn) XDSHandshakeInfo() (*handshake.ServerHandshakeInfo, error) {
-	return c.ch.hi, c.ch.hiErr
-}
-
-// SetDeadline records t for HandshakeDeadline and sets it.
-func (c *conn) SetDeadline(t time.Time) error {
-	c.mu.Lock()
-	c.deadline = t
-	c.mu.Unlock()
-	return c.Conn.SetDeadline(t)
-}
-
-// HandshakeDeadline returns the last deadline SetDeadline set.
-func (c *conn) HandshakeDeadline() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.deadline
 }

@@ -5,16 +5,13 @@
 package server
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"net"
 	"net/url"
-	"strings"
 	"testing"
 
-	"google.golang.org/grpc/authz/audit"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -27,6 +24,7 @@ import (
 	v3rbacpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 
+	"github.com/proxyless/xds/internal/rbac"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -230,83 +228,23 @@ func TestRBAC_Matchers(t *testing.T) {
 			if pr == nil {
 				pr = anyPrincipal
 			}
-			e, err := newRBACEngine("rbac", decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, Policies: map[string]*v3rbacconfigpb.Policy{
+			e, err := rbac.NewEngine("rbac", decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, Policies: map[string]*v3rbacconfigpb.Policy{
 				"p": {Permissions: []*v3rbacconfigpb.Permission{perm(p)}, Principals: []*v3rbacconfigpb.Principal{pr}},
 			}}), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, r := range tc.match {
-				if ok, _ := e.authorize(r); !ok {
+				if ok, _ := e.Authorize(r); !ok {
 					t.Errorf("match[%d] (%s from %s): not matched", i, r.method, r.peer.Addr)
 				}
 			}
 			for i, r := range tc.noMatch {
-				if ok, _ := e.authorize(r); ok {
+				if ok, _ := e.Authorize(r); ok {
 					t.Errorf("noMatch[%d] (%s from %s): matched", i, r.method, r.peer.Addr)
 				}
 			}
 		})
-	}
-}
-
-// TestRBAC_Actions checks ALLOW and DENY, the policy reported (the first
-// matching one in name order), the rules that enforce nothing (absent,
-// LOG), and the audit events of each decision (gRFC A41, A59).
-func TestRBAC_Actions(t *testing.T) {
-	byPath := func(path string) *v3rbacconfigpb.Policy {
-		return &v3rbacconfigpb.Policy{
-			Permissions: []*v3rbacconfigpb.Permission{{Rule: &v3rbacconfigpb.Permission_UrlPath{UrlPath: &v3matcherpb.PathMatcher{Rule: &v3matcherpb.PathMatcher_Path{Path: prefixSM(path)}}}}},
-			Principals:  []*v3rbacconfigpb.Principal{{Identifier: &v3rbacconfigpb.Principal_Any{Any: true}}},
-		}
-	}
-	policies := map[string]*v3rbacconfigpb.Policy{"b-pkg": byPath("/pkg."), "a-get": byPath("/pkg.Svc/Get"), "c-other": byPath("/other.")}
-	get := rpcFrom("/pkg.Svc/Get", metadata.MD{}, "10.0.0.9:1", "10.0.0.1:8080", &x509.Certificate{URIs: []*url.URL{{Scheme: "spiffe", Host: "td", Path: "/c"}}})
-	none := rpcFrom("/none.Svc/Get", metadata.MD{}, "10.0.0.9:1", "10.0.0.1:8080", nil)
-
-	var log bytes.Buffer
-	auditors := map[string]audit.LoggerBuilder{StdoutAuditLoggerName: NewStdoutAuditLogger(&log)}
-	auditOpts := &v3rbacconfigpb.RBAC_AuditLoggingOptions{
-		AuditCondition: v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY_AND_ALLOW,
-		LoggerConfigs:  []*v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{stdoutLoggerConfig(t)},
-	}
-	allow, err := newRBACEngine("allow-filter", decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, Policies: policies, AuditLoggingOptions: auditOpts}), auditors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, p := allow.authorize(get); !ok || p != "a-get" {
-		t.Errorf("ALLOW: authorize(Get) = %v, %q; want true, a-get (the first matching policy by name)", ok, p)
-	}
-	if ok, p := allow.authorize(none); ok || p != "" {
-		t.Errorf("ALLOW: authorize(none) = %v, %q; want false, no policy", ok, p)
-	}
-	deny, err := newRBACEngine("deny-filter", decodedRules(t, &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_DENY, Policies: policies}), auditors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, p := deny.authorize(get); ok || p != "a-get" {
-		t.Errorf("DENY: authorize(Get) = %v, %q; want false, a-get", ok, p)
-	}
-	if ok, _ := deny.authorize(none); !ok {
-		t.Errorf("DENY: authorize(none) = false, want true")
-	}
-	for _, rules := range []*v3rbacconfigpb.RBAC{nil, {Action: v3rbacconfigpb.RBAC_LOG, Policies: policies}} {
-		if e, err := newRBACEngine("f", decodedRules(t, rules), auditors); e != nil || err != nil {
-			t.Errorf("newRBACEngine(%v) = %v, %v; want nil, nil (nothing enforced)", rules, e, err)
-		}
-	}
-
-	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("audit log:\n%s\nwant 2 lines (ON_DENY_AND_ALLOW; the DENY engine logs nothing)", log.String())
-	}
-	for i, want := range []string{
-		`{"grpc_audit_log":{"rpc_method":"/pkg.Svc/Get","principal":"spiffe://td/c","policy_name":"allow-filter","matched_rule":"a-get","authorized":true,"timestamp":"`,
-		`{"grpc_audit_log":{"rpc_method":"/none.Svc/Get","principal":"","policy_name":"allow-filter","matched_rule":"","authorized":false,"timestamp":"`,
-	} {
-		if !strings.HasPrefix(lines[i], want) {
-			t.Errorf("audit line %d = %s\nwant prefix %s", i, lines[i], want)
-		}
 	}
 }
 

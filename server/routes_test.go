@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -22,6 +23,8 @@ import (
 	v3routerpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 
+	"github.com/proxyless/xds/internal/serverroutes"
+	"github.com/proxyless/xds/mgmtserver/xdsbuild"
 	"github.com/proxyless/xds/resources"
 )
 
@@ -68,6 +71,11 @@ func decodeRC(t *testing.T, rc *v3routepb.RouteConfiguration) *resources.RouteCo
 	return v
 }
 
+// buildRouteTable is the routeTable of a chain with filters and rc.
+func buildRouteTable(filters []resources.HTTPFilter, rc *resources.RouteConfig, auditors map[string]audit.LoggerBuilder, nodeID string) *routeTable {
+	return &routeTable{serverroutes.Build(filters, rc, auditors), nodeID}
+}
+
 // rpcCtx is the server context of an RPC to authority.
 func rpcCtx(authority string) context.Context {
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(":authority", authority))
@@ -100,12 +108,12 @@ func TestRouteTable(t *testing.T) {
 		},
 	}})
 	filters := []resources.HTTPFilter{
-		{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: denyPath("/pkg.Svc/")}), RBAC: decodedRules(t, denyPath("/pkg.Svc/"))},
+		{Name: "rbac", TypeURL: serverroutes.RBACTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: denyPath("/pkg.Svc/")}), RBAC: decodedRules(t, denyPath("/pkg.Svc/"))},
 		{Name: "router", TypeURL: "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router", Config: anyOf(t, &v3routerpb.Router{})},
 	}
 	rt := buildRouteTable(filters, rc, nil, "node-1")
-	if rt.err != nil {
-		t.Fatal(rt.err)
+	if rt.Err() != nil {
+		t.Fatal(rt.Err())
 	}
 	if p := rt.problems(); !strings.Contains(p, "1 routes whose action is not non_forwarding_action") {
 		t.Errorf("problems() = %q, want the forwarding route counted", p)
@@ -143,18 +151,18 @@ func TestRouteTable_Errors(t *testing.T) {
 	rc := decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{Domains: []string{"*"}, Routes: []*v3routepb.Route{route("/", true, nil)}}}})
 	withLogger := &v3rbacconfigpb.RBAC{Action: v3rbacconfigpb.RBAC_ALLOW, AuditLoggingOptions: &v3rbacconfigpb.RBAC_AuditLoggingOptions{
 		AuditCondition: v3rbacconfigpb.RBAC_AuditLoggingOptions_ON_DENY,
-		LoggerConfigs:  []*v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{typedStructConfig(t, "x/missing", nil, false)},
+		LoggerConfigs:  []*v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{xdsbuild.TypedStructAuditLogger("x/missing", nil, false)},
 	}}
 	for _, tc := range []struct {
 		name string
 		rt   *routeTable
 		want string
 	}{
-		{"RDS error", errorTable(errNoRouteConfig, "n"), "no RouteConfiguration yet"},
-		{"override of another filter type", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{})}}, decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{
+		{"RDS error", &routeTable{serverroutes.Error(errors.New("no RouteConfiguration yet")), "n"}, "no RouteConfiguration yet"},
+		{"override of another filter type", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: serverroutes.RBACTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{})}}, decodeRC(t, &v3routepb.RouteConfiguration{Name: "rc", VirtualHosts: []*v3routepb.VirtualHost{{
 			Domains: []string{"*"}, Routes: []*v3routepb.Route{route("/", true, map[string]*anypb.Any{"rbac": anyOf(t, &v3faultpb.HTTPFault{})})},
 		}}}), nil, "n"), "want RBACPerRoute"},
-		{"unknown audit logger", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: rbacTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: withLogger}), RBAC: decodedRules(t, withLogger)}}, rc, map[string]audit.LoggerBuilder{}, "n"), `no audit logger "missing"`},
+		{"unknown audit logger", buildRouteTable([]resources.HTTPFilter{{Name: "rbac", TypeURL: serverroutes.RBACTypeURL, Config: anyOf(t, &v3rbacpb.RBAC{Rules: withLogger}), RBAC: decodedRules(t, withLogger)}}, rc, map[string]audit.LoggerBuilder{}, "n"), `no audit logger "missing"`},
 	} {
 		err := tc.rt.check(rpcCtx("a"), "/p/m")
 		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), tc.want) {

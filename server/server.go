@@ -14,6 +14,9 @@ import (
 
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/internal/serverroutes"
+	"github.com/proxyless/xds/internal/serving"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdscreds"
 )
 
@@ -34,18 +37,12 @@ type GRPCServer struct {
 	logger    *slog.Logger
 	providers *xdscreds.ProviderStore
 	auditors  map[string]audit.LoggerBuilder
-	proto     *grpc.Server  // holds the registrations: GetServiceInfo, and their checks
-	hardStop  chan struct{} // closed by Stop: drains end at once
+	proto     *grpc.Server   // holds the registrations: GetServiceInfo, and their checks
+	group     *serving.Group // the Serve calls, the stop, the chains' goroutines
 
-	mu        sync.Mutex
-	services  []registration                // guarded by mu
-	serving   bool                          // guarded by mu; Serve was called
-	stopped   bool                          // guarded by mu; Stop or GracefulStop was called
-	graceful  bool                          // guarded by mu; the stop is GracefulStop
-	listeners map[*servingListener]struct{} // guarded by mu; the running Serve calls
-	stopOnce  sync.Once
-
-	wg sync.WaitGroup // every goroutine the server starts
+	mu       sync.Mutex
+	services []registration // guarded by mu
+	serving  bool           // guarded by mu; Serve was called
 }
 
 // registration is one RegisterService call.
@@ -88,8 +85,7 @@ func NewGRPCServer(c *client.Client, opts ...Option) (*GRPCServer, error) {
 		providers: o.providers,
 		auditors:  o.auditByName,
 		proto:     grpc.NewServer(o.serverOpts...),
-		hardStop:  make(chan struct{}),
-		listeners: make(map[*servingListener]struct{}),
+		group:     serving.NewGroup(),
 	}
 	if s.providers == nil {
 		s.providers = xdscreds.NewProviderStore(cfg.CertificateProviders, xdscreds.WithStoreLogger(o.logger))
@@ -145,25 +141,23 @@ func (s *GRPCServer) Serve(lis net.Listener) error {
 		return fmt.Errorf("server: Serve: the listener's address is a %T, want a *net.TCPAddr", lis.Addr())
 	}
 	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		lis.Close()
-		return grpc.ErrServerStopped
-	}
 	s.serving = true
-	name := bootstrap.ExpandTemplate(s.template, addr.String())
-	sl := newServingListener(s, lis, addr, name)
-	s.listeners[sl] = struct{}{}
 	s.mu.Unlock()
-
-	err := sl.serve()
-
-	s.mu.Lock()
-	delete(s.listeners, sl)
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped {
-		return nil
+	err := s.group.Serve(lis, addr, serving.Options{
+		Client:       s.c,
+		Name:         bootstrap.ExpandTemplate(s.template, addr.String()),
+		NodeID:       s.nodeID,
+		Logger:       s.logger,
+		DrainGrace:   s.opts.drainGrace,
+		ModeCallback: s.opts.modeCB,
+		Auditors:     s.auditors,
+		NewChain: func(fc *resources.FilterChain, label string, routes *serverroutes.Table) serving.Chain {
+			return s.newChain(fc, label, addr, &routeTable{routes, s.nodeID})
+		},
+		Failure: "RPCs will fail with UNAVAILABLE",
+	})
+	if errors.Is(err, serving.ErrStopped) {
+		return grpc.ErrServerStopped
 	}
 	return err
 }
@@ -185,36 +179,9 @@ func (s *GRPCServer) GracefulStop() {
 }
 
 func (s *GRPCServer) stop(graceful bool) {
-	s.mu.Lock()
-	first := !s.stopped
-	s.stopped = true
-	if first {
-		s.graceful = graceful
-	}
-	if !graceful {
-		s.stopOnce.Do(func() { close(s.hardStop) })
-	}
-	sls := make([]*servingListener, 0, len(s.listeners))
-	for sl := range s.listeners {
-		sls = append(sls, sl)
-	}
-	s.mu.Unlock()
-
-	for _, sl := range sls {
-		sl.close()
-	}
+	s.group.Stop(!graceful)
 	// The listeners' accept loops end: each Serve retires its chains,
-	// which the wait group tracks.
-	for _, sl := range sls {
-		<-sl.done
-	}
-	s.wg.Wait()
+	// which the group's wait group tracks.
+	s.group.Wait()
 	s.proto.Stop()
-}
-
-// stopping reports whether the server is stopping, and whether hard.
-func (s *GRPCServer) stopping() (stopped, hard bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopped, s.stopped && !s.graceful
 }

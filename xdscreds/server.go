@@ -93,6 +93,32 @@ func (c *serverCreds) ServerHandshake(rawConn net.Conn) (net.Conn, credentials.A
 	return credentials.NewTLS(cfg).ServerHandshake(rawConn)
 }
 
+// ServerTLSConfig returns the TLS configuration of conn, a connection an
+// xDS-enabled server accepted (package xdshttp's net/http server), for a
+// crypto/tls server handshake: the DownstreamTlsContext of its filter
+// chain with the current key material of the chain's certificate
+// providers, waited for until ctx is done; with a root provider, the
+// client's certificate is asked for (required with
+// require_client_certificate) and verified as NewServerCredentials
+// verifies it (gRFC A29, A87). The configuration has no NextProtos: the
+// caller sets its ALPN protocols. It returns nil, nil when the
+// connection's filter chain has no TLS, or when conn is not a connection
+// of an xDS-enabled server; an error when the chain's certificate
+// providers could not be started or give no key material. It is what
+// ServerHandshake does before its TLS handshake, for servers that run
+// crypto/tls themselves (tls.Config.GetConfigForClient).
+func ServerTLSConfig(ctx context.Context, conn net.Conn) (*tls.Config, error) {
+	sc, ok := conn.(handshake.ServerConn)
+	if !ok {
+		return nil, nil
+	}
+	hi, err := sc.XDSHandshakeInfo()
+	if err != nil || hi == nil {
+		return nil, err
+	}
+	return serverTLSConfig(ctx, hi)
+}
+
 // serverTLSConfig returns the TLS config of a server handshake with the
 // current key material of hi's providers.
 func serverTLSConfig(ctx context.Context, hi *handshake.ServerHandshakeInfo) (*tls.Config, error) {

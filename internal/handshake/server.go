@@ -81,9 +81,11 @@ func (hi *ServerHandshakeInfo) Close() {
 	})
 }
 
-// ServerConn is implemented by the connections package server accepts and
-// hands to its grpc.Server, whose transport credentials get them in
-// ServerHandshake.
+// ServerConn is implemented by the connections the xDS-enabled servers
+// accept (NewServerConn): package server hands them to its grpc.Server,
+// whose transport credentials get them in ServerHandshake; package
+// xdshttp to crypto/tls, whose handshake asks package xdscreds for the
+// chain's configuration (xdscreds.ServerTLSConfig).
 type ServerConn interface {
 	net.Conn
 	// XDSHandshakeInfo returns the security configuration of the
@@ -96,4 +98,52 @@ type ServerConn interface {
 	// connection for its handshake (SetDeadline), zero if none: how long
 	// the credentials may wait for key material.
 	HandshakeDeadline() time.Time
+}
+
+// NewServerConn returns c, a connection accepted for a filter chain whose
+// security configuration is hi (nil: none) or failed with hiErr, as a
+// ServerConn: the connection an xDS-enabled server hands on, whose
+// handshake reads the chain's configuration. Its HandshakeDeadline is the
+// last deadline set with SetDeadline or SetReadDeadline (the handshake
+// timeout grpc.Server and http.Server set).
+func NewServerConn(c net.Conn, hi *ServerHandshakeInfo, hiErr error) ServerConn {
+	return &serverConn{Conn: c, hi: hi, hiErr: hiErr}
+}
+
+// serverConn is the ServerConn of NewServerConn.
+type serverConn struct {
+	net.Conn
+	hi    *ServerHandshakeInfo // read-only
+	hiErr error                // read-only
+
+	mu       sync.Mutex
+	deadline time.Time // guarded by mu
+}
+
+// XDSHandshakeInfo returns the chain's security configuration.
+func (c *serverConn) XDSHandshakeInfo() (*ServerHandshakeInfo, error) {
+	return c.hi, c.hiErr
+}
+
+// SetDeadline records t for HandshakeDeadline and sets it.
+func (c *serverConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+// SetReadDeadline records t for HandshakeDeadline and sets it.
+func (c *serverConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadline = t
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+// HandshakeDeadline returns the last deadline set.
+func (c *serverConn) HandshakeDeadline() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline
 }

@@ -61,6 +61,12 @@ const (
 	KeyRoot            = "root"
 	KeyIdentity        = "identity"
 
+	// Requests of the servers.
+	KeyPath       = "path"
+	KeyStatus     = "status"
+	KeyHTTPFilter = "http_filter"
+	KeyPolicy     = "policy"
+
 	// Files.
 	KeyFile = "file"
 	KeyDir  = "dir"

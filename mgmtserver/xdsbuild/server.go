@@ -10,8 +10,10 @@ import (
 	"net"
 	"strconv"
 
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	v3xdstypepb "github.com/cncf/xds/go/xds/type/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3rbacconfigpb "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
@@ -19,6 +21,7 @@ import (
 	v3rbacpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/rbac/v3"
 	v3routerpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	v3httppb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	v3streampb "github.com/envoyproxy/go-control-plane/envoy/extensions/rbac/audit_loggers/stream/v3"
 	v3tlspb "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 )
@@ -209,6 +212,34 @@ func PrincipalName(name string) *v3rbacconfigpb.Principal {
 	return &v3rbacconfigpb.Principal{Identifier: &v3rbacconfigpb.Principal_Authenticated_{Authenticated: &v3rbacconfigpb.Principal_Authenticated{
 		PrincipalName: &v3matcherpb.StringMatcher{MatchPattern: &v3matcherpb.StringMatcher_Exact{Exact: name}},
 	}}}
+}
+
+// StdoutAuditLogger returns the audit logger config of the standard
+// stdout logger of gRFC A59 (StdoutAuditLog), for the
+// audit_logging_options of RBAC rules.
+func StdoutAuditLogger() *v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig {
+	return &v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{
+		AuditLogger: &v3corepb.TypedExtensionConfig{Name: "stdout_logger", TypedConfig: MarshalAny(&v3streampb.StdoutAuditLog{})},
+	}
+}
+
+// TypedStructAuditLogger returns the config of a custom audit logger
+// (gRFC A59): a TypedStruct whose type URL's last path segment names the
+// logger's builder, with value (nil: none) as its JSON config. It panics
+// if value does not convert to a protobuf Struct (a test's mistake).
+func TypedStructAuditLogger(typeURL string, value map[string]any, optional bool) *v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig {
+	ts := &v3xdstypepb.TypedStruct{TypeUrl: typeURL}
+	if value != nil {
+		s, err := structpb.NewStruct(value)
+		if err != nil {
+			panic(fmt.Sprintf("xdsbuild: TypedStructAuditLogger: %v", err))
+		}
+		ts.Value = s
+	}
+	return &v3rbacconfigpb.RBAC_AuditLoggingOptions_AuditLoggerConfig{
+		AuditLogger: &v3corepb.TypedExtensionConfig{Name: "logger", TypedConfig: MarshalAny(ts)},
+		IsOptional:  optional,
+	}
 }
 
 // IstioInboundOptions describe IstioInboundListener: the mTLS mode and

@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package server
+// Package filterchain chooses the filter chain of a connection to an
+// xDS-enabled server (gRFC A36, R-26.2): the most specific match of the
+// Listener's filter chains, in Envoy's order, restricted to what a server
+// without listener filters sees. The gRPC server (package server) and the
+// net/http server (package xdshttp) share it.
+package filterchain
 
 import (
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 
 	"github.com/proxyless/xds/resources"
 )
 
-// matchFilterChain returns the index of the filter chain of fcs that
+// Match returns the index of the filter chain of fcs that
 // matches a connection from src:srcPort to dst most specifically, -1 when
 // none does (the default chain's turn). Only chains with a non-nil entry
 // in usable take part (the others never match). It follows Envoy's
@@ -29,7 +36,7 @@ import (
 //
 // Listener validation makes the result unique (R-26.2); were it not, the
 // first chain would win.
-func matchFilterChain[T any](fcs []resources.FilterChain, usable []*T, dst, src netip.Addr, srcPort uint16) int {
+func Match[T any](fcs []resources.FilterChain, usable []*T, dst, src netip.Addr, srcPort uint16) int {
 	cands := make([]int, 0, len(fcs))
 	for i := range fcs {
 		if usable[i] != nil {
@@ -93,4 +100,34 @@ func mostSpecific(cands []int, specific func(int) bool) []int {
 		return slices.DeleteFunc(cands, func(i int) bool { return !specific(i) })
 	}
 	return cands
+}
+
+// Label names filter chain i of a Listener in messages (-1: the default
+// chain): `filter chain "name"`, `filter chain 2` when it has no name.
+func Label(fc *resources.FilterChain, i int) string {
+	switch {
+	case i < 0:
+		return "default filter chain " + strconv.Quote(fc.Name)
+	case fc.Name == "":
+		return "filter chain " + strconv.Itoa(i)
+	}
+	return "filter chain " + strconv.Quote(fc.Name)
+}
+
+// AddrPort returns the IP and port of a connection's address a, an IPv4
+// address mapped in IPv6 unmapped; false when a has none (not an IP
+// address).
+func AddrPort(a net.Addr) (netip.AddrPort, bool) {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		ap := tcp.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+	}
+	if a == nil {
+		return netip.AddrPort{}, false
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package server
+package filterchain
 
 import (
 	"net/netip"
@@ -9,10 +9,10 @@ import (
 	"github.com/proxyless/xds/resources"
 )
 
-// TestMatchFilterChain checks the filter chain match of a connection
+// TestMatch checks the filter chain match of a connection
 // (gRFC A36, R-26.2): most specific at each step, in Envoy's order,
 // without going back.
-func TestMatchFilterChain(t *testing.T) {
+func TestMatch(t *testing.T) {
 	p := netip.MustParsePrefix
 	a := netip.MustParseAddr
 	type conn struct {
@@ -155,8 +155,8 @@ func TestMatchFilterChain(t *testing.T) {
 			for _, i := range tc.unused {
 				usable[i] = nil
 			}
-			if got := matchFilterChain(fcs, usable, a(tc.conn.dst), a(tc.conn.src), tc.conn.port); got != tc.want {
-				t.Errorf("matchFilterChain() = %d, want %d", got, tc.want)
+			if got := Match(fcs, usable, a(tc.conn.dst), a(tc.conn.src), tc.conn.port); got != tc.want {
+				t.Errorf("Match() = %d, want %d", got, tc.want)
 			}
 		})
 	}
