@@ -62,10 +62,9 @@ const (
 	KeyIdentity        = "identity"
 
 	// Requests of the servers.
-	KeyPath       = "path"
-	KeyStatus     = "status"
-	KeyHTTPFilter = "http_filter"
-	KeyPolicy     = "policy"
+	KeyPath   = "path"
+	KeyStatus = "status"
+	KeyPolicy = "policy"
 
 	// Files.
 	KeyFile = "file"
