@@ -4,6 +4,7 @@ package resources
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
@@ -87,6 +88,20 @@ type Cluster struct {
 	// brackets) to resolve, never empty, and a non-zero port.
 	DNSHost string
 	DNSPort uint32
+	// MaxRetries is the maximum number of retries in progress to the
+	// cluster for an HTTP data plane:
+	// circuit_breakers.thresholds[priority=DEFAULT].max_retries, 3 when
+	// unset (Envoy's default); a value above 65535 reads as 65535, which
+	// no process reaches. gRPC ignores it. (It and UpstreamProtocol sit
+	// beside DNSPort, so that the struct stays in its size class.)
+	MaxRetries uint16
+	// UpstreamProtocol is the HTTP protocol of the cluster's connections
+	// for an HTTP data plane: from the
+	// typed_extension_protocol_options of
+	// envoy.extensions.upstreams.http.v3.HttpProtocolOptions, else the
+	// deprecated http2_protocol_options and protocol_selection. gRPC
+	// always speaks HTTP/2.
+	UpstreamProtocol UpstreamHTTPProtocol
 	// AggregateClusters are the child clusters of a ClusterKindAggregate
 	// cluster, as received, highest priority first; never empty (gRFC A37).
 	AggregateClusters []string
@@ -184,7 +199,7 @@ func decodeCluster(inner *anypb.Any, o decodeOptions) (string, *Cluster, error) 
 }
 
 func clusterFromProto(name string, c *v3clusterpb.Cluster, httpConnect bool) (*Cluster, error) {
-	out := &Cluster{Name: CanonicalName(name), MaxRequests: defaultMaxRequests}
+	out := &Cluster{Name: CanonicalName(name), MaxRequests: defaultMaxRequests, MaxRetries: defaultMaxRetries}
 
 	// The checks run in grpc-go's order, so that a Cluster with several
 	// problems reports the same one.
@@ -203,9 +218,13 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster, httpConnect bool) (*C
 			return nil, withFieldPrefix("load_balancing_policy", err)
 		}
 	}
+	lb.HealthyPanicThreshold = healthyPanicThreshold(c)
 	out.LBPolicy = lb
 	out.OverrideHostStatus = overrideHostStatus(c)
 	if out.Audiences, err = audiencesFromMetadata(c.GetMetadata()); err != nil {
+		return nil, err
+	}
+	if out.UpstreamProtocol, err = upstreamProtocol(c); err != nil {
 		return nil, err
 	}
 
@@ -215,6 +234,9 @@ func clusterFromProto(name string, c *v3clusterpb.Cluster, httpConnect bool) (*C
 		}
 		if mr := t.GetMaxRequests(); mr != nil {
 			out.MaxRequests = mr.GetValue()
+		}
+		if mr := t.GetMaxRetries(); mr != nil {
+			out.MaxRetries = uint16(min(mr.GetValue(), math.MaxUint16))
 		}
 		break // the first DEFAULT threshold applies, as in grpc-go
 	}

@@ -44,9 +44,9 @@ const proxySocketName = "envoy.transport_sockets.http_11_proxy"
 // TestCluster_SNI covers the SNI fields of an UpstreamTlsContext (gRFC
 // A101): read whatever the options, sni at most 255 bytes.
 func TestCluster_SNI(t *testing.T) {
-	rr := LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true}
+	rr := LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true, HealthyPanicThreshold: 50}
 	want := func(sc *SecurityConfig) *Cluster {
-		return &Cluster{Name: "c", Kind: ClusterKindEDS, EDSServiceName: "s", LBPolicy: rr, MaxRequests: 1024, Security: sc}
+		return &Cluster{Name: "c", Kind: ClusterKindEDS, EDSServiceName: "s", LBPolicy: rr, MaxRequests: 1024, MaxRetries: 3, Security: sc}
 	}
 	root := &SecurityConfig{RootInstanceName: "root", RootCertName: "root-cert", IdentityInstanceName: "id", IdentityCertName: "id-cert"}
 	with := func(mod func(*SecurityConfig)) *SecurityConfig {
@@ -98,9 +98,9 @@ func TestCluster_SNI(t *testing.T) {
 // (gRFC A86) with WithHTTPConnect, and without it, where it is rejected
 // as grpc-go rejects it without GRPC_EXPERIMENTAL_XDS_HTTP_CONNECT.
 func TestCluster_HTTPConnect(t *testing.T) {
-	rr := LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true}
+	rr := LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true, HealthyPanicThreshold: 50}
 	want := func(sc *SecurityConfig) *Cluster {
-		return &Cluster{Name: "c", Kind: ClusterKindEDS, EDSServiceName: "s", LBPolicy: rr, MaxRequests: 1024, HTTPConnect: true, Security: sc}
+		return &Cluster{Name: "c", Kind: ClusterKindEDS, EDSServiceName: "s", LBPolicy: rr, MaxRequests: 1024, MaxRetries: 3, HTTPConnect: true, Security: sc}
 	}
 	full := &SecurityConfig{RootInstanceName: "root", RootCertName: "root-cert", IdentityInstanceName: "id", IdentityCertName: "id-cert"}
 	const inner = "transport_socket.typed_config.transport_socket"

@@ -145,7 +145,8 @@ func clusterSecurityCases(t testing.TB) []decodeCase[*Cluster] {
 			want: want(func(c *Cluster) {
 				c.OutlierDetection = &OutlierDetection{
 					Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second, MaxEjectionTime: 300 * time.Second, MaxEjectionPercent: 10,
-					SuccessRate: &SuccessRateEjection{StdevFactor: 1900, EnforcementPercentage: 100, MinimumHosts: 5, RequestVolume: 100},
+					SuccessRate:    &SuccessRateEjection{StdevFactor: 1900, EnforcementPercentage: 100, MinimumHosts: 5, RequestVolume: 100},
+					Consecutive5xx: &ConsecutiveEjection{Threshold: 5, EnforcementPercentage: 100}, // Envoy's default
 				}
 			}),
 		},
@@ -165,6 +166,7 @@ func clusterSecurityCases(t testing.TB) []decodeCase[*Cluster] {
 					Interval: time.Second, BaseEjectionTime: 2 * time.Second, MaxEjectionPercent: 100,
 					SuccessRate:       &SuccessRateEjection{StdevFactor: 1, EnforcementPercentage: 100, MinimumHosts: 2, RequestVolume: 3},
 					FailurePercentage: &FailurePercentageEjection{Threshold: 100, EnforcementPercentage: 100, MinimumHosts: 4, RequestVolume: 5},
+					Consecutive5xx:    &ConsecutiveEjection{Threshold: 5, EnforcementPercentage: 100},
 				}
 			}),
 		},
@@ -176,7 +178,8 @@ func clusterSecurityCases(t testing.TB) []decodeCase[*Cluster] {
 			name: "outlier detection with both algorithms off",
 			give: edsCluster("c", "s", withOutlier(&v3clusterpb.OutlierDetection{EnforcingSuccessRate: wrapperspb.UInt32(0), EnforcingFailurePercentage: wrapperspb.UInt32(0)})),
 			want: want(func(c *Cluster) {
-				c.OutlierDetection = &OutlierDetection{Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second, MaxEjectionTime: 300 * time.Second, MaxEjectionPercent: 10}
+				c.OutlierDetection = &OutlierDetection{Interval: 10 * time.Second, BaseEjectionTime: 30 * time.Second, MaxEjectionTime: 300 * time.Second, MaxEjectionPercent: 10,
+					Consecutive5xx: &ConsecutiveEjection{Threshold: 5, EnforcementPercentage: 100}}
 			}),
 		},
 

@@ -83,6 +83,25 @@ func TestCluster_Decode(t *testing.T) {
 	runDecodeCases(t, ClusterType, clusterName, clusterCases(t))
 }
 
+// withHTTPDefaults gives the wanted Clusters of cases that leave them
+// zero the defaults of the HTTP fields: MaxRetries 3, a panic
+// threshold of 50 %, and for outlier detection consecutive_5xx 5 at 100 %.
+func withHTTPDefaults(cases []decodeCase[*Cluster]) []decodeCase[*Cluster] {
+	for _, tc := range cases {
+		c := tc.want
+		if c == nil {
+			continue
+		}
+		if c.MaxRetries == 0 {
+			c.MaxRetries = 3
+		}
+		if c.LBPolicy.HealthyPanicThreshold == 0 {
+			c.LBPolicy.HealthyPanicThreshold = 50
+		}
+	}
+	return cases
+}
+
 // clusterCases returns the table of TestCluster_Decode; the fuzz target is seeded from it.
 func clusterCases(t testing.TB) []decodeCase[*Cluster] {
 	rr := LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true}
@@ -432,7 +451,7 @@ func clusterCases(t testing.TB) []decodeCase[*Cluster] {
 	}
 	cases = append(cases, clusterSecurityCases(t)...)
 	cases = append(cases, clusterLBCases(t)...)
-	return cases
+	return append(withHTTPDefaults(cases), clusterHTTPCases(t)...)
 }
 
 // TestCluster_TopLevelErrors checks that the failures that leave no

@@ -68,7 +68,7 @@ func TestGCPAuthn(t *testing.T) {
 // TestCluster_Audiences checks the audiences of Cluster metadata (gRFC
 // A83).
 func TestCluster_Audiences(t *testing.T) {
-	rr := LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true}
+	rr := LBPolicy{Kind: LBPolicyRoundRobin, WeightedByLocality: true, HealthyPanicThreshold: 50}
 	withMeta := func(md map[string]*anypb.Any) func(*v3clusterpb.Cluster) {
 		return func(c *v3clusterpb.Cluster) { c.Metadata = &v3corepb.Metadata{TypedFilterMetadata: md} }
 	}
@@ -81,7 +81,7 @@ func TestCluster_Audiences(t *testing.T) {
 				"gcp": audience("https://backend.example"), "other": audience("https://o.example"),
 				"x": mustAny(t, &v3corepb.Address{}), // another type: ignored
 			})),
-			want: &Cluster{Name: "c", Kind: ClusterKindEDS, EDSServiceName: "s", LBPolicy: rr, MaxRequests: 1024,
+			want: &Cluster{Name: "c", Kind: ClusterKindEDS, EDSServiceName: "s", LBPolicy: rr, MaxRequests: 1024, MaxRetries: 3,
 				Audiences: map[string]string{"gcp": "https://backend.example", "other": "https://o.example"}},
 		},
 		{

@@ -34,6 +34,14 @@ var cmpOpts = cmp.Options{
 	cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
 	protocmp.Transform(),
 	cmpopts.EquateEmpty(),
+	cmp.AllowUnexported(RegexRewrite{}),
+	// Errors (VirtualHost.HTTPRouteErrors) are compared by message.
+	cmp.Comparer(func(a, b error) bool {
+		if a == nil || b == nil {
+			return a == b
+		}
+		return a.Error() == b.Error()
+	}),
 	// Compiled regexes are compared by pattern; the tests of the regex
 	// helper check their full-match semantics.
 	cmp.Comparer(func(a, b *regexp.Regexp) bool {

@@ -56,6 +56,11 @@ type LBPolicy struct {
 	// PickFirstShuffleAddressList is shuffle_address_list of
 	// LBPolicyPickFirst (gRFC A62).
 	PickFirstShuffleAddressList bool
+	// HealthyPanicThreshold is the Cluster's
+	// common_lb_config.healthy_panic_threshold in whole percent, for
+	// every kind, for an HTTP data plane (R-17.7, Envoy's panic
+	// threshold): 50 when unset, 0 disables panic. gRPC ignores it.
+	HealthyPanicThreshold uint8
 	// LeastRequestChoiceCount is the number of endpoints LBPolicyLeastRequest
 	// compares, ≥ 2, default 2 (gRFC A48). gRPC uses at most 10.
 	LeastRequestChoiceCount uint32

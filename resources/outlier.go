@@ -29,6 +29,29 @@ type OutlierDetection struct {
 	// FailurePercentage is the failure percentage ejection algorithm;
 	// nil unless enforcing_failure_percentage is set and not 0.
 	FailurePercentage *FailurePercentageEjection
+
+	// The fields below are for HTTP data planes (R-17.7, Envoy's outlier
+	// detection); gRPC ignores them (gRFC A50).
+
+	// Consecutive5xx is consecutive_5xx with enforcing_consecutive_5xx:
+	// by default 5 and 100, so on whenever outlier_detection is set, as
+	// in Envoy; nil when either is 0.
+	Consecutive5xx *ConsecutiveEjection
+	// ConsecutiveGatewayFailure is consecutive_gateway_failure with
+	// enforcing_consecutive_gateway_failure: by default 5 and 0, so nil
+	// unless the enforcing percentage is set and not 0.
+	ConsecutiveGatewayFailure *ConsecutiveEjection
+}
+
+// ConsecutiveEjection ejects an endpoint after a number of consecutive
+// failures (Envoy's consecutive_5xx and consecutive_gateway_failure).
+type ConsecutiveEjection struct {
+	// Threshold is the number of consecutive failures, ≥ 1.
+	Threshold uint32
+	// EnforcementPercentage is the chance, in percent (1 to 100), that
+	// reaching the threshold ejects. Values above 100, which gRPC does not
+	// check, are read as 100.
+	EnforcementPercentage uint32
 }
 
 // SuccessRateEjection configures success rate based ejection (gRFC A50).
@@ -120,6 +143,15 @@ func outlierDetectionFromProto(od *v3clusterpb.OutlierDetection) (*OutlierDetect
 			RequestVolume:         or(od.GetSuccessRateRequestVolume(), 100),
 		}
 	}
+	consecutive := func(threshold, enforce *wrapperspb.UInt32Value, defEnforce uint32) *ConsecutiveEjection {
+		t, e := or(threshold, 5), min(or(enforce, defEnforce), 100)
+		if t == 0 || e == 0 {
+			return nil
+		}
+		return &ConsecutiveEjection{Threshold: t, EnforcementPercentage: e}
+	}
+	out.Consecutive5xx = consecutive(od.GetConsecutive_5Xx(), od.GetEnforcingConsecutive_5Xx(), 100)
+	out.ConsecutiveGatewayFailure = consecutive(od.GetConsecutiveGatewayFailure(), od.GetEnforcingConsecutiveGatewayFailure(), 0)
 	if fpEnforce != 0 {
 		out.FailurePercentage = &FailurePercentageEjection{
 			Threshold:             fpThreshold,

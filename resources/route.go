@@ -22,40 +22,71 @@ import (
 // left out is only checked as far as grpc-go checks it: query parameters
 // end the checks; an unsupported cluster specifier ends them after the
 // match and the hash policies.
-func routesFromProto(routes []*v3routepb.Route, plugins map[string]*pluginState) ([]Route, error) {
+func routesFromProto(routes []*v3routepb.Route, plugins map[string]*pluginState) (grpcRoutes []Route, httpRoutes []Route, httpErrs []error, err error) {
 	if len(routes) == 0 {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
 	out := make([]Route, 0, len(routes))
 	var durs durationSlab
 	for i, r := range routes {
 		m := r.GetMatch()
 		if m == nil {
-			return nil, invalid(indexed("routes", i)+".match", "missing")
+			return nil, nil, nil, invalid(indexed("routes", i)+".match", "missing")
 		}
 		if len(m.GetQueryParameters()) > 0 {
-			// gRPC has no query; such a route never matches.
+			// gRPC has no query; such a route never matches, and
+			// is not checked further. An HTTP data plane matches it
+			// it is in httpRoutes only, and a problem with it
+			// leaves it out of them, never failing the resource.
+			if httpRoutes == nil {
+				httpRoutes = append(make([]Route, 0, len(routes)), out...)
+			}
+			durs.n = len(routes) - i
+			route, ok, err := routeFromProto(r, plugins, true, &durs)
+			switch {
+			case err != nil:
+				httpErrs = append(httpErrs, withFieldPrefix(indexed("routes", i), err))
+			case ok:
+				httpRoutes = append(httpRoutes, route)
+			}
 			continue
 		}
-		var route Route
-		if err := routeMatchFromProto(&route.Match, m); err != nil {
-			return nil, withFieldPrefix(indexed("routes", i)+".match", err)
-		}
 		durs.n = len(routes) - i // the most the remaining routes need
-		ok, err := routeActionFromProto(&route.Action, r, plugins, &durs)
+		route, ok, err := routeFromProto(r, plugins, false, &durs)
 		if err != nil {
-			return nil, withFieldPrefix(indexed("routes", i), err)
+			return nil, nil, nil, withFieldPrefix(indexed("routes", i), err)
 		}
 		if !ok {
 			continue
 		}
-		if route.FilterOverrides, err = filterOverridesFromProto(r.GetTypedPerFilterConfig()); err != nil {
-			return nil, withFieldPrefix(indexed("routes", i)+".typed_per_filter_config", err)
-		}
-		route.Name = r.GetName()
 		out = append(out, route)
+		if httpRoutes != nil {
+			httpRoutes = append(httpRoutes, route)
+		}
 	}
-	return out, nil
+	return out, httpRoutes, httpErrs, nil
+}
+
+// routeFromProto converts route r; error fields are relative to it. ok
+// is false when the route is left out. For a route only an HTTP
+// data plane uses (httpOnly), a cluster specifier plugin is neither
+// looked up nor marked used.
+func routeFromProto(r *v3routepb.Route, plugins map[string]*pluginState, httpOnly bool, durs *durationSlab) (route Route, ok bool, err error) {
+	if err := routeMatchFromProto(&route.Match, r.GetMatch()); err != nil {
+		return Route{}, false, withFieldPrefix("match", err)
+	}
+	ok, err = routeActionFromProto(&route.Action, r, plugins, httpOnly, durs)
+	if err != nil || !ok {
+		return Route{}, false, err
+	}
+	if route.FilterOverrides, err = filterOverridesFromProto(r.GetTypedPerFilterConfig()); err != nil {
+		return Route{}, false, withFieldPrefix("typed_per_filter_config", err)
+	}
+	if route.HeaderMutations, err = headerMutationsFromProto(r.GetRequestHeadersToAdd(), r.GetRequestHeadersToRemove(), r.GetResponseHeadersToAdd(), r.GetResponseHeadersToRemove()); err != nil {
+		return Route{}, false, err
+	}
+	route.Name = r.GetName()
+	return route, true, nil
 }
 
 // routeMatchFromProto converts a RouteMatch into out; error fields are
@@ -89,6 +120,12 @@ func routeMatchFromProto(out *RouteMatch, m *v3routepb.RouteMatch) error {
 				return withFieldPrefix(indexed("headers", i), err)
 			}
 			out.Headers[i] = hm
+		}
+	}
+	if qs := m.GetQueryParameters(); len(qs) > 0 {
+		var err error
+		if out.QueryParameters, err = queryParametersFromProto(qs); err != nil {
+			return err
 		}
 	}
 	if rf := m.GetRuntimeFraction(); rf != nil {
@@ -192,7 +229,7 @@ func hasUpper(s string) bool {
 // fields are relative to the Route. ok is false when the route is to be
 // left out: an unsupported cluster specifier, or a cluster
 // specifier plugin that is optional and unsupported.
-func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[string]*pluginState, durs *durationSlab) (ok bool, err error) {
+func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[string]*pluginState, httpOnly bool, durs *durationSlab) (ok bool, err error) {
 	var a *v3routepb.RouteAction
 	switch act := r.GetAction().(type) {
 	case *v3routepb.Route_Route:
@@ -226,6 +263,12 @@ func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[stri
 			return false, withFieldPrefix("route.weighted_clusters", err)
 		}
 	case *v3routepb.RouteAction_ClusterSpecifierPlugin:
+		if httpOnly {
+			// A route only an HTTP data plane uses, which does not run
+			// cluster specifier plugins: kept, and its requests fail.
+			out.Kind, out.ClusterSpecifierPlugin = RouteActionClusterSpecifierPlugin, cs.ClusterSpecifierPlugin
+			break
+		}
 		ps := plugins[cs.ClusterSpecifierPlugin]
 		if ps == nil {
 			return false, invalid("route.cluster_specifier_plugin", "plugin %q is not in cluster_specifier_plugins", cs.ClusterSpecifierPlugin)
@@ -263,6 +306,9 @@ func routeActionFromProto(out *RouteAction, r *v3routepb.Route, plugins map[stri
 		}
 	}
 	out.AutoHostRewrite = a.GetAutoHostRewrite().GetValue() // gRFC A81
+	if err := httpRouteActionFromProto(out, a, durs); err != nil {
+		return false, withFieldPrefix("route", err)
+	}
 	return true, nil
 }
 
@@ -308,6 +354,9 @@ func weightedClustersFromProto(cls []*v3routepb.WeightedCluster_ClusterWeight) (
 		var err error
 		if wc.FilterOverrides, err = filterOverridesFromProto(c.GetTypedPerFilterConfig()); err != nil {
 			return nil, withFieldPrefix(indexed("clusters", i)+".typed_per_filter_config", err)
+		}
+		if wc.HeaderMutations, err = headerMutationsFromProto(c.GetRequestHeadersToAdd(), c.GetRequestHeadersToRemove(), c.GetResponseHeadersToAdd(), c.GetResponseHeadersToRemove()); err != nil {
+			return nil, withFieldPrefix(indexed("clusters", i), err)
 		}
 		out = append(out, wc)
 	}
@@ -379,6 +428,9 @@ func retryPolicyFromProto(rp *v3routepb.RetryPolicy) (*RetryPolicy, error) {
 			return nil, invalid("retry_back_off.max_interval", "%v, must be greater than 0", v)
 		}
 		out.MaxInterval = v
+	}
+	if err := httpRetryFromProto(out, rp); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -48,6 +48,14 @@ type RouteConfig struct {
 	// (RouteActionClusterSpecifierPlugin). Plugins no route uses are left
 	// out ("RLS in xDS" design: the client does not provide them).
 	ClusterSpecifierPlugins []ClusterSpecifierPlugin
+	// HeaderMutations are the configuration's request and response
+	// header changes, applied after the virtual host's; nil when
+	// there are none. The gRPC path ignores them.
+	HeaderMutations *HeaderMutations
+	// MostSpecificHeaderMutationsWins is
+	// most_specific_header_mutations_wins: the header changes of the
+	// levels apply least specific first, so that the route's win.
+	MostSpecificHeaderMutationsWins bool
 
 	raw rawBytes // the serialized resource as received (the unwrapped Any's value); empty when inline
 }
@@ -87,6 +95,19 @@ type VirtualHost struct {
 	// cluster specifier gRPC does not support, and routes using an
 	// unsupported optional cluster specifier plugin are left out.
 	Routes []Route
+	// HTTPRoutes are the routes of an HTTP data plane: Routes
+	// with, in their place, the routes with query_parameters matchers
+	// (RouteMatch.QueryParameters) that decode without error. nil when
+	// the virtual host has no such route: Routes are then the HTTP
+	// routes too (see RoutesForHTTP).
+	HTTPRoutes []Route
+	// HTTPRouteErrors say why routes with query_parameters were left out
+	// of HTTPRoutes: they never make the resource invalid, as the gRPC
+	// path does not check them. nil when none was.
+	HTTPRouteErrors []error
+	// HeaderMutations are the virtual host's request and response header
+	// changes; nil when there are none.
+	HeaderMutations *HeaderMutations
 	// RetryPolicy is the virtual host's retry_policy, the default of its
 	// routes; nil when unset.
 	RetryPolicy *RetryPolicy
@@ -107,6 +128,18 @@ type Route struct {
 	// HTTP filter name; nil when empty. It takes precedence over the
 	// virtual host's.
 	FilterOverrides map[string]FilterOverride
+	// HeaderMutations are the route's request and response header
+	// changes; nil when there are none.
+	HeaderMutations *HeaderMutations
+}
+
+// RoutesForHTTP returns the routes of an HTTP data plane: HTTPRoutes,
+// or Routes when the virtual host has no route only HTTP uses.
+func (vh *VirtualHost) RoutesForHTTP() []Route {
+	if vh.HTTPRoutes != nil {
+		return vh.HTTPRoutes
+	}
+	return vh.Routes
 }
 
 // RouteMatch is the match of a route. An RPC matches when its
@@ -135,6 +168,9 @@ type RouteMatch struct {
 	// FractionPerMillion is runtime_fraction.default_value in parts per
 	// million (at most 1,000,000); nil when unset, which means every RPC.
 	FractionPerMillion *uint32
+	// QueryParameters are the query parameter matchers, all of which must
+	// match; only in the routes of VirtualHost.HTTPRoutes.
+	QueryParameters []QueryParameterMatcher
 }
 
 // PathKind is the kind of path match of a route. The zero value is not a
@@ -265,6 +301,26 @@ type RouteAction struct {
 	// management server it trusts (bootstrap.FeatureTrustedXDSServer); it
 	// is decoded whatever the server. Only for the forwarding kinds.
 	AutoHostRewrite bool
+
+	// The fields below are for HTTP data planes; the gRPC path
+	// ignores them. Only for the forwarding kinds.
+
+	// Timeout is timeout, the limit of a request with its retries; nil
+	// when unset (Envoy's default, 15 s: see RouteTimeout); 0 means none.
+	Timeout *time.Duration
+	// PrefixRewrite is prefix_rewrite: the matched prefix (the whole path
+	// of a path or safe_regex match) is replaced by it; "" for none.
+	PrefixRewrite string
+	// RegexRewrite is regex_rewrite, applied to the path without its
+	// query; nil for none. Never set with PrefixRewrite.
+	RegexRewrite *RegexRewrite
+	// HostRewriteLiteral is host_rewrite_literal: the Host sent; "" for
+	// none.
+	HostRewriteLiteral string
+	// HTTPHashPolicies are the hash policies an HTTP data plane uses, in
+	// order: header, cookie, source IP (connection_properties) and query
+	// parameter policies. nil when there are none.
+	HTTPHashPolicies []HashPolicy
 }
 
 // WeightedCluster is one cluster of a weighted_clusters action.
@@ -277,6 +333,10 @@ type WeightedCluster struct {
 	// HTTP filter name; nil when empty. It takes precedence over the
 	// route's.
 	FilterOverrides map[string]FilterOverride
+	// HeaderMutations are the cluster's request and response header
+	// changes, applied before the route's; nil when there are
+	// none.
+	HeaderMutations *HeaderMutations
 }
 
 // RetryPolicy is a retry policy of a virtual host or route (gRFC A44),
@@ -297,6 +357,25 @@ type RetryPolicy struct {
 	// BaseInterval when unset. It may be smaller than BaseInterval, as
 	// in grpc-go.
 	MaxInterval time.Duration
+
+	// The fields below are for HTTP data planes (R-17.7, Envoy's
+	// router); the gRPC path ignores them.
+
+	// HTTPRetryOn are the HTTP conditions of retry_on; 0 means HTTP
+	// requests are not retried.
+	HTTPRetryOn HTTPRetryOn
+	// RetriableStatusCodes is retriable_status_codes, as received; nil
+	// when empty.
+	RetriableStatusCodes []uint32
+	// RetriableHeaders is retriable_headers, matched against the
+	// response's headers; nil when empty.
+	RetriableHeaders []HeaderMatcher
+	// RetriableRequestHeaders is retriable_request_headers: a request is
+	// retried only if all of them match it; nil when empty.
+	RetriableRequestHeaders []HeaderMatcher
+	// PerTryTimeout is per_try_timeout, the limit of each attempt until
+	// its response headers; 0 when unset.
+	PerTryTimeout time.Duration
 }
 
 // HashPolicy says how to compute the hash of an RPC for the ring hash LB
@@ -314,6 +393,9 @@ type HashPolicy struct {
 	RegexRewritePattern string
 	// RegexSubstitution is regex_rewrite.substitution.
 	RegexSubstitution string
+	// Name is the cookie of HashPolicyCookie, or the parameter of
+	// HashPolicyQueryParameter, never empty for those.
+	Name string
 	// Terminal is terminal: when this policy produces a hash, the
 	// following policies are not evaluated.
 	Terminal bool
@@ -323,22 +405,37 @@ type HashPolicy struct {
 // valid kind; Decode never returns it.
 type HashPolicyKind uint8
 
-// The hash policy kinds gRPC supports.
+// The hash policy kinds: those gRPC supports (in RouteAction.HashPolicies),
+// and those of HTTP data planes (in RouteAction.HTTPHashPolicies).
 const (
 	// HashPolicyHeader hashes the value of a request header.
 	HashPolicyHeader HashPolicyKind = iota + 1
 	// HashPolicyChannelID hashes the identity of the client channel
 	// (filter_state key "io.grpc.channel_id").
 	HashPolicyChannelID
+	// HashPolicyCookie hashes the value of a request cookie (HTTP only).
+	HashPolicyCookie
+	// HashPolicySourceIP hashes the source of the request
+	// (connection_properties.source_ip; HTTP only).
+	HashPolicySourceIP
+	// HashPolicyQueryParameter hashes the value of a query parameter
+	// (HTTP only).
+	HashPolicyQueryParameter
 )
 
-// String returns "header" or "channel_id".
+// String returns the kind's name, for example "header".
 func (k HashPolicyKind) String() string {
 	switch k {
 	case HashPolicyHeader:
 		return "header"
 	case HashPolicyChannelID:
 		return "channel_id"
+	case HashPolicyCookie:
+		return "cookie"
+	case HashPolicySourceIP:
+		return "source_ip"
+	case HashPolicyQueryParameter:
+		return "query_parameter"
 	default:
 		return fmt.Sprintf("HashPolicyKind(%d)", uint8(k))
 	}
@@ -427,6 +524,10 @@ func routeConfigFromProto(rc *v3routepb.RouteConfiguration) (*RouteConfig, error
 			return nil, withFieldPrefix(indexed("virtual_hosts", i), err)
 		}
 	}
+	if out.HeaderMutations, err = headerMutationsFromProto(rc.GetRequestHeadersToAdd(), rc.GetRequestHeadersToRemove(), rc.GetResponseHeadersToAdd(), rc.GetResponseHeadersToRemove()); err != nil {
+		return nil, err
+	}
+	out.MostSpecificHeaderMutationsWins = rc.GetMostSpecificHeaderMutationsWins()
 	// "RLS in xDS": plugins no route refers to are not given to consumers.
 	for _, csp := range rc.GetClusterSpecifierPlugins() {
 		ext := csp.GetExtension()
@@ -445,11 +546,14 @@ func routeConfigFromProto(rc *v3routepb.RouteConfiguration) (*RouteConfig, error
 // virtualHostFromProto converts vh into out; error fields are relative to
 // the VirtualHost.
 func virtualHostFromProto(out *VirtualHost, vh *v3routepb.VirtualHost, plugins map[string]*pluginState) error {
-	routes, err := routesFromProto(vh.GetRoutes(), plugins)
+	routes, httpRoutes, httpErrs, err := routesFromProto(vh.GetRoutes(), plugins)
 	if err != nil {
 		return err
 	}
-	*out = VirtualHost{Name: vh.GetName(), Domains: vh.GetDomains(), Routes: routes}
+	*out = VirtualHost{Name: vh.GetName(), Domains: vh.GetDomains(), Routes: routes, HTTPRoutes: httpRoutes, HTTPRouteErrors: httpErrs}
+	if out.HeaderMutations, err = headerMutationsFromProto(vh.GetRequestHeadersToAdd(), vh.GetRequestHeadersToRemove(), vh.GetResponseHeadersToAdd(), vh.GetResponseHeadersToRemove()); err != nil {
+		return err
+	}
 	if rp := vh.GetRetryPolicy(); rp != nil {
 		if out.RetryPolicy, err = retryPolicyFromProto(rp); err != nil {
 			return withFieldPrefix("retry_policy", err)

@@ -239,7 +239,7 @@ func routePolicyCases(t testing.TB) []decodeCase[*RouteConfig] {
 			rule: "R-17.3",
 			name: "retry policy without known codes",
 			give: routeConfig("r", vhost("v", clusterRoute("c", withRetry(&v3routepb.RetryPolicy{RetryOn: "5xx,reset"})))),
-			want: ptr(withAction(RouteAction{Kind: RouteActionCluster, Cluster: "c", RetryPolicy: defaultBackoff(RetryPolicy{NumRetries: 1})})),
+			want: ptr(withAction(RouteAction{Kind: RouteActionCluster, Cluster: "c", RetryPolicy: defaultBackoff(RetryPolicy{NumRetries: 1, HTTPRetryOn: RetryOn5xx | RetryOnReset})})),
 		},
 		{
 			// grpc-go TestHashPoliciesProtoToSlice: header (with regex
@@ -262,6 +262,10 @@ func routePolicyCases(t testing.TB) []decodeCase[*RouteConfig] {
 					{Kind: HashPolicyHeader, HeaderName: ":path", RegexRewrite: re, RegexRewritePattern: "/products", RegexSubstitution: "/products2"},
 					{Kind: HashPolicyHeader, HeaderName: "x-user"},
 					{Kind: HashPolicyChannelID, Terminal: true},
+				}, HTTPHashPolicies: []HashPolicy{
+					{Kind: HashPolicyHeader, HeaderName: ":path", RegexRewrite: re, RegexRewritePattern: "/products", RegexSubstitution: "/products2"},
+					{Kind: HashPolicyHeader, HeaderName: "x-user"},
+					{Kind: HashPolicySourceIP},
 				}}})
 			}(),
 		},

@@ -115,6 +115,7 @@ func routeConfigCases(t testing.TB) []decodeCase[*RouteConfig] {
 	cases = append(cases, routeActionCases(t)...)
 	cases = append(cases, routePolicyCases(t)...)
 	cases = append(cases, routePluginCases(t)...)
+	cases = append(cases, routeHTTPCases(t)...)
 	return cases
 }
 
@@ -271,6 +272,7 @@ func routeMatchCases(t testing.TB) []decodeCase[*RouteConfig] {
 		{
 			// grpc-go "query is ignored": a route with
 			// query_parameters is left out, even if the rest is invalid.
+			// left out of the HTTP routes too, with why.
 			rule: "R-17.3",
 			name: "route with query parameters ignored",
 			give: routeConfig("r", vhost("v",
@@ -280,7 +282,12 @@ func routeMatchCases(t testing.TB) []decodeCase[*RouteConfig] {
 				}),
 				clusterRoute("kept"),
 			)),
-			want: rc1(Route{Match: prefixMatch, Action: toCluster("kept")}),
+			want: func() *RouteConfig {
+				rc := rc1(Route{Match: prefixMatch, Action: toCluster("kept")})
+				rc.VirtualHosts[0].HTTPRoutes = []Route{{Match: prefixMatch, Action: toCluster("kept")}}
+				rc.VirtualHosts[0].HTTPRouteErrors = []error{invalid("routes[0].match", "no path specifier (prefix, path or safe_regex)")}
+				return rc
+			}(),
 		},
 
 		// Invalid matches.
