@@ -371,15 +371,16 @@
 // # Errors
 //
 // When the configuration cannot be used as a whole, new RPCs fail with
-// status UNAVAILABLE and a message that starts with "name resolver error:
-// resolver: <target>:" and names what failed: the Listener or
+// status UNAVAILABLE and a message "xdsresolver: <target>: " (after
+// grpc's "name resolver error: " once the channel had a configuration)
+// that names what failed: the Listener or
 // RouteConfiguration (a resource error reported by depmgr, such as
 // `xds: Listener "svc": resource does not exist`), a missing virtual host
 // (depmgr.ErrNoVirtualHost), or a virtual host without route
 // (ErrNoRoute). A cluster's error (its resource error, or
 // ErrNoUsableEndpoints with the health statuses found) fails only the
 // RPCs routed to it. To make RPCs fail even though the channel had
-// endpoints, the resolver first gives the channel no endpoint and
+// endpoints, the resolver first gives such a channel no endpoint and
 // pick_first, then reports the error (resolver.ClientConn.ReportError),
 // as gRPC Go's xDS resolver does: the channel drops its connections and
 // RPCs fail at once (or wait, with grpc.WaitForReady) until a usable

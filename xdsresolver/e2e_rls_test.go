@@ -24,6 +24,7 @@ import (
 
 	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
 	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 )
@@ -210,5 +211,46 @@ func TestRLS_UnknownTarget(t *testing.T) {
 	}
 	if resp, err := tc.UnaryCall(rctx, &testgrpc.SimpleRequest{}); err != nil || resp.GetServerId() != "A" {
 		t.Fatalf("RPC to A after: %v, %v", resp, err)
+	}
+}
+
+// TestClusterSpecifierPlugins_Unknown checks unknown cluster specifier
+// plugins as gRFC A28 says: a route of an optional one is left out (RPCs
+// go on to the next route, to cluster-A), while a RouteConfiguration with
+// a required one is NACKed (its channel's RPCs fail, naming the plugin's
+// type). grpc-go's cluster-specifier-plugin-not-found-and-optional-route-
+// should-ignore and unsupported-plugin cases, end to end.
+func TestClusterSpecifierPlugins_Unknown(t *testing.T) {
+	ctx := testContext(t)
+	a := startBackend(t, "A")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	routeConfig := func(name, domain string, optional bool) *v3routepb.RouteConfiguration {
+		rc := testutil.RouteConfigWithVirtualHosts(name, testutil.VirtualHost("vh", []string{domain},
+			&v3routepb.Route{
+				Match:  &v3routepb.RouteMatch{PathSpecifier: &v3routepb.RouteMatch_Prefix{Prefix: ""}},
+				Action: &v3routepb.Route_Route{Route: &v3routepb.RouteAction{ClusterSpecifier: &v3routepb.RouteAction_ClusterSpecifierPlugin{ClusterSpecifierPlugin: "unknown"}}},
+			},
+			testutil.ClusterRoute("", "cluster-A"),
+		))
+		rc.ClusterSpecifierPlugins = []*v3routepb.ClusterSpecifierPlugin{{
+			Extension:  &v3corepb.TypedExtensionConfig{Name: "unknown", TypedConfig: &anypb.Any{TypeUrl: "type.googleapis.com/example.UnknownPlugin"}},
+			IsOptional: optional,
+		}}
+		return rc
+	}
+	if err := e.ms.Update("", testutil.Resources{
+		Listeners: []*v3listenerpb.Listener{testutil.Listener("optional", "route-optional"), testutil.Listener("required", "route-required")},
+		Routes:    []*v3routepb.RouteConfiguration{routeConfig("route-optional", "optional", true), routeConfig("route-required", "required", false)},
+		Clusters:  []*v3clusterpb.Cluster{testutil.Cluster("cluster-A", "eds-A")},
+		Endpoints: []*v3endpointpb.ClusterLoadAssignment{testutil.Endpoints("eds-A", "127.0.0.1", a.port)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := e.dialWithInterceptors(t, "xds:///optional").UnaryCall(ctx, &testgrpc.SimpleRequest{}); err != nil || resp.GetServerId() != "A" {
+		t.Fatalf("RPC with an optional unknown plugin's route first: %v, %v; want answered by A (the route left out)", resp, err)
+	}
+	_, err := e.dialWithInterceptors(t, "xds:///required").UnaryCall(ctx, &testgrpc.SimpleRequest{})
+	if !isUnavailableWith(err, `unsupported cluster specifier plugin type "type.googleapis.com/example.UnknownPlugin"`) {
+		t.Fatalf("RPC with a required unknown plugin: %v; want UNAVAILABLE naming the plugin's type (the RouteConfiguration NACKed)", err)
 	}
 }

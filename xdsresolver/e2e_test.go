@@ -215,6 +215,35 @@ func TestResolver_E2E_ListenerDeleted(t *testing.T) {
 	}
 }
 
+// TestResolver_E2E_FirstRPCNamesTheError checks that the first RPC of a
+// new channel whose configuration is unusable (its RouteConfiguration is
+// NACKed: a route names the cluster "") fails with UNAVAILABLE naming the
+// target and the resource, on a channel of DialOptions (whose
+// interceptors hold the RPC until the resolver's first result) and of
+// NewBuilder alone; not with pick_first's "produced zero addresses",
+// which the resolver's failure State gave them before the error reached
+// grpc's balancer.
+func TestResolver_E2E_FirstRPCNamesTheError(t *testing.T) {
+	ctx := testContext(t)
+	a := startBackend(t, "A")
+	e := newEnv(t, testutil.BootstrapOptions{}, nil)
+	r := chain(a)
+	r.Routes[0].VirtualHosts[0].Routes[0].GetRoute().ClusterSpecifier = &v3routepb.RouteAction_Cluster{Cluster: ""}
+	if err := e.ms.Update("", r); err != nil {
+		t.Fatal(err)
+	}
+	newBuilder, _ := e.dial(t, "xds:///svc")
+	for name, tc := range map[string]testgrpc.TestServiceClient{
+		"DialOptions": e.dialWithInterceptors(t, "xds:///svc"),
+		"NewBuilder":  newBuilder,
+	} {
+		_, err := tc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		if !isUnavailableWith(err, `xds:///svc: xds: RouteConfiguration "route-svc": resource invalid`) {
+			t.Errorf("%s: first RPC: %v; want UNAVAILABLE naming the target and the RouteConfiguration", name, err)
+		}
+	}
+}
+
 // TestResolver_E2E_NoUsableEndpoints checks that RPCs fail with
 // UNAVAILABLE, naming the cluster and the health statuses, when no
 // endpoint of the cluster is usable.

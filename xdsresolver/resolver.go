@@ -231,13 +231,20 @@ func (r *xdsResolver) AmbientError(err error, done func()) {
 // has endpoints: its balancer would keep using them. So, as gRPC Go's own
 // xDS resolver does, it first pushes a State with no endpoint and
 // pick_first, which drops every connection and fails RPCs, then reports
-// the error, which pick_first, now failing, puts in the RPCs' status.
+// the error, which pick_first, now failing, puts in the RPCs' status. A
+// channel that never had a configuration has no balancer: the error alone
+// fails its RPCs, and pushing pick_first first would fail the RPCs made
+// before grpc hands it the error (which it does asynchronously; the first
+// RPC of a channel of DialOptions is such an RPC) with pick_first's
+// "produced zero addresses" instead.
 func (r *xdsResolver) fail(err error) {
 	err = fmt.Errorf("xdsresolver: %s: %w", r.target, err)
 	r.logger.Warn("the configuration is unusable; failing RPCs", xdslog.KeyError, err)
-	// UpdateState returns balancer.ErrBadResolverState: pick_first has
-	// no address. That is the point.
-	_ = r.cc.UpdateState(resolver.State{ServiceConfig: r.failSC})
+	if r.version > 0 {
+		// UpdateState returns balancer.ErrBadResolverState: pick_first
+		// has no address. That is the point.
+		_ = r.cc.UpdateState(resolver.State{ServiceConfig: r.failSC})
+	}
 	r.cc.ReportError(err)
 	if r.holder != nil {
 		r.holder.settle()

@@ -47,6 +47,10 @@ func TestNewPolicy(t *testing.T) {
 	if !p.retries(codes.Internal) || !p.retries(codes.Unavailable) || p.retries(codes.Unknown) {
 		t.Errorf("NewPolicy codes = %b", p.codes)
 	}
+	p = NewPolicy(&resources.RetryPolicy{RetryOn: []codes.Code{codes.Unavailable}, NumRetries: 2, BaseInterval: 100 * time.Millisecond, MaxInterval: 300 * time.Millisecond})
+	if p.maxAttempts != 3 || p.initialBackoff != 100*time.Millisecond || p.maxBackoff != 300*time.Millisecond {
+		t.Errorf("NewPolicy = %+v, want 3 attempts, backoff from 100ms up to 300ms", p)
+	}
 }
 
 // outcome is what an attempt does.
@@ -180,6 +184,49 @@ func checkBackoffs(t *testing.T, s *script, outcomes []outcome) {
 			t.Errorf("wait before attempt %d = %v, want at most %v", i+1, wait, limit)
 		}
 		n++
+	}
+}
+
+// TestUnary_Backoff checks retry_back_off (gRFC A44 as A6 applies it):
+// the wait before retry n (from 0) is uniform in [0, min(base × 2^n,
+// max)], so over many RPCs its mean is half of that bound and none
+// exceeds it. A backoff of 0, one that does not grow, or one not capped
+// at max_interval fails.
+func TestUnary_Backoff(t *testing.T) {
+	const rpcs = 400
+	p := NewPolicy(&resources.RetryPolicy{
+		RetryOn:      []codes.Code{codes.Unavailable},
+		NumRetries:   4,
+		BaseInterval: 100 * time.Millisecond,
+		MaxInterval:  300 * time.Millisecond,
+	})
+	bounds := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond}
+	sums := make([]time.Duration, len(bounds))
+	synctest.Test(t, func(t *testing.T) {
+		unavailable := outcome{code: codes.Unavailable}
+		for range rpcs {
+			s := newScript(t, unavailable, unavailable, unavailable, unavailable, unavailable)
+			if err := p.Unary(t.Context(), nil, s.invoke, s.dropped); status.Code(err) != codes.Unavailable {
+				t.Fatalf("Unary() = %v, want UNAVAILABLE", err)
+			}
+			if len(s.starts) != 5 {
+				t.Fatalf("%d attempts, want 5", len(s.starts))
+			}
+			for n := range bounds {
+				wait := s.starts[n+1] - s.starts[n]
+				if wait > bounds[n] {
+					t.Fatalf("wait before retry %d = %v, want at most %v", n+1, wait, bounds[n])
+				}
+				sums[n] += wait
+			}
+		}
+	})
+	for n, bound := range bounds {
+		// The mean of 400 uniform draws in [0, b] is b/2 within ±0.1 b
+		// (seven standard deviations).
+		if mean := sums[n] / rpcs; mean < bound*4/10 || mean > bound*6/10 {
+			t.Errorf("mean wait before retry %d = %v, want about %v (uniform up to %v)", n+1, mean, bound/2, bound)
+		}
 	}
 }
 
