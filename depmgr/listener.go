@@ -178,7 +178,7 @@ func (m *Manager) useRouteConfigLocked(rc *resources.RouteConfig, rcVersion stri
 		return
 	}
 	if vh != m.cur.vh {
-		m.setStaticRootsLocked(routeClusters(vh))
+		m.setStaticRootsLocked(routeClusters(vh, m.opts.httpRoutes))
 	}
 	m.cur = next
 	m.changed = true

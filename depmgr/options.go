@@ -27,6 +27,7 @@ type Option func(*options)
 
 type options struct {
 	authority   string
+	httpRoutes  bool
 	dnsResolver DNSResolver
 	dnsRefresh  time.Duration
 	logger      *slog.Logger
@@ -46,6 +47,15 @@ func defaultOptions() options {
 // name template applies.
 func WithDataPlaneAuthority(authority string) Option {
 	return func(o *options) { o.authority = authority }
+}
+
+// WithHTTPRoutes makes the Manager follow the clusters of the routes an
+// HTTP data plane uses (resources.VirtualHost.RoutesForHTTP: with the
+// routes gRPC leaves out, those matching query parameters, R-17.7)
+// instead of gRPC's, so that they hold publication back as the others
+// do. The net/http data path of package xdshttp sets it.
+func WithHTTPRoutes() Option {
+	return func(o *options) { o.httpRoutes = true }
 }
 
 // WithDNSResolver sets the resolver of the hosts of LOGICAL_DNS clusters.

@@ -127,6 +127,11 @@ type Options struct {
 	// leaves the leaf out, as if it had no endpoint. nil accepts every
 	// policy.
 	Policy func(resources.LBPolicy) (any, error)
+	// HTTP builds the routes of an HTTP data plane
+	// (resources.VirtualHost.RoutesForHTTP: with those that match query
+	// parameters, R-17.7) instead of gRPC's. The depmgr.Manager must
+	// follow them too (depmgr.WithHTTPRoutes).
+	HTTP bool
 }
 
 // Snapshot is what Build reads of a configuration. SnapshotOf makes one
@@ -197,14 +202,18 @@ func Build(s Snapshot, opts Options) (*Config, error) {
 		return nil, fmt.Errorf("%s: no virtual host", where)
 	}
 	vh := s.VirtualHost
-	if len(vh.Routes) == 0 {
+	routes := vh.Routes
+	if opts.HTTP {
+		routes = vh.RoutesForHTTP()
+	}
+	if len(routes) == 0 {
 		return nil, fmt.Errorf("%s: %w", where, ErrNoRoute)
 	}
-	cfg := &Config{Routes: make([]Route, 0, len(vh.Routes)), Clusters: make(map[string]*Cluster), Listener: s.Listener, VirtualHost: vh}
+	cfg := &Config{Routes: make([]Route, 0, len(routes)), Clusters: make(map[string]*Cluster), Listener: s.Listener, VirtualHost: vh}
 	cfg.Sessions = s.Listener != nil && hasSessionFilter(s.Listener.HTTPFilters)
 	names := routing.NewIndex()
-	for i := range vh.Routes {
-		rt := buildRoute(i, &vh.Routes[i], names, s.Listener, vh, cfg.Sessions, opts.DefaultHashHeader)
+	for i := range routes {
+		rt := buildRoute(i, &routes[i], names, s.Listener, vh, cfg.Sessions, opts.DefaultHashHeader)
 		for _, t := range rt.Targets {
 			if _, done := cfg.Clusters[t.Cluster]; !done {
 				cfg.Clusters[t.Cluster] = buildCluster(t.Cluster, s.Cluster(t.Cluster), opts, cfg.Sessions)

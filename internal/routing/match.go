@@ -10,6 +10,7 @@ package routing
 import (
 	"context"
 	"math/rand/v2"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,7 +29,8 @@ type Match struct {
 	caseSensitive bool
 	regex         *regexp.Regexp
 	headers       []headerMatch
-	fraction      uint32 // parts per million; 1,000,000 when unset
+	query         []resources.QueryParameterMatcher // HTTP only
+	fraction      uint32                            // parts per million; 1,000,000 when unset
 }
 
 // headerMatch is a header matcher with the index of its header name
@@ -100,6 +102,7 @@ func Compile(m *resources.RouteMatch, x *Index) Match {
 	if m.FractionPerMillion != nil {
 		rm.fraction = *m.FractionPerMillion
 	}
+	rm.query = m.QueryParameters
 	return rm
 }
 
@@ -119,8 +122,13 @@ type Headers struct {
 	Ctx    context.Context
 	MD     metadata.MD
 	Source HeaderSource
-	cache  [16]headerValue // by header index; more for larger indexes
-	more   []headerValue
+	// RawQuery is the query string of an HTTP request (without "?"),
+	// which the query parameter matchers of HTTP routes read;
+	// unused for an RPC.
+	RawQuery string
+	query    url.Values      // RawQuery parsed, once a matcher needs it
+	cache    [16]headerValue // by header index; more for larger indexes
+	more     []headerValue
 	// The results of the first 256 matchers (by matcher index), once
 	// evaluated: bit i of known says whether bit i of result is set.
 	known, result [4]uint64
@@ -251,7 +259,32 @@ func (m *Match) Matches(path string, h *Headers) bool {
 			return false
 		}
 	}
+	for i := range m.query {
+		if !h.matchQuery(&m.query[i]) {
+			return false
+		}
+	}
 	return m.fraction >= 1_000_000 || rand.Uint32N(1_000_000) < m.fraction
+}
+
+// matchQuery applies a query parameter matcher as Envoy does: to the
+// parameter's first value; without a string matcher, presence alone
+// . The query is parsed on the first use.
+func (h *Headers) matchQuery(q *resources.QueryParameterMatcher) bool {
+	if h.query == nil {
+		h.query, _ = url.ParseQuery(h.RawQuery) // a malformed pair is left out, as Envoy skips it
+		if h.query == nil {
+			h.query = url.Values{}
+		}
+	}
+	vs, ok := h.query[q.Name]
+	if !ok {
+		return false
+	}
+	if q.Value.Kind == 0 {
+		return true
+	}
+	return q.Value.Match(vs[0])
 }
 
 // MatchHeader applies one header matcher to the RPC of headers h.
