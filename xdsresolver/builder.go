@@ -20,8 +20,8 @@ import (
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/dataplane"
+	"github.com/proxyless/xds/internal/loadreport"
 	"github.com/proxyless/xds/internal/xdslog"
-	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/xdscreds"
 	"github.com/proxyless/xds/xdsresolver/internal/router"
 )
@@ -68,7 +68,7 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 	return &builder{
 		client:   c,
 		opts:     o,
-		load:     &loadReporter{store: lrs.NewStore(), builder: o.lrsBuilder, cfg: c.BootstrapConfig(), logger: o.logger},
+		load:     loadreport.New(o.lrsBuilder, c.BootstrapConfig(), o.logger),
 		breakers: &dataplane.Breakers{},
 	}
 }
@@ -79,8 +79,8 @@ func NewBuilder(c *client.Client, opts ...Option) resolver.Builder {
 type builder struct {
 	client   *client.Client
 	opts     options
-	load     *loadReporter       // the load of its channels, reported per management server
-	breakers *dataplane.Breakers // the circuit breakers of its channels (gRFC A32)
+	load     *loadreport.Reporter // the load of its channels, reported per management server
+	breakers *dataplane.Breakers  // the circuit breakers of its channels (gRFC A32)
 }
 
 // Scheme returns the scheme of the targets b resolves.
@@ -151,7 +151,7 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, bopts re
 		bootstrap:      b.client.BootstrapConfig(),
 	}
 	xr.load, xr.breakers = b.load, b.breakers
-	xr.load.acquire()
+	xr.load.Acquire()
 	authority := dataPlaneAuthority(endpoint, bopts)
 	dopts := make([]depmgr.Option, 0, 2+len(b.opts.depmgrOpts))
 	dopts = append(dopts, depmgr.WithDataPlaneAuthority(authority), depmgr.WithLogger(b.opts.logger.With(xdslog.KeyTarget, t)))

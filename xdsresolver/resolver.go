@@ -13,6 +13,7 @@ import (
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/depmgr"
 	"github.com/proxyless/xds/internal/dataplane"
+	"github.com/proxyless/xds/internal/loadreport"
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/watcher"
@@ -50,10 +51,10 @@ type xdsResolver struct {
 	started        chan struct{}     // closed once manager is set
 	bootstrap      *bootstrap.Config // the client's, for trusted_xds_server
 
-	timer    router.TimerFunc    // the router's timers; nil for time.AfterFunc
-	load     *loadReporter       // the Builder's; set by Build
-	breakers *dataplane.Breakers // the Builder's; set by Build
-	holder   *channelHolder      // DialOptions' interceptors' configuration; nil without them
+	timer    router.TimerFunc     // the router's timers; nil for time.AfterFunc
+	load     *loadreport.Reporter // the Builder's; set by Build
+	breakers *dataplane.Breakers  // the Builder's; set by Build
+	holder   *channelHolder       // DialOptions' interceptors' configuration; nil without them
 	// providers are the certificate providers of clusters with a
 	// transport socket (the Builder's).
 	providers *xdscreds.ProviderStore
@@ -122,7 +123,7 @@ func (r *xdsResolver) ResolveNow(resolver.ResolveNowOptions) {
 // more calls to the ClientConn.
 func (r *xdsResolver) Close() {
 	r.manager.Close()
-	r.load.release()
+	r.load.Release()
 	r.logger.Debug("closed")
 }
 
@@ -138,13 +139,13 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 		return
 	}
 	r.version++
-	rc.Version, rc.Timer, rc.Load, rc.Breakers = r.version, r.timer, r.load.store, r.breakers
+	rc.Version, rc.Timer, rc.Load, rc.Breakers = r.version, r.timer, r.load.Store(), r.breakers
 	rc.Intercepted = r.holder != nil
 	rc.AuthorityRewrite = r.trusted(cfg)
 	if len(rc.Plugins) > 0 {
 		rc.Subscribe = r.subscribe // RLS targets
 	}
-	r.load.ensure(rc.DP)
+	r.load.Ensure(rc.DP)
 	r.warnUnsupported(rc.DP)
 	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes)), gcpFilters: gcpFilters(rc.DP.Listener)}
 	for i := range rc.DP.Routes {

@@ -84,6 +84,10 @@ type Priority struct {
 	// Localities are the localities with a usable endpoint, in the order
 	// of the ClusterLoadAssignment.
 	Localities []Locality
+	// Res is the leaf cluster as decoded, for what only some data paths
+	// read (the HTTP fields of: UpstreamProtocol, MaxRetries, the
+	// consecutive-failure ejection of OutlierDetection).
+	Res *resources.Cluster
 }
 
 // Locality is one locality of a priority.
@@ -312,7 +316,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 			p = &Priority{
 				Leaf: leaf.Name, EDSService: eds, Priority: l.Priority, Drops: drops, MaxRequests: c.MaxRequests,
 				LoadReported: c.LRSServerSelf, LRSService: c.EDSServiceName, Policy: c.LBPolicy, PolicyConfig: policyConfig,
-				Security: c.Security, HTTPConnect: c.HTTPConnect, Outlier: od, Sessions: sessions,
+				Security: c.Security, HTTPConnect: c.HTTPConnect, Outlier: od, Sessions: sessions, Res: c,
 			}
 			if c.LRSServerSelf && c.LRSReportEndpointMetrics != 0 {
 				p.BackendMetrics, p.NamedMetrics = c.LRSReportEndpointMetrics, c.LRSNamedMetrics()

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package xdsresolver
+// Package loadreport reports the load of a data path's requests to the
+// management servers: an lrs.Store that the data path's pickers
+// feed, and one lrs.Client per management server that a cluster with
+// lrs_server "self" came from. The gRPC data path (package xdsresolver)
+// and the net/http one (package xdshttp) share it.
+package loadreport
 
 import (
 	"context"
@@ -17,12 +22,13 @@ import (
 	"github.com/proxyless/xds/transport"
 )
 
-// loadReporter reports the load of the channels of one Builder: a
-// Store fed by their routers' pickers, and one lrs.Client per management
-// server that a cluster with lrs_server "self" came from, started on
-// first need and closed, after a final report, when the last resolver
-// using it is closed. Safe for concurrent use.
-type loadReporter struct {
+// Reporter reports the load of the requests of its users (the channels
+// of one xdsresolver.Builder, the hosts of one xdshttp.Transport): a
+// Store fed by their pickers, and one lrs.Client per management server
+// that a cluster with lrs_server "self" came from, started on first need
+// (Ensure) and closed, after a final report, when the last user releases
+// it. Safe for concurrent use.
+type Reporter struct {
 	store   *lrs.Store
 	builder transport.Builder
 	cfg     *bootstrap.Config
@@ -33,8 +39,17 @@ type loadReporter struct {
 	refs    int                 // resolvers using it
 }
 
-// acquire notes a resolver using l; release it when the resolver closes.
-func (l *loadReporter) acquire() {
+// New returns a Reporter whose load reporting streams are those of the
+// transports b builds for the servers of cfg.
+func New(b transport.Builder, cfg *bootstrap.Config, logger *slog.Logger) *Reporter {
+	return &Reporter{store: lrs.NewStore(), builder: b, cfg: cfg, logger: logger}
+}
+
+// Store returns the Store the users record their load in.
+func (l *Reporter) Store() *lrs.Store { return l.store }
+
+// Acquire notes a user of l; Release it when the user closes.
+func (l *Reporter) Acquire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.refs++
@@ -54,9 +69,9 @@ func (t lrsStreams) NewStream(ctx context.Context, _ string) (transport.Stream, 
 	return t.NewLRSStream(ctx)
 }
 
-// ensure starts reporting to the management server of every leaf cluster
-// of cfg with lrs_server "self", if not done yet.
-func (l *loadReporter) ensure(cfg *dataplane.Config) {
+// Ensure starts reporting to the management server of every leaf cluster
+// of cfg with lrs_server "self", if not done yet. Failures are logged.
+func (l *Reporter) Ensure(cfg *dataplane.Config) {
 	for _, c := range cfg.Clusters {
 		for _, p := range c.Priorities {
 			if p.LoadReported {
@@ -68,7 +83,7 @@ func (l *loadReporter) ensure(cfg *dataplane.Config) {
 	}
 }
 
-func (l *loadReporter) ensureFor(cluster string) error {
+func (l *Reporter) ensureFor(cluster string) error {
 	servers := l.cfg.Servers
 	if strings.HasPrefix(cluster, "xdstp:") {
 		n, err := resources.ParseName(cluster)
@@ -99,9 +114,9 @@ func (l *loadReporter) ensureFor(cluster string) error {
 	return nil
 }
 
-// release undoes an acquire; the last one sends the final reports and
-// closes the LRS clients (a later acquire starts them again on need).
-func (l *loadReporter) release() {
+// Release undoes an Acquire; the last one sends the final reports and
+// closes the LRS clients (a later Acquire starts them again on need).
+func (l *Reporter) Release() {
 	l.mu.Lock()
 	l.refs--
 	if l.refs > 0 {
