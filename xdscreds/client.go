@@ -129,3 +129,26 @@ func (c *clientCreds) Clone() credentials.TransportCredentials {
 func (c *clientCreds) OverrideServerName(string) error {
 	return errors.New("xdscreds: the server name of xDS credentials cannot be overridden; match_subject_alt_names says which servers are accepted")
 }
+
+// ClientTLSConfig returns the *tls.Config of one TLS handshake with an
+// endpoint of the cluster that hi describes, for a data path that runs
+// crypto/tls itself (the net/http data path of package xdshttp), as
+// ServerTLSConfig is for servers: the client certificate and the server
+// verification of the cluster's UpstreamTlsContext with the current key
+// material of its certificate providers (gRFC A29, A87: the chain
+// against the roots or the SPIFFE bundle of the server's trust domain,
+// then match_subject_alt_names), and the server name of gRFC A101
+// (hostname is the endpoint's host name, for auto_host_sni; "" for none)
+// as ServerName. The caller sets NextProtos. It waits, until ctx is done,
+// for a provider that has no key material yet. hi comes from
+// internal/handshake.NewClientHandshakeInfo: only this module's packages
+// can call it.
+func ClientTLSConfig(ctx context.Context, hi *handshake.ClientHandshakeInfo, hostname string) (*tls.Config, error) {
+	sni := hi.ServerName(hostname)
+	cfg, err := clientTLSConfig(ctx, hi, sni)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ServerName = sni
+	return cfg, nil
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package xdshttp_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/proxyless/xds/bootstrap"
+	"github.com/proxyless/xds/client"
+	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/xdshttp"
+)
+
+// cliEnv is a management server, an xDS client of it and a Transport of
+// the client, closed when the test ends.
+type cliEnv struct {
+	ms *testutil.ManagementServer
+	c  *client.Client
+	tr *xdshttp.Transport
+	hc *http.Client
+}
+
+func newCliEnv(t *testing.T, opts ...xdshttp.Option) *cliEnv {
+	t.Helper()
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	tr := xdshttp.NewTransport(c, opts...)
+	t.Cleanup(func() { tr.Close() })
+	return &cliEnv{ms: ms, c: c, tr: tr, hc: &http.Client{Transport: tr}}
+}
+
+func (e *cliEnv) update(t *testing.T, r testutil.Resources) {
+	t.Helper()
+	if err := e.ms.Update("", r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// backend is an HTTP server that answers every request with its name,
+// and records the requests it got.
+type backend struct {
+	name string
+	srv  *httptest.Server
+	port uint32
+	reqs chan *http.Request
+}
+
+func startBackend(t *testing.T, name string, h http.HandlerFunc) *backend {
+	t.Helper()
+	b := &backend{name: name, reqs: make(chan *http.Request, 1000)}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case b.reqs <- r:
+		default:
+		}
+		w.Header().Set("X-Backend", name)
+		if h != nil {
+			h(w, r)
+			return
+		}
+		fmt.Fprint(w, name)
+	}))
+	t.Cleanup(b.srv.Close)
+	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	b.port = uint32(p)
+	return b
+}
+
+// clientResources returns a Listener named listener with RDS route
+// configuration "rc-"+listener whose one virtual host (domains "*")
+// routes "/" to cluster "c", an EDS cluster whose endpoints are the
+// backends.
+func clientResources(listener string, backends ...*backend) testutil.Resources {
+	return testutil.Resources{
+		Listeners: []*v3listenerpb.Listener{testutil.Listener(listener, "rc-"+listener)},
+		Routes:    []*v3routepb.RouteConfiguration{testutil.RouteConfig("rc-"+listener, "*", "c")},
+		Clusters:  []*v3clusterpb.Cluster{testutil.Cluster("c", "")},
+		Endpoints: []*v3endpointpb.ClusterLoadAssignment{backendEndpoints("c", backends...)},
+	}
+}
+
+func backendEndpoints(cluster string, backends ...*backend) *v3endpointpb.ClusterLoadAssignment {
+	ports := make([]uint32, len(backends))
+	for i, b := range backends {
+		ports[i] = b.port
+	}
+	return testutil.Endpoints(cluster, "127.0.0.1", ports...)
+}
+
+// get sends GET url through e's Transport and returns the status and body.
+func (e *cliEnv) get(t *testing.T, url string) (int, string, error) {
+	t.Helper()
+	resp, err := e.hc.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
