@@ -83,13 +83,13 @@ func (t *Transport) startHost(k hostKey) (*host, error) {
 	return h, nil
 }
 
-func (h *host) touch()                { h.used.Store(time.Now().UnixNano()) }
-func (h *host) lastUsed() time.Time   { return time.Unix(0, h.used.Load()) }
-func (h *host) state() *hostState     { return h.st.Load() }
-func (h *host) markReady()            { h.once.Do(func() { close(h.ready) }) }
-func (h *host) close()                { h.mgr.Close() }
-func (st *hostState) usable() bool    { return st.cfg != nil }
-func (h *host) describe() string      { return fmt.Sprintf("listener %q", h.listener) }
+func (h *host) touch()                                  { h.used.Store(time.Now().UnixNano()) }
+func (h *host) lastUsed() time.Time                     { return time.Unix(0, h.used.Load()) }
+func (h *host) state() *hostState                       { return h.st.Load() }
+func (h *host) markReady()                              { h.once.Do(func() { close(h.ready) }) }
+func (h *host) close()                                  { h.mgr.Close() }
+func (st *hostState) usable() bool                      { return st.cfg != nil }
+func (h *host) describe() string                        { return fmt.Sprintf("listener %q", h.listener) }
 func (st *hostState) cluster(name string) *clusterState { return st.clusters[name] }
 
 // wait returns the host's state, waiting for its first one until ctx is

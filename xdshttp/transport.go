@@ -38,7 +38,7 @@ type Transport struct {
 
 	mu        sync.RWMutex
 	hosts     map[hostKey]*host
-	endpoints map[endpointKey]*balance.Host   // kept across configurations
+	endpoints map[endpointKey]*balance.Host // kept across configurations
 	security  map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo
 	closed    bool
 	closing   chan struct{} // closed by Close
