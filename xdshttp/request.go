@@ -97,8 +97,8 @@ func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, erro
 
 	resp, err := h.attempt(ctx, req, authority, st, rt, cs, end)
 	if err != nil {
-		if ctx.Err() != nil && req.Context().Err() == nil {
-			err = context.Cause(ctx) // the route's timeout
+		if c := context.Cause(ctx); errors.Is(c, ErrTimeout) && req.Context().Err() == nil {
+			err = c // the route's timeout, not what it made the attempt fail with
 		}
 		return fail(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/proxyless/xds/bootstrap"
 	"github.com/proxyless/xds/client"
 	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/testutil/certs"
 	"github.com/proxyless/xds/xdshttp"
 )
 
@@ -33,12 +34,18 @@ type cliEnv struct {
 
 func newCliEnv(t *testing.T, opts ...xdshttp.Option) *cliEnv {
 	t.Helper()
+	return newCliEnvWith(t, nil, opts...)
+}
+
+// newCliEnvWith is newCliEnv with options for the client.
+func newCliEnvWith(t *testing.T, copts []client.Option, opts ...xdshttp.Option) *cliEnv {
+	t.Helper()
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, client.WithLogger(testLogger(t)))
+	c, err := client.New(cfg, append([]client.Option{client.WithLogger(testLogger(t))}, copts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,4 +124,52 @@ func (e *cliEnv) get(t *testing.T, url string) (int, string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
+}
+
+func prefix(p string) *v3routepb.RouteMatch {
+	return &v3routepb.RouteMatch{PathSpecifier: &v3routepb.RouteMatch_Prefix{Prefix: p}}
+}
+
+func clusterAction(c string) *v3routepb.Route_Route {
+	return &v3routepb.Route_Route{Route: &v3routepb.RouteAction{ClusterSpecifier: &v3routepb.RouteAction_Cluster{Cluster: c}}}
+}
+
+func portOf(t *testing.T, addr string) uint32 {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	return uint32(p)
+}
+
+// newTLSEnv returns an environment whose bootstrap has a file_watcher
+// certificate provider instance "client" with the mesh's client
+// certificate and CA.
+func newTLSEnv(t *testing.T, opts ...xdshttp.Option) (*cliEnv, *certs.Mesh) {
+	t.Helper()
+	mesh, err := certs.NewMesh(t.TempDir(), "mesh.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
+	raw, err := testutil.WithCertificateProviders(ms.Bootstrap(testutil.BootstrapOptions{}), map[string]testutil.FileWatcher{
+		"client": {CertificateFile: mesh.ClientCertFile, PrivateKeyFile: mesh.ClientKeyFile, CACertificateFile: mesh.CAFile},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := bootstrap.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	tr := xdshttp.NewTransport(c, opts...)
+	t.Cleanup(func() { tr.Close() })
+	return &cliEnv{ms: ms, c: c, tr: tr, hc: &http.Client{Transport: tr}}, mesh
 }
