@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proxyless/xds/internal/dataplane"
@@ -25,84 +27,115 @@ const defaultRouteTimeout = 15 * time.Second
 // (an errored request, R-22) and for outlier detection.
 var errServerError = errors.New("5xx response")
 
+// call is one request of the application through a host: what its
+// attempts share, and the state of the attempt whose response is handed
+// over. One allocation holds it all, the response body wrapper included.
+type call struct {
+	h         *host
+	req       *http.Request
+	st        *hostState
+	rt        *Route
+	cs        *clusterState
+	authority string
+	hh        routing.HTTPHeaders
+	headers   routing.Headers
+	ctx       context.Context // req's, bounded by the route's timeout
+	cancel    context.CancelFunc
+	releases  []func() // of the fault filters
+	url       url.URL  // of the attempt
+
+	// The attempt in flight.
+	pick   balance.Pick
+	n      *atomic.Int64 // the circuit breaker's count
+	loc    *lrs.LocalityLoad
+	up     *upstream
+	result error // the attempt's result for load reports
+	body   responseBody
+}
+
 // roundTrip sends req with st, the host's configuration: route, faults,
 // timeout, then the attempt (docs/http.md, "What a request gets").
 func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, error) {
-	e := &Error{Host: req.URL.Host}
-	fail := func(err error) (*http.Response, error) {
-		closeBody(req)
-		e.Err = err
-		return nil, e
+	c := &call{h: h, req: req, st: st, authority: req.Host, ctx: req.Context()}
+	if c.authority == "" {
+		c.authority = req.URL.Host
 	}
-	authority := req.Host
-	if authority == "" {
-		authority = req.URL.Host
-	}
-	hh := routing.HTTPHeaders{Authority: authority, Method: req.Method, Path: req.URL.RequestURI(), Scheme: req.URL.Scheme, Fields: req.Header}
-	headers := routing.Headers{Source: &hh, RawQuery: req.URL.RawQuery}
-	rt := st.cfg.Route(req.URL.EscapedPath(), &headers)
+	c.hh = routing.HTTPHeaders{Authority: c.authority, Method: req.Method, Path: req.URL.RequestURI(), Scheme: req.URL.Scheme, Fields: req.Header}
+	c.headers = routing.Headers{Source: &c.hh, RawQuery: req.URL.RawQuery}
+	rt := st.cfg.Route(req.URL.EscapedPath(), &c.headers)
 	if rt == nil {
-		return fail(fmt.Errorf("%w (virtual host %q)", ErrNoRoute, st.cfg.VirtualHost.Name))
+		return c.fail(fmt.Errorf("%w (virtual host %q)", ErrNoRoute, st.cfg.VirtualHost.Name))
 	}
-	e.Route = rt.Desc
+	c.rt = rt
 	if !rt.Forwards() {
-		return fail(fmt.Errorf("%w: action %v", ErrRouteAction, rt.Action))
+		return c.fail(fmt.Errorf("%w: action %v", ErrRouteAction, rt.Action))
 	}
 	target := rt.PickTarget()
-	e.Cluster = target.Cluster
-	cs := st.cluster(target.Cluster)
-	if cs == nil || cs.err != nil {
+	c.cs = st.cluster(target.Cluster)
+	if c.cs == nil || c.cs.err != nil {
 		var err error = errors.New("not in the configuration")
-		if cs != nil {
-			err = cs.err
+		if c.cs != nil {
+			err = c.cs.err
 		}
-		return fail(fmt.Errorf("%w: %w", ErrClusterUnavailable, err))
+		return c.fail(fmt.Errorf("%w: %w", ErrClusterUnavailable, err))
 	}
-
-	ctx := req.Context()
 	// The route's timeout bounds the whole request, until its response
 	// body is read to the end (docs/http.md, "Timeouts").
-	cancel := context.CancelFunc(func() {})
 	if d := routeTimeout(st.cfg, rt); d > 0 {
-		ctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("%w (%v)", ErrTimeout, d))
-	}
-	var releases []func()
-	end := func() {
-		cancel()
-		for _, r := range releases {
-			r()
-		}
+		c.ctx, c.cancel = context.WithTimeoutCause(c.ctx, d, ErrTimeout)
 	}
 	faults, err := target.FaultsFor(rt)
 	if err != nil {
-		end()
-		return fail(err)
+		return c.fail(err)
 	}
 	for _, f := range faults {
-		abort, release, err := dataplane.InjectFault(ctx, f, &headers)
-		releases = append(releases, release)
+		abort, release, err := dataplane.InjectFault(c.ctx, f, &c.headers)
+		c.releases = append(c.releases, release)
 		if err != nil {
-			end()
-			return fail(err)
+			return c.fail(err)
 		}
 		if abort != nil {
-			end()
 			status := int(abort.Code)
 			if abort.GRPC {
 				status = http.StatusServiceUnavailable // a gRPC status aborts an HTTP request as 503
 			}
-			return fail(&FaultAbortError{Status: status})
+			return c.fail(&FaultAbortError{Status: status})
 		}
 	}
-
-	resp, err := h.attempt(ctx, req, authority, st, rt, cs, end)
+	resp, err := c.attempt()
 	if err != nil {
-		if c := context.Cause(ctx); errors.Is(c, ErrTimeout) && req.Context().Err() == nil {
-			err = c // the route's timeout, not what it made the attempt fail with
-		}
-		return fail(err)
+		return c.fail(err)
 	}
 	return resp, nil
+}
+
+// fail ends c, which failed with err, and returns err in an *Error.
+func (c *call) fail(err error) (*http.Response, error) {
+	closeBody(c.req)
+	if cause := context.Cause(c.ctx); errors.Is(cause, ErrTimeout) && c.req.Context().Err() == nil {
+		err = fmt.Errorf("%w (%v)", cause, routeTimeout(c.st.cfg, c.rt)) // not what the timeout made the attempt fail with
+	}
+	c.end()
+	e := &Error{Host: c.req.URL.Host, Err: err}
+	if c.rt != nil {
+		e.Route = c.rt.Desc
+		if c.cs != nil && c.cs.c != nil {
+			e.Cluster = c.cs.c.Name
+		} else if len(c.rt.Targets) == 1 {
+			e.Cluster = c.rt.Targets[0].Cluster
+		}
+	}
+	return nil, e
+}
+
+// end ends the request: its timeout and faults.
+func (c *call) end() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	for _, r := range c.releases {
+		r()
+	}
 }
 
 // routeTimeout is the limit of a request of rt: the route's timeout (15 s
@@ -121,15 +154,14 @@ func routeTimeout(cfg *dataplane.Config, rt *Route) time.Duration {
 // Route is dataplane's, named here for brevity.
 type Route = dataplane.Route
 
-// attempt sends one attempt of req to an endpoint of cs: the pick, drops,
-// circuit breaking, load report and the endpoint's transport. end is
-// called once the request is over: at once when the attempt fails, else
-// when the response body is read to its end or closed.
-func (h *host) attempt(ctx context.Context, req *http.Request, authority string, st *hostState, rt *Route, cs *clusterState, end func()) (*http.Response, error) {
-	t := h.t
-	pick, err := cs.bal.Pick(balance.Request{})
+// attempt sends one attempt to an endpoint of c's cluster: the pick,
+// drops, circuit breaking, load report and the endpoint's transport. On
+// success the response's body ends the attempt, then the call, when it is
+// read to its end or closed; on failure the attempt is over.
+func (c *call) attempt() (*http.Response, error) {
+	t := c.h.t
+	pick, err := c.cs.bal.Pick(balance.Request{})
 	if err != nil {
-		end()
 		return nil, fmt.Errorf("%w: %w", ErrNoHealthyEndpoint, err)
 	}
 	p := pick.Priority
@@ -141,7 +173,6 @@ func (h *host) attempt(ctx context.Context, req *http.Request, authority string,
 		if load != nil {
 			load.DropCounter(p.Drops[i].Category).Add(1)
 		}
-		end()
 		return nil, fmt.Errorf("%w: category %q", ErrDropped, p.Drops[i].Category)
 	}
 	n := t.breakers.Counter(p.BreakerKey())
@@ -149,7 +180,6 @@ func (h *host) attempt(ctx context.Context, req *http.Request, authority string,
 		if load != nil {
 			load.DropCounter("").Add(1)
 		}
-		end()
 		return nil, fmt.Errorf("%w (%d)", ErrCircuitBreakerOpen, p.MaxRequests)
 	}
 	var loc *lrs.LocalityLoad
@@ -157,7 +187,7 @@ func (h *host) attempt(ctx context.Context, req *http.Request, authority string,
 		loc = load.Locality(pick.Locality.ID)
 		loc.Start()
 	}
-	hs := st.security[p.Security]
+	hs := c.st.security[p.Security]
 	addr := pick.Endpoint.Addresses[0]
 	key := upstreamKey{addr: addr, hs: hs}
 	if p.Res != nil {
@@ -166,8 +196,8 @@ func (h *host) attempt(ctx context.Context, req *http.Request, authority string,
 	switch {
 	case hs != nil:
 		key.hostname = pick.Endpoint.Hostname
-	case req.URL.Scheme == "https":
-		key.https, key.hostname = true, req.URL.Hostname()
+	case c.req.URL.Scheme == "https":
+		key.https, key.hostname = true, c.req.URL.Hostname()
 	}
 	up, err := t.ups.get(key)
 	if err != nil {
@@ -175,57 +205,64 @@ func (h *host) attempt(ctx context.Context, req *http.Request, authority string,
 		if loc != nil {
 			loc.Finish(err)
 		}
-		end()
 		return nil, err
 	}
 	pick.Host.Begin()
-	finish := func(err error) {
-		pick.Host.End()
-		n.Add(-1)
-		if loc != nil {
-			loc.Finish(err)
-		}
-		up.done()
-		end()
-	}
+	c.pick, c.n, c.loc, c.up = pick, n, loc, up
 
-	out := req.WithContext(ctx) // a shallow copy; req is not modified
-	u := *req.URL
-	u.Scheme, u.Host = up.scheme, addr
-	out.URL = &u
-	out.Host = authority
+	out := c.req.WithContext(c.ctx) // a shallow copy; req is not modified
+	c.url = *c.req.URL
+	c.url.Scheme, c.url.Host = up.scheme, addr
+	out.URL = &c.url
+	out.Host = c.authority
 	resp, err := up.rt.RoundTrip(out)
 	if err != nil {
-		finish(err)
+		c.finishAttempt(err)
 		return nil, fmt.Errorf("endpoint %s: %w", addr, err)
 	}
-	var result error
+	c.result = nil
 	if resp.StatusCode >= 500 {
-		result = errServerError
+		c.result = errServerError
 	}
-	resp.Request = req
-	resp.Body = &responseBody{rc: resp.Body, end: func() { finish(result) }}
+	resp.Request = c.req
+	c.body.rc, c.body.c = resp.Body, c
+	resp.Body = &c.body
 	return resp, nil
+}
+
+// finishAttempt ends the attempt in flight with its result.
+func (c *call) finishAttempt(result error) {
+	c.pick.Host.End()
+	c.n.Add(-1)
+	if c.loc != nil {
+		c.loc.Finish(result)
+	}
+	c.up.done()
 }
 
 // responseBody is the body of a response handed to the application: its
 // request is over when it is read to its end or closed.
 type responseBody struct {
 	rc   io.ReadCloser
-	end  func()
+	c    *call
 	once sync.Once
+}
+
+func (b *responseBody) done() {
+	b.c.finishAttempt(b.c.result)
+	b.c.end()
 }
 
 func (b *responseBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil {
-		b.once.Do(b.end)
+		b.once.Do(b.done)
 	}
 	return n, err
 }
 
 func (b *responseBody) Close() error {
 	err := b.rc.Close()
-	b.once.Do(b.end)
+	b.once.Do(b.done)
 	return err
 }

@@ -5,6 +5,7 @@ package xdshttp_test
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,20 +33,20 @@ type cliEnv struct {
 	hc *http.Client
 }
 
-func newCliEnv(t *testing.T, opts ...xdshttp.Option) *cliEnv {
+func newCliEnv(t testing.TB, opts ...xdshttp.Option) *cliEnv {
 	t.Helper()
 	return newCliEnvWith(t, nil, opts...)
 }
 
 // newCliEnvWith is newCliEnv with options for the client.
-func newCliEnvWith(t *testing.T, copts []client.Option, opts ...xdshttp.Option) *cliEnv {
+func newCliEnvWith(t testing.TB, copts []client.Option, opts ...xdshttp.Option) *cliEnv {
 	t.Helper()
 	ms := testutil.NewManagementServer(t, testutil.ServerOptions{})
 	cfg, err := bootstrap.Parse(ms.Bootstrap(testutil.BootstrapOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(cfg, append([]client.Option{client.WithLogger(testLogger(t))}, copts...)...)
+	c, err := client.New(cfg, append([]client.Option{client.WithLogger(tbLogger(t))}, copts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func newCliEnvWith(t *testing.T, copts []client.Option, opts ...xdshttp.Option) 
 	return &cliEnv{ms: ms, c: c, tr: tr, hc: &http.Client{Transport: tr}}
 }
 
-func (e *cliEnv) update(t *testing.T, r testutil.Resources) {
+func (e *cliEnv) update(t testing.TB, r testutil.Resources) {
 	t.Helper()
 	if err := e.ms.Update("", r); err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ type backend struct {
 	reqs chan *http.Request
 }
 
-func startBackend(t *testing.T, name string, h http.HandlerFunc) *backend {
+func startBackend(t testing.TB, name string, h http.HandlerFunc) *backend {
 	t.Helper()
 	b := &backend{name: name, reqs: make(chan *http.Request, 1000)}
 	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,4 +173,13 @@ func newTLSEnv(t *testing.T, opts ...xdshttp.Option) (*cliEnv, *certs.Mesh) {
 	tr := xdshttp.NewTransport(c, opts...)
 	t.Cleanup(func() { tr.Close() })
 	return &cliEnv{ms: ms, c: c, tr: tr, hc: &http.Client{Transport: tr}}, mesh
+}
+
+// tbLogger logs to t's log when t is a test's, and discards otherwise
+// (benchmarks).
+func tbLogger(tb testing.TB) *slog.Logger {
+	if t, ok := tb.(*testing.T); ok {
+		return testLogger(t)
+	}
+	return slog.New(slog.DiscardHandler)
 }
