@@ -46,6 +46,8 @@ type hostState struct {
 	// What the configuration uses, for Transport.sweep.
 	endpoints map[endpointKey]*balance.Host
 	byEP      map[*dataplane.Endpoint]*balance.Host
+	outlier   map[*dataplane.Endpoint]*dataplane.OutlierEndpoint
+	odGroups  map[string]bool // the outlier detectors it uses
 	security  map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo
 	addrs     map[upstreamUse]bool
 }
@@ -162,6 +164,8 @@ func (t *Transport) buildState(h *host, cfg *depmgr.XDSConfig) *hostState {
 		clusters:  make(map[string]*clusterState, len(dp.Clusters)),
 		endpoints: make(map[endpointKey]*balance.Host),
 		byEP:      make(map[*dataplane.Endpoint]*balance.Host),
+		outlier:   make(map[*dataplane.Endpoint]*dataplane.OutlierEndpoint),
+		odGroups:  make(map[string]bool),
 		security:  make(map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo),
 		addrs:     make(map[upstreamUse]bool),
 	}
@@ -177,6 +181,7 @@ func (t *Transport) buildState(h *host, cfg *depmgr.XDSConfig) *hostState {
 		}
 		st.clusters[name] = cs
 	}
+	t.od.add(st)
 	return st
 }
 

@@ -232,6 +232,9 @@ func (c *call) attempt() (*http.Response, error) {
 
 // finishAttempt ends the attempt in flight with its result.
 func (c *call) finishAttempt(result error) {
+	if oe := c.st.outlier[c.pick.Endpoint]; oe != nil && c.req.Context().Err() == nil {
+		oe.Record(result) // a 5xx or no response is a failure (docs/http.md); the application's cancel is not
+	}
 	c.pick.Host.End()
 	c.n.Add(-1)
 	if c.loc != nil {

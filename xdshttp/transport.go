@@ -34,6 +34,7 @@ type Transport struct {
 	load     *loadreport.Reporter
 	breakers dataplane.Breakers
 	ups      upstreams
+	od       outliers
 	nodeID   string
 
 	mu        sync.RWMutex
@@ -88,6 +89,7 @@ func NewTransport(c *client.Client, opts ...Option) *Transport {
 		ups:       upstreams{base: o.base, tls: o.tlsConfig, m: make(map[upstreamKey]*upstream)},
 	}
 	t.nodeID = cfg.Node.ID
+	t.od.init()
 	if o.providers == nil {
 		t.opts.providers = xdscreds.NewClientProviderStore(c, xdscreds.WithStoreLogger(o.logger))
 	}
@@ -230,6 +232,7 @@ func (t *Transport) sweep() {
 	usedEPs := make(map[endpointKey]bool)
 	usedSec := make(map[*handshake.ClientHandshakeInfo]bool)
 	usedAddr := make(map[upstreamUse]bool)
+	usedOD := make(map[string]bool)
 	for _, h := range t.hosts {
 		st := h.state()
 		if st == nil {
@@ -243,6 +246,9 @@ func (t *Transport) sweep() {
 		}
 		for u := range st.addrs {
 			usedAddr[u] = true
+		}
+		for g := range st.odGroups {
+			usedOD[g] = true
 		}
 	}
 	for k := range t.endpoints {
@@ -258,6 +264,7 @@ func (t *Transport) sweep() {
 		}
 	}
 	t.mu.Unlock()
+	t.od.retain(func(g string) bool { return usedOD[g] })
 	t.ups.retain(func(addr string, hs *handshake.ClientHandshakeInfo) bool {
 		return usedAddr[upstreamUse{addr, hs}]
 	})
@@ -291,6 +298,7 @@ func (t *Transport) Close() error {
 	sec := t.security
 	t.security = nil
 	t.mu.Unlock()
+	t.od.stop()
 	t.ups.closeAll()
 	for _, hs := range sec {
 		hs.Close()

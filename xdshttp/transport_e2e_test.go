@@ -316,3 +316,39 @@ func TestTransport_ClusterTLS(t *testing.T) {
 }
 
 var _ = tls.Config{}
+
+// TestTransport_OutlierDetection: an endpoint that answers 5xx is ejected
+// by failure percentage ejection (gRFC A50) at the end of an interval, and
+// requests go to the other one.
+func TestTransport_OutlierDetection(t *testing.T) {
+	e := newCliEnv(t)
+	bad := startBackend(t, "bad", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	good := startBackend(t, "good", nil)
+	r := clientResources("svc", bad, good)
+	r.Clusters[0].OutlierDetection = &v3clusterpb.OutlierDetection{
+		Interval:                       durationpb.New(50 * time.Millisecond),
+		BaseEjectionTime:               durationpb.New(time.Minute),
+		MaxEjectionPercent:             wrapperspb.UInt32(50),
+		FailurePercentageThreshold:     wrapperspb.UInt32(50),
+		EnforcingFailurePercentage:     wrapperspb.UInt32(100),
+		FailurePercentageMinimumHosts:  wrapperspb.UInt32(2),
+		FailurePercentageRequestVolume: wrapperspb.UInt32(2),
+	}
+	e.update(t, r)
+	deadline := time.Now().Add(defaultTestTimeout)
+	for ok := 0; ok < 20; {
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoint answering 500 was not ejected")
+		}
+		resp, err := e.hc.Get("http://svc/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Header.Get("X-Backend") == "good" {
+			ok++
+		} else {
+			ok = 0
+		}
+	}
+}
