@@ -352,3 +352,72 @@ func TestTransport_OutlierDetection(t *testing.T) {
 		}
 	}
 }
+
+// TestTransport_LoadReport: a cluster with lrs_server "self" has its
+// requests reported per locality: issued, succeeded, errored (5xx).
+func TestTransport_LoadReport(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	ls := testutil.NewLRSServer(t, testutil.LRSServerOptions{Clusters: []string{"c"}})
+	e := newCliEnv(t, xdshttp.WithLoadReportTransport(ls.TransportBuilder()))
+	b := startBackend(t, "b", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	r := clientResources("svc", b)
+	r.Clusters[0].LrsServer = &v3corepb.ConfigSource{ConfigSourceSpecifier: &v3corepb.ConfigSource_Self{Self: &v3corepb.SelfConfigSource{}}}
+	e.update(t, r)
+	for _, p := range []string{"/ok", "/ok", "/ok", "/fail"} {
+		if _, _, err := e.get(t, "http://svc"+p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 1; ; n++ {
+		reqs, err := ls.WaitForRequests(ctx, n)
+		if err != nil {
+			t.Fatalf("no load report with the requests: %v", err)
+		}
+		var issued, succeeded, errored uint64
+		for _, r := range reqs {
+			for _, cs := range r.GetClusterStats() {
+				for _, l := range cs.GetUpstreamLocalityStats() {
+					issued += l.GetTotalIssuedRequests()
+					succeeded += l.GetTotalSuccessfulRequests()
+					errored += l.GetTotalErrorRequests()
+				}
+			}
+		}
+		if issued == 4 {
+			if succeeded != 3 || errored != 1 {
+				t.Errorf("reported %d succeeded, %d errored; want 3, 1", succeeded, errored)
+			}
+			return
+		}
+	}
+}
+
+// TestTransport_IdleHostDropped: a host no request used for the idle time
+// is dropped: nothing is watched any more, so the client closes its
+// stream; the next request starts it again.
+func TestTransport_IdleHostDropped(t *testing.T) {
+	e := newCliEnv(t, xdshttp.WithHostIdleTimeout(100*time.Millisecond))
+	b := startBackend(t, "b", nil)
+	e.update(t, clientResources("svc", b))
+	if _, _, err := e.get(t, "http://svc/"); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.c.Gauges().Connected) != 1 {
+		t.Fatalf("connected to %v, want the management server", e.c.Gauges().Connected)
+	}
+	deadline := time.Now().Add(defaultTestTimeout)
+	for len(e.c.Gauges().Connected) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle host's watches were not cancelled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, body, err := e.get(t, "http://svc/"); err != nil || body != "b" {
+		t.Errorf("request after the host was dropped: %q, %v", body, err)
+	}
+}
