@@ -5,6 +5,61 @@
 // the management server, as a sidecar would, and an xDS-enabled net/http
 // server. See docs/http.md.
 //
+// # The client: Transport
+//
+// NewTransport returns an http.RoundTripper for an http.Client:
+//
+//	c, err := client.New(cfg) // cfg from bootstrap.FromEnv()
+//	defer c.Close()           // after the Transport
+//	t := xdshttp.NewTransport(c)
+//	defer t.Close()
+//	hc := &http.Client{Transport: t}
+//	resp, err := hc.Get("http://svc:8080/hello") // Listener "svc:8080"
+//
+// Naming. A request's URL host (with its port when the URL has one) names
+// the Listener exactly as the gRPC target xds:///HOST does: through the
+// bootstrap's client_default_listener_resource_name_template.
+// The virtual host is selected by the request's Host (req.Host, else the
+// URL's host), as Envoy selects it. The first request to a host starts a
+// dependency manager (package depmgr) for it and waits for its first
+// complete configuration, bounded by the request's context; a Listener
+// that does not exist fails the request when the client's does-not-exist
+// timer fires (15 s by default), with an error wrapping
+// client.ErrResourceNotFound. Later requests use the last configuration
+// at once. A host no request used for WithHostIdleTimeout (10 minutes) is
+// dropped, its watches cancelled.
+//
+// What a request gets (docs/http.md has the details and Envoy's
+// references): the first route whose path, headers, query parameters and
+// runtime fraction match; the route's fault injection (gRFC A33); its
+// timeout (15 s by default, none when 0; max_stream_duration caps it),
+// until the response body is read; a cluster of the route (weighted
+// clusters by weight); its drop_overloads, circuit breaking (max_requests)
+// and load reports (lrs_server self, R-22); an endpoint picked by the
+// cluster's policy among those not ejected by outlier detection (gRFC
+// A50); a connection of the endpoint's *http.Transport: plaintext, or TLS
+// and mTLS from the cluster's UpstreamTlsContext with the bootstrap's
+// certificate providers (gRFC A29, A87, SNI of A101), HTTP/1.1, h2 or h2c
+// as the cluster's HttpProtocolOptions say. https:// URLs of a cluster
+// without TLS get TLS verified as http.Transport verifies them
+// (WithTLSClientConfig); http:// URLs get what the cluster says, as behind
+// a sidecar. Connections go straight to the endpoints: the environment's
+// HTTP proxy is not used.
+//
+// Errors. A request that cannot be sent fails with an *Error naming the
+// host, route and cluster, wrapping ErrNoRoute, ErrRouteAction,
+// ErrClusterUnavailable, ErrNoHealthyEndpoint, ErrDropped,
+// ErrCircuitBreakerOpen, ErrFaultAbort (a *FaultAbortError has the
+// status), ErrTimeout, ErrClosed, or the errors of the configuration
+// (client.ErrResourceNotFound, client.ErrResourceInvalid,
+// client.ErrConnection, depmgr.ErrNoVirtualHost) or of the request's
+// context; test them with errors.Is. A response, 5xx included, is returned
+// as the endpoint sent it.
+//
+// Concurrency and lifetime. A Transport is safe for concurrent use. Close
+// cancels its watches, ends its load reports and closes every connection,
+// those of responses in flight included; close it before the client.
+//
 // # The server
 //
 // NewServer returns a Server, the net/http counterpart of package
