@@ -65,6 +65,10 @@ type clusterState struct {
 	c   *dataplane.Cluster
 	bal *balance.Cluster
 	err error
+	// sessions are the endpoints a stateful session's cookie may pin a
+	// request to (gRFC A55: health in override_host_status), by address;
+	// nil without a stateful session filter.
+	sessions map[string]balance.Pick
 }
 
 // startHost starts the host of k; the caller holds t.mu.
@@ -178,6 +182,9 @@ func (t *Transport) buildState(h *host, cfg *depmgr.XDSConfig) *hostState {
 		}
 		if cs.err == nil {
 			cs.bal = balance.New(c, func(e *dataplane.Endpoint) *balance.Host { return st.byEP[e] })
+			if dp.Sessions {
+				cs.sessions = sessionPicks(c, st.byEP)
+			}
 		}
 		st.clusters[name] = cs
 	}
@@ -219,4 +226,28 @@ func (t *Transport) addClusterLocked(st *hostState, c *dataplane.Cluster) error 
 		}
 	}
 	return nil
+}
+
+// sessionPicks returns the endpoints of c that sessions may be pinned to,
+// by address: those its priorities list as allowed session hosts.
+func sessionPicks(c *dataplane.Cluster, byEP map[*dataplane.Endpoint]*balance.Host) map[string]balance.Pick {
+	out := make(map[string]balance.Pick)
+	for _, p := range c.Priorities {
+		allowed := make(map[string]bool, len(p.Hosts))
+		for _, h := range p.Hosts {
+			allowed[h.Addr] = h.Allowed
+		}
+		for li := range p.Localities {
+			l := &p.Localities[li]
+			for ei := range l.Endpoints {
+				e := &l.Endpoints[ei]
+				for _, a := range e.Addresses {
+					if _, dup := out[a]; !dup && allowed[a] {
+						out[a] = balance.Pick{Priority: p, Locality: l, Endpoint: e, Host: byEP[e]}
+					}
+				}
+			}
+		}
+	}
+	return out
 }

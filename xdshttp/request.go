@@ -43,6 +43,7 @@ type call struct {
 	cancel    context.CancelFunc
 	releases  []func() // of the fault filters
 	url       url.URL  // of the attempt
+	session   *dataplane.Session
 
 	// The attempt in flight.
 	pick   balance.Pick
@@ -71,6 +72,13 @@ func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, erro
 		return c.fail(fmt.Errorf("%w: action %v", ErrRouteAction, rt.Action))
 	}
 	target := rt.PickTarget()
+	if rt.SessionErr != nil {
+		return c.fail(rt.SessionErr)
+	}
+	if rt.Session != nil && dataplane.CookiePathMatches(rt.Session.Path, req.URL.Path) {
+		// gRFC A55, A60: the cookie may name the cluster and endpoint.
+		c.session, target = dataplane.NewSession(rt.Session, req.Header.Values("Cookie"), rt, target)
+	}
 	c.cs = st.cluster(target.Cluster)
 	if c.cs == nil || c.cs.err != nil {
 		var err error = errors.New("not in the configuration")
@@ -160,9 +168,15 @@ type Route = dataplane.Route
 // read to its end or closed; on failure the attempt is over.
 func (c *call) attempt() (*http.Response, error) {
 	t := c.h.t
-	pick, err := c.cs.bal.Pick(balance.Request{})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoHealthyEndpoint, err)
+	pick, ok := c.sessionPick()
+	if !ok {
+		var err error
+		if pick, err = c.cs.bal.Pick(balance.Request{}); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNoHealthyEndpoint, err)
+		}
+	}
+	if c.session != nil {
+		c.session.Picked(pick.Endpoint.Key(), c.cs.c.Name)
 	}
 	p := pick.Priority
 	var load *lrs.ClusterLoad
@@ -225,9 +239,29 @@ func (c *call) attempt() (*http.Response, error) {
 		c.result = errServerError
 	}
 	resp.Request = c.req
+	if c.session != nil {
+		if v, ok := c.session.SetCookie(); ok {
+			resp.Header.Add("Set-Cookie", v)
+		}
+	}
 	c.body.rc, c.body.c = resp.Body, c
 	resp.Body = &c.body
 	return resp, nil
+}
+
+// sessionPick returns the endpoint the request's session cookie pins it
+// to, when one of the addresses it names may take it (an allowed session
+// host, not ejected by outlier detection).
+func (c *call) sessionPick() (balance.Pick, bool) {
+	if c.session == nil || c.cs.sessions == nil {
+		return balance.Pick{}, false
+	}
+	for _, a := range c.session.Override {
+		if p, ok := c.cs.sessions[a]; ok && !p.Host.Ejected() {
+			return p, true
+		}
+	}
+	return balance.Pick{}, false
 }
 
 // finishAttempt ends the attempt in flight with its result.

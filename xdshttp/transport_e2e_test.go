@@ -421,3 +421,39 @@ func TestTransport_IdleHostDropped(t *testing.T) {
 		t.Errorf("request after the host was dropped: %q, %v", body, err)
 	}
 }
+
+// TestTransport_StatefulSession: with the stateful session filter (gRFC
+// A55), the first response sets the cookie, and requests that carry it
+// go to the same endpoint.
+func TestTransport_StatefulSession(t *testing.T) {
+	e := newCliEnv(t)
+	b1, b2 := startBackend(t, "b1", nil), startBackend(t, "b2", nil)
+	r := clientResources("svc", b1, b2)
+	r.Listeners[0] = testutil.WithHTTPFilter(r.Listeners[0], testutil.CookieSessionFilter("session", "", time.Minute))
+	e.update(t, r)
+	resp, err := e.hc.Get("http://svc/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	first := resp.Header.Get("X-Backend")
+	cookie := resp.Header.Get("Set-Cookie")
+	if !strings.HasPrefix(cookie, "session=") {
+		t.Fatalf("first response's Set-Cookie = %q, want the session cookie", cookie)
+	}
+	for range 6 {
+		req, _ := http.NewRequest("GET", "http://svc/", nil)
+		req.Header.Set("Cookie", strings.Split(cookie, ";")[0])
+		resp, err := e.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Backend"); got != first {
+			t.Fatalf("request with the cookie answered by %q, want %q", got, first)
+		}
+		if c := resp.Header.Get("Set-Cookie"); c != "" {
+			t.Errorf("response to a request with a valid cookie sets %q, want none", c)
+		}
+	}
+}
