@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package xdshttp_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	v3clusterpb "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	v3corepb "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	v3endpointpb "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	v3listenerpb "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	v3routepb "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	v3faultcommonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
+	v3faultpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	v3httppb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	v3typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/proxyless/xds/testutil"
+	"github.com/proxyless/xds/xdshttp"
+)
+
+// TestTransport_WeightedClusters: a route's weighted clusters share the
+// requests by weight (3:1 over 400 requests, within a tolerance).
+func TestTransport_WeightedClusters(t *testing.T) {
+	e := newCliEnv(t)
+	ba, bb := startBackend(t, "a", nil), startBackend(t, "b", nil)
+	e.update(t, testutil.Resources{
+		Listeners: clientResources("svc").Listeners,
+		Routes: []*v3routepb.RouteConfiguration{testutil.RouteConfigWithVirtualHosts("rc-svc",
+			testutil.VirtualHost("vh", []string{"*"}, testutil.WeightedClustersRoute("/", testutil.ClusterWeight{Name: "ca", Weight: 3}, testutil.ClusterWeight{Name: "cb", Weight: 1})))},
+		Clusters:  []*v3clusterpb.Cluster{testutil.Cluster("ca", ""), testutil.Cluster("cb", "")},
+		Endpoints: []*v3endpointpb.ClusterLoadAssignment{backendEndpoints("ca", ba), backendEndpoints("cb", bb)},
+	})
+	got := map[string]int{}
+	for range 400 {
+		_, body, err := e.get(t, "http://svc/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[body]++
+	}
+	if got["a"] < 250 || got["a"] > 350 || got["a"]+got["b"] != 400 {
+		t.Errorf("requests per cluster = %v, want about 300 a and 100 b", got)
+	}
+}
+
+// TestTransport_EDSHealth: endpoints EDS marks UNHEALTHY or DRAINING are
+// never used (gRFC A27); HEALTHY and UNKNOWN are.
+func TestTransport_EDSHealth(t *testing.T) {
+	e := newCliEnv(t)
+	bs := []*backend{startBackend(t, "healthy", nil), startBackend(t, "unknown", nil), startBackend(t, "unhealthy", nil), startBackend(t, "draining", nil)}
+	r := clientResources("svc", bs...)
+	lbs := r.Endpoints[0].Endpoints[0].LbEndpoints
+	for i, h := range []v3corepb.HealthStatus{v3corepb.HealthStatus_HEALTHY, v3corepb.HealthStatus_UNKNOWN, v3corepb.HealthStatus_UNHEALTHY, v3corepb.HealthStatus_DRAINING} {
+		lbs[i].HealthStatus = h
+	}
+	e.update(t, r)
+	got := map[string]int{}
+	for range 20 {
+		_, body, err := e.get(t, "http://svc/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[body]++
+	}
+	if got["healthy"] == 0 || got["unknown"] == 0 || got["unhealthy"] != 0 || got["draining"] != 0 {
+		t.Errorf("requests per endpoint = %v, want HEALTHY and UNKNOWN only", got)
+	}
+}
+
+// withFault returns l with the fault filter f before its router.
+func withFault(t *testing.T, l *v3listenerpb.Listener, f *v3faultpb.HTTPFault) *v3listenerpb.Listener {
+	t.Helper()
+	hcm := &v3httppb.HttpConnectionManager{}
+	if err := l.GetApiListener().GetApiListener().UnmarshalTo(hcm); err != nil {
+		t.Fatal(err)
+	}
+	hcm.HttpFilters = append([]*v3httppb.HttpFilter{{Name: "fault", ConfigType: &v3httppb.HttpFilter_TypedConfig{TypedConfig: testutil.MarshalAny(f)}}}, hcm.HttpFilters...)
+	l.ApiListener.ApiListener = testutil.MarshalAny(hcm)
+	return l
+}
+
+// TestTransport_Faults: the fault filter's abort fails requests with a
+// *FaultAbortError carrying its http_status; its delay delays them.
+func TestTransport_Faults(t *testing.T) {
+	e := newCliEnv(t)
+	b := startBackend(t, "b", nil)
+	r := clientResources("svc", b)
+	hundred := &v3typepb.FractionalPercent{Numerator: 100, Denominator: v3typepb.FractionalPercent_HUNDRED}
+	r.Listeners[0] = withFault(t, r.Listeners[0], &v3faultpb.HTTPFault{Abort: &v3faultpb.FaultAbort{
+		ErrorType:  &v3faultpb.FaultAbort_HttpStatus{HttpStatus: 418},
+		Percentage: hundred,
+	}})
+	e.update(t, r)
+	_, _, err := e.get(t, "http://svc/")
+	var fe *xdshttp.FaultAbortError
+	if !errors.Is(err, xdshttp.ErrFaultAbort) || !errors.As(err, &fe) || fe.Status != 418 {
+		t.Errorf("request with a 100%% abort: %v, want a *FaultAbortError with status 418", err)
+	}
+
+	r.Listeners[0] = withFault(t, clientResources("svc").Listeners[0], &v3faultpb.HTTPFault{Delay: &v3faultcommonpb.FaultDelay{
+		FaultDelaySecifier: &v3faultcommonpb.FaultDelay_FixedDelay{FixedDelay: durationpb.New(200 * time.Millisecond)},
+		Percentage:         hundred,
+	}})
+	r.Version = "2"
+	e.update(t, r)
+	deadline := time.Now().Add(defaultTestTimeout)
+	for {
+		start := time.Now()
+		_, _, err := e.get(t, "http://svc/")
+		if err == nil && time.Since(start) >= 200*time.Millisecond {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request was delayed 200ms by the fault filter (last: %v)", err)
+		}
+	}
+	_ = http.StatusOK
+}
