@@ -48,6 +48,7 @@ type hostState struct {
 	byEP      map[*dataplane.Endpoint]*balance.Host
 	outlier   map[*dataplane.Endpoint]*dataplane.OutlierEndpoint
 	odGroups  map[string]bool // the outlier detectors it uses
+	retries   []retrier       // by route index; nil entries for none
 	security  map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo
 	addrs     map[upstreamUse]bool
 }
@@ -97,6 +98,14 @@ func (h *host) close()                                  { h.mgr.Close() }
 func (st *hostState) usable() bool                      { return st.cfg != nil }
 func (h *host) describe() string                        { return fmt.Sprintf("listener %q", h.listener) }
 func (st *hostState) cluster(name string) *clusterState { return st.clusters[name] }
+
+// retryOf returns the retry policy of route rt; nil for none.
+func (st *hostState) retryOf(rt *Route) retrier {
+	if rt.Index < len(st.retries) && st.retries[rt.Index] != nil {
+		return st.retries[rt.Index]
+	}
+	return nil
+}
 
 // wait returns the host's state, waiting for its first one until ctx is
 // done or the Transport closed. A state that is an error is returned as

@@ -51,7 +51,9 @@ type call struct {
 	loc    *lrs.LocalityLoad
 	up     *upstream
 	result error // the attempt's result for load reports
-	body   responseBody
+	// cancelAttempt releases the attempt's per-try context; nil without.
+	cancelAttempt func()
+	body          responseBody
 }
 
 // roundTrip sends req with st, the host's configuration: route, faults,
@@ -110,11 +112,95 @@ func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, erro
 			return c.fail(&FaultAbortError{Status: status})
 		}
 	}
-	resp, err := c.attempt()
+	resp, err := c.send(st.retryOf(rt))
 	if err != nil {
 		return c.fail(err)
 	}
-	return resp, nil
+	return c.handOver(resp), nil
+}
+
+// ErrPerTryTimeout is wrapped by the error of an attempt whose response
+// headers did not come within the retry policy's per_try_timeout.
+var ErrPerTryTimeout = errors.New("per-try timeout")
+
+// retrier is a route's retry policy (docs/http.md, "Retries"; package
+// policy implements it).
+type retrier interface {
+	// MaxRetries is num_retries.
+	MaxRetries() int
+	// RequestRetriable: the request's headers match
+	// retriable_request_headers.
+	RequestRetriable(h http.Header) bool
+	// ShouldRetry: an attempt with this outcome (resp nil when there was
+	// no response) is retried.
+	ShouldRetry(resp *http.Response, err error) bool
+	// Backoff is the wait before retry k (1 for the first).
+	Backoff(k int) time.Duration
+	// PerTryTimeout bounds each attempt until its response headers; 0
+	// for none.
+	PerTryTimeout() time.Duration
+}
+
+// send makes the attempts of c, retried as r says (nil: no retries):
+// only while the request's body can be sent again, never after a
+// response was handed over, within the cluster's max_retries retries in
+// progress (Envoy's retry circuit breaker). It returns the response or
+// error of the last attempt.
+func (c *call) send(r retrier) (*http.Response, error) {
+	replayable := c.req.Body == nil || c.req.Body == http.NoBody || c.req.GetBody != nil
+	if r == nil || r.MaxRetries() == 0 || !replayable || !r.RequestRetriable(c.req.Header) {
+		return c.attempt(nil, 0)
+	}
+	var retries *atomic.Int64 // the retry circuit breaker's count, while a retry is in progress
+	defer func() {
+		if retries != nil {
+			retries.Add(-1)
+		}
+	}()
+	for k := 0; ; k++ {
+		var body io.ReadCloser
+		if k > 0 && c.req.GetBody != nil {
+			b, err := c.req.GetBody()
+			if err != nil {
+				return nil, fmt.Errorf("retry %d: the request body cannot be sent again: %w", k, err)
+			}
+			body = b
+		}
+		resp, err := c.attempt(body, r.PerTryTimeout())
+		if k == r.MaxRetries() || c.ctx.Err() != nil || !r.ShouldRetry(resp, err) {
+			return resp, err
+		}
+		if retries == nil {
+			p := c.pick.Priority
+			limit := uint32(3)
+			if p.Res != nil {
+				limit = uint32(p.Res.MaxRetries)
+			}
+			n := c.h.t.breakers.Counter(p.BreakerKey() + "\x00retries")
+			if !dataplane.Acquire(n, limit) {
+				return resp, err // the retry budget of the cluster is in use: this attempt's outcome stands
+			}
+			retries = n
+		}
+		if resp != nil {
+			c.discard(resp)
+		}
+		wait := time.NewTimer(r.Backoff(k + 1))
+		select {
+		case <-wait.C:
+		case <-c.ctx.Done():
+			wait.Stop()
+			return nil, context.Cause(c.ctx)
+		}
+	}
+}
+
+// discard ends an attempt whose response is not handed over: its body is
+// drained a little, so that its connection may be reused, and closed.
+func (c *call) discard(resp *http.Response) {
+	io.CopyN(io.Discard, resp.Body, 4<<10)
+	resp.Body.Close()
+	c.finishAttempt(c.result)
 }
 
 // fail ends c, which failed with err, and returns err in an *Error.
@@ -163,10 +249,12 @@ func routeTimeout(cfg *dataplane.Config, rt *Route) time.Duration {
 type Route = dataplane.Route
 
 // attempt sends one attempt to an endpoint of c's cluster: the pick,
-// drops, circuit breaking, load report and the endpoint's transport. On
-// success the response's body ends the attempt, then the call, when it is
-// read to its end or closed; on failure the attempt is over.
-func (c *call) attempt() (*http.Response, error) {
+// drops, circuit breaking, load report and the endpoint's transport, with
+// body as the request's body (nil: the request's own), and perTry, when
+// not 0, as the limit of the wait for the response headers. On failure
+// the attempt is over; on success it lasts until the response is
+// discarded or its handed-over body is read to its end or closed.
+func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response, error) {
 	t := c.h.t
 	pick, ok := c.sessionPick()
 	if !ok {
@@ -224,13 +312,30 @@ func (c *call) attempt() (*http.Response, error) {
 	pick.Host.Begin()
 	c.pick, c.n, c.loc, c.up = pick, n, loc, up
 
-	out := c.req.WithContext(c.ctx) // a shallow copy; req is not modified
+	ctx := c.ctx
+	var perTryTimer *time.Timer
+	if perTry > 0 {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		c.cancelAttempt = func() { cancel(nil) }
+		perTryTimer = time.AfterFunc(perTry, func() { cancel(ErrPerTryTimeout) })
+	}
+	out := c.req.WithContext(ctx) // a shallow copy; req is not modified
+	if body != nil {
+		out.Body = body
+	}
 	c.url = *c.req.URL
 	c.url.Scheme, c.url.Host = up.scheme, addr
 	out.URL = &c.url
 	out.Host = c.authority
 	resp, err := up.rt.RoundTrip(out)
+	if perTryTimer != nil {
+		perTryTimer.Stop() // Envoy's per-try timer ends with the response headers
+	}
 	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrPerTryTimeout) {
+			err = fmt.Errorf("%w (%v): %w", cause, perTry, err)
+		}
 		c.finishAttempt(err)
 		return nil, fmt.Errorf("endpoint %s: %w", addr, err)
 	}
@@ -238,6 +343,13 @@ func (c *call) attempt() (*http.Response, error) {
 	if resp.StatusCode >= 500 {
 		c.result = errServerError
 	}
+	return resp, nil
+}
+
+// handOver returns resp, the last attempt's response, as the
+// application gets it: its Request is the application's, its session
+// cookie set, and its body ends the attempt and the call.
+func (c *call) handOver(resp *http.Response) *http.Response {
 	resp.Request = c.req
 	if c.session != nil {
 		if v, ok := c.session.SetCookie(); ok {
@@ -246,7 +358,7 @@ func (c *call) attempt() (*http.Response, error) {
 	}
 	c.body.rc, c.body.c = resp.Body, c
 	resp.Body = &c.body
-	return resp, nil
+	return resp
 }
 
 // sessionPick returns the endpoint the request's session cookie pins it
@@ -275,6 +387,10 @@ func (c *call) finishAttempt(result error) {
 		c.loc.Finish(result)
 	}
 	c.up.done()
+	if c.cancelAttempt != nil {
+		c.cancelAttempt()
+		c.cancelAttempt = nil
+	}
 }
 
 // responseBody is the body of a response handed to the application: its
