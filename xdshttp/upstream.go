@@ -153,11 +153,11 @@ func (u *upstreams) newUpstream(k upstreamKey) *upstream {
 	rt := u.base.Clone()
 	up := &upstream{key: k, rt: rt, scheme: "http", conns: make(map[*trackedConn]struct{})}
 	rt.Proxy, rt.OnProxyConnectResponse, rt.GetProxyConnectHeader = nil, nil, nil
+	rt.DialTLSContext = nil // DialContext and DialTLSContext take priority over the deprecated Dial and DialTLS
 	dial := rt.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	rt.Dial, rt.DialTLS, rt.DialTLSContext = nil, nil, nil
 	rt.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		c, err := dial(ctx, network, k.addr)
 		if err != nil {

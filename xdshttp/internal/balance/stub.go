@@ -35,7 +35,8 @@ type Cluster struct {
 
 func New(c *dataplane.Cluster, host func(e *dataplane.Endpoint) *Host) *Cluster {
 	out := &Cluster{name: c.Name}
-	for _, p := range c.Priorities {
+	if len(c.Priorities) > 0 {
+		p := c.Priorities[0]
 		for li := range p.Localities {
 			l := &p.Localities[li]
 			for ei := range l.Endpoints {
@@ -43,7 +44,6 @@ func New(c *dataplane.Cluster, host func(e *dataplane.Endpoint) *Host) *Cluster 
 				out.picks = append(out.picks, Pick{Priority: p, Locality: l, Endpoint: e, Host: host(e)})
 			}
 		}
-		break
 	}
 	return out
 }
