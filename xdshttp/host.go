@@ -95,7 +95,6 @@ func (h *host) lastUsed() time.Time                     { return time.Unix(0, h.
 func (h *host) state() *hostState                       { return h.st.Load() }
 func (h *host) markReady()                              { h.once.Do(func() { close(h.ready) }) }
 func (h *host) close()                                  { h.mgr.Close() }
-func (st *hostState) usable() bool                      { return st.cfg != nil }
 func (h *host) describe() string                        { return fmt.Sprintf("listener %q", h.listener) }
 func (st *hostState) cluster(name string) *clusterState { return st.clusters[name] }
 
