@@ -207,7 +207,7 @@ func (c *call) discard(resp *http.Response) {
 func (c *call) fail(err error) (*http.Response, error) {
 	closeBody(c.req)
 	if cause := context.Cause(c.ctx); errors.Is(cause, ErrTimeout) && c.req.Context().Err() == nil {
-		err = fmt.Errorf("%w (%v)", cause, routeTimeout(c.st.cfg, c.rt)) // not what the timeout made the attempt fail with
+		err = fmt.Errorf("%w (%s)", cause, routeTimeout(c.st.cfg, c.rt)) // not what the timeout made the attempt fail with
 	}
 	c.end()
 	e := &Error{Host: c.req.URL.Host, Err: err}
@@ -334,7 +334,7 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrPerTryTimeout) {
-			err = fmt.Errorf("%w (%v): %w", cause, perTry, err)
+			err = fmt.Errorf("%w (%s): %w", cause, perTry, err)
 		}
 		c.finishAttempt(err)
 		return nil, fmt.Errorf("endpoint %s: %w", addr, err)
