@@ -132,6 +132,14 @@ type Options struct {
 	// parameters, R-17.7) instead of gRPC's. The depmgr.Manager must
 	// follow them too (depmgr.WithHTTPRoutes).
 	HTTP bool
+	// HeaderMutations adapts a level of header mutations (of the
+	// RouteConfiguration, the virtual host, a route or a weighted
+	// cluster; never nil) to the data path, once per Build: it returns
+	// the level as the data path applies it (the same, a copy without
+	// what the data path refuses, or nil for nothing). The gRPC path
+	// refuses what gRPC reserves and decodes the values of "-bin" keys.
+	// nil applies every level as it is.
+	HeaderMutations func(*resources.HeaderMutations) *resources.HeaderMutations
 }
 
 // Snapshot is what Build reads of a configuration. SnapshotOf makes one
@@ -212,8 +220,14 @@ func Build(s Snapshot, opts Options) (*Config, error) {
 	cfg := &Config{Routes: make([]Route, 0, len(routes)), Clusters: make(map[string]*Cluster), Listener: s.Listener, VirtualHost: vh}
 	cfg.Sessions = s.Listener != nil && hasSessionFilter(s.Listener.HTTPFilters)
 	names := routing.NewIndex()
+	hc := &headerChain{adapter: opts.HeaderMutations}
+	hc.vh = hc.adapt(vh.HeaderMutations)
+	if s.RouteConfig != nil {
+		hc.rc = hc.adapt(s.RouteConfig.HeaderMutations)
+		hc.mostSpecificWins = s.RouteConfig.MostSpecificHeaderMutationsWins
+	}
 	for i := range routes {
-		rt := buildRoute(i, &routes[i], names, s.Listener, vh, cfg.Sessions, opts.DefaultHashHeader)
+		rt := buildRoute(i, &routes[i], names, s.Listener, vh, hc, cfg.Sessions, opts.DefaultHashHeader)
 		for _, t := range rt.Targets {
 			if _, done := cfg.Clusters[t.Cluster]; !done {
 				cfg.Clusters[t.Cluster] = buildCluster(t.Cluster, s.Cluster(t.Cluster), opts, cfg.Sessions)

@@ -49,6 +49,13 @@ type Route struct {
 	// (the route's requests then fail).
 	Session    *resources.CookieSession
 	SessionErr error
+	// RequestMutations and ResponseMutations are the header mutations of
+	// the route's requests and responses (request_headers_to_add /
+	// _to_remove, response_…) of the route, its virtual host and its
+	// RouteConfiguration, in the order they apply (headers.go), as
+	// Options.HeaderMutations adapted them; nil when none. A target adds
+	// its weighted cluster's: use Target.MutationsFor.
+	RequestMutations, ResponseMutations []*resources.HeaderMutations
 }
 
 // Target is a cluster of a route.
@@ -64,6 +71,11 @@ type Target struct {
 	Faults    []*resources.HTTPFault
 	FaultErr  error
 	OwnFaults bool
+	// RequestMutations and ResponseMutations are the header mutations of
+	// the requests sent to the target and of their responses: the
+	// weighted cluster's, then the route's (Route.RequestMutations); the
+	// route's when the weighted cluster has none.
+	RequestMutations, ResponseMutations []*resources.HeaderMutations
 }
 
 // FaultsFor returns the fault configs of the requests of rt sent to t:
@@ -79,8 +91,10 @@ func (t *Target) FaultsFor(rt *Route) ([]*resources.HTTPFault, error) {
 // buildRoute compiles route r, at index i of virtual host vh of listener
 // lis (nil in tests); names numbers the header matchers of the
 // configuration.
-func buildRoute(i int, r *resources.Route, names *routing.Index, lis *resources.Listener, vh *resources.VirtualHost, sessions bool, defaultHashHeader string) Route {
+func buildRoute(i int, r *resources.Route, names *routing.Index, lis *resources.Listener, vh *resources.VirtualHost, hc *headerChain, sessions bool, defaultHashHeader string) Route {
 	rt := Route{Index: i, Desc: describeRoute(i, r), Match: routing.Compile(&r.Match, names), Action: r.Action.Kind, Plugin: r.Action.ClusterSpecifierPlugin, HashPolicies: r.Action.HashPolicies, Res: r}
+	routeLevel := hc.adapt(r.HeaderMutations)
+	rt.RequestMutations, rt.ResponseMutations = hc.levels(nil, routeLevel)
 	if lis != nil {
 		rt.Faults, rt.FaultErr = routeFaults(lis.HTTPFilters, vh, r, nil)
 	}
@@ -103,6 +117,10 @@ func buildRoute(i int, r *resources.Route, names *routing.Index, lis *resources.
 		if lis != nil && overridesFault(lis.HTTPFilters, m.FilterOverrides) {
 			t.Faults, t.FaultErr = routeFaults(lis.HTTPFilters, vh, r, m.FilterOverrides)
 			t.OwnFaults = true
+		}
+		t.RequestMutations, t.ResponseMutations = rt.RequestMutations, rt.ResponseMutations
+		if wc := hc.adapt(m.HeaderMutations); wc != nil {
+			t.RequestMutations, t.ResponseMutations = hc.levels(wc, routeLevel)
 		}
 		rt.Targets = append(rt.Targets, t)
 	}
