@@ -16,6 +16,7 @@ import (
 	"github.com/proxyless/xds/internal/dataplane"
 	"github.com/proxyless/xds/internal/routing"
 	"github.com/proxyless/xds/lrs"
+	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdshttp/internal/balance"
 )
 
@@ -44,6 +45,9 @@ type call struct {
 	releases  []func() // of the fault filters
 	url       url.URL  // of the attempt
 	session   *dataplane.Session
+	// The header mutations of the request and of its response (Envoy's
+	// custom headers); nil for none.
+	reqMut, respMut []*resources.HeaderMutations
 
 	// The attempt in flight.
 	pick   balance.Pick
@@ -81,6 +85,7 @@ func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, erro
 		// gRFC A55, A60: the cookie may name the cluster and endpoint.
 		c.session, target = dataplane.NewSession(rt.Session, req.Header.Values("Cookie"), rt, target)
 	}
+	c.reqMut, c.respMut = target.MutationsFor(rt)
 	c.cs = st.cluster(target.Cluster)
 	if c.cs == nil || c.cs.err != nil {
 		var err error = errors.New("not in the configuration")
@@ -324,6 +329,13 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 	if body != nil {
 		out.Body = body
 	}
+	if len(c.reqMut) > 0 {
+		out.Header = c.req.Header.Clone()
+		if out.Header == nil {
+			out.Header = http.Header{}
+		}
+		dataplane.ApplyRequestMutations(c.reqMut, out.Header)
+	}
 	c.url = *c.req.URL
 	c.url.Scheme, c.url.Host = up.scheme, addr
 	out.URL = &c.url
@@ -351,6 +363,9 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 // cookie set, and its body ends the attempt and the call.
 func (c *call) handOver(resp *http.Response) *http.Response {
 	resp.Request = c.req
+	if len(c.respMut) > 0 {
+		dataplane.ApplyResponseMutations(c.respMut, resp.Header)
+	}
 	if c.session != nil {
 		if v, ok := c.session.SetCookie(); ok {
 			resp.Header.Add("Set-Cookie", v)

@@ -121,3 +121,42 @@ func TestTransport_Faults(t *testing.T) {
 	}
 	_ = http.StatusOK
 }
+
+// TestTransport_HeaderMutations: request_headers_to_add/_to_remove of the
+// route and virtual host reach the backend, the route's overwriting the
+// virtual host's append (most specific first, Envoy); response headers
+// to add reach the application.
+func TestTransport_HeaderMutations(t *testing.T) {
+	e := newCliEnv(t)
+	b := startBackend(t, "b", nil)
+	r := clientResources("svc", b)
+	vh := r.Routes[0].VirtualHosts[0]
+	vh.RequestHeadersToAdd = []*v3corepb.HeaderValueOption{
+		{Header: &v3corepb.HeaderValue{Key: "x-level", Value: "vh"}, AppendAction: v3corepb.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD},
+		{Header: &v3corepb.HeaderValue{Key: "x-vh", Value: "1"}},
+	}
+	vh.Routes[0].RequestHeadersToAdd = []*v3corepb.HeaderValueOption{{Header: &v3corepb.HeaderValue{Key: "x-level", Value: "route"}, AppendAction: v3corepb.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}}
+	vh.Routes[0].RequestHeadersToRemove = []string{"x-secret"}
+	vh.Routes[0].ResponseHeadersToAdd = []*v3corepb.HeaderValueOption{{Header: &v3corepb.HeaderValue{Key: "x-served-by", Value: "mesh"}}}
+	e.update(t, r)
+	req, _ := http.NewRequest("GET", "http://svc/", nil)
+	req.Header.Set("X-Secret", "s")
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := <-b.reqs
+	if v := got.Header.Values("X-Level"); len(v) != 1 || v[0] != "vh" {
+		t.Errorf("backend's x-level = %q, want [vh] (the virtual host's overwrite applies last)", v)
+	}
+	if got.Header.Get("X-Vh") != "1" || got.Header.Get("X-Secret") != "" {
+		t.Errorf("backend's headers %v: want x-vh 1 and no x-secret", got.Header)
+	}
+	if resp.Header.Get("X-Served-By") != "mesh" {
+		t.Errorf("response's x-served-by = %q, want mesh", resp.Header.Get("X-Served-By"))
+	}
+	if req.Header.Get("X-Secret") != "s" {
+		t.Error("the application's request was modified")
+	}
+}
