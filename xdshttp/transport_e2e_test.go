@@ -457,3 +457,19 @@ func TestTransport_StatefulSession(t *testing.T) {
 		}
 	}
 }
+
+// TestTransport_ManagementServerUnreachable: a request to a host whose
+// configuration cannot come (the management server is down) fails with
+// client.ErrConnection once the client reports it, not at its deadline.
+func TestTransport_ManagementServerUnreachable(t *testing.T) {
+	e := newCliEnv(t)
+	e.ms.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), defaultTestTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://svc/", nil)
+	start := time.Now()
+	_, err := e.hc.Do(req)
+	if !errors.Is(err, client.ErrConnection) {
+		t.Errorf("request with the management server down: %v (after %v), want client.ErrConnection", err, time.Since(start))
+	}
+}
