@@ -156,42 +156,33 @@ type set struct {
 	next    atomic.Uint64
 }
 
-// weights is a weighted round robin schedule: member i (of the set, or
-// of an avail list) is picked for the counter values c whose c·step mod
-// total falls in [cum[i-1], cum[i]). step is coprime with total, so that
-// every total consecutive picks give each member exactly its weight, and
-// about the golden ratio of total, so that a member's picks are spread
-// over the period rather than bunched (a low-discrepancy sequence).
+// weights is a weighted round robin schedule: counter value c picks the
+// member i (of the set, or of an avail list) whose range [cum[i-1],
+// cum[i]) holds frac(c·φ)·total, φ the golden ratio. The fractional parts
+// of c·φ (a Weyl sequence) are the most evenly spread sequence there is
+// over [0, 1): each member gets its share of any run of consecutive picks
+// within a few picks, and its picks are spread over the run rather than
+// bunched, with one atomic counter and no lock.
 type weights struct {
 	cum   []uint64
 	total uint64
-	step  uint64
 }
+
+// golden is 2⁶⁴/φ: c·golden mod 2⁶⁴ is frac(c/φ) = frac(c·φ) in 0.64 fixed
+// point.
+const golden = 0x9e3779b97f4a7c15
 
 func newWeights(cum []uint64) weights {
 	w := weights{cum: cum}
-	if len(cum) == 0 {
-		return w
-	}
-	w.total = cum[len(cum)-1]
-	w.step = max(1, uint64(float64(w.total)*0.6180339887498949))
-	for gcd(w.step, w.total) != 1 {
-		w.step++
+	if len(cum) > 0 {
+		w.total = cum[len(cum)-1]
 	}
 	return w
 }
 
-func gcd(a, b uint64) uint64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
-}
-
 // at returns the index of the member of counter value c.
 func (w *weights) at(c uint64) int {
-	hi, lo := bits.Mul64(c, w.step)
-	x := bits.Rem64(hi, lo, w.total)
+	x, _ := bits.Mul64(c*golden, w.total)
 	i, j := 0, len(w.cum)-1
 	for i < j {
 		h := int(uint(i+j) >> 1)
