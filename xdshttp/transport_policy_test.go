@@ -18,6 +18,7 @@ import (
 	v3httppb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	v3typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/proxyless/xds/testutil"
 	"github.com/proxyless/xds/xdshttp"
@@ -158,5 +159,105 @@ func TestTransport_HeaderMutations(t *testing.T) {
 	}
 	if req.Header.Get("X-Secret") != "s" {
 		t.Error("the application's request was modified")
+	}
+}
+
+// TestTransport_PriorityFailover: requests go to priority 0 while it is
+// healthy, to priority 1 when EDS marks priority 0's endpoints unhealthy
+// (Envoy's priority load), and back.
+func TestTransport_PriorityFailover(t *testing.T) {
+	e := newCliEnv(t)
+	p0, p1 := startBackend(t, "p0", nil), startBackend(t, "p1", nil)
+	cla := func(p0Health v3corepb.HealthStatus) *v3endpointpb.ClusterLoadAssignment {
+		a, b := backendEndpoints("c", p0), backendEndpoints("c", p1)
+		a.Endpoints[0].LbEndpoints[0].HealthStatus = p0Health
+		b.Endpoints[0].Priority = 1
+		b.Endpoints[0].Locality = &v3corepb.Locality{Zone: "z1"}
+		a.Endpoints = append(a.Endpoints, b.Endpoints[0])
+		return a
+	}
+	r := clientResources("svc")
+	r.Endpoints = []*v3endpointpb.ClusterLoadAssignment{cla(v3corepb.HealthStatus_HEALTHY)}
+	e.update(t, r)
+	want := func(backend string) {
+		t.Helper()
+		deadline := time.Now().Add(defaultTestTimeout)
+		for n := 0; n < 10; {
+			_, body, err := e.get(t, "http://svc/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body == backend {
+				n++
+			} else {
+				n = 0
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("requests do not all go to %s", backend)
+			}
+		}
+	}
+	want("p0")
+	r.Endpoints = []*v3endpointpb.ClusterLoadAssignment{cla(v3corepb.HealthStatus_UNHEALTHY)}
+	r.Version = "2"
+	e.update(t, r)
+	want("p1")
+	r.Endpoints = []*v3endpointpb.ClusterLoadAssignment{cla(v3corepb.HealthStatus_HEALTHY)}
+	r.Version = "3"
+	e.update(t, r)
+	want("p0")
+}
+
+// TestTransport_PriorityLoad: with half of priority 0 ejected by outlier
+// detection, priority 0 is 70 % healthy (50 % × the overprovisioning
+// factor 1.4) and takes 70 % of the requests, priority 1 the other 30 %
+// (Envoy's priority load; gRPC would stay on priority 0).
+func TestTransport_PriorityLoad(t *testing.T) {
+	e := newCliEnv(t)
+	bad := startBackend(t, "bad", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+	good, p1 := startBackend(t, "good", nil), startBackend(t, "p1", nil)
+	a, b := backendEndpoints("c", bad, good), backendEndpoints("c", p1)
+	b.Endpoints[0].Priority = 1
+	b.Endpoints[0].Locality = &v3corepb.Locality{Zone: "z1"}
+	a.Endpoints = append(a.Endpoints, b.Endpoints[0])
+	r := clientResources("svc")
+	r.Endpoints = []*v3endpointpb.ClusterLoadAssignment{a}
+	r.Clusters[0].OutlierDetection = &v3clusterpb.OutlierDetection{
+		Interval:                       durationpb.New(50 * time.Millisecond),
+		BaseEjectionTime:               durationpb.New(time.Minute),
+		MaxEjectionPercent:             wrapperspb.UInt32(50),
+		FailurePercentageThreshold:     wrapperspb.UInt32(50),
+		EnforcingFailurePercentage:     wrapperspb.UInt32(100),
+		FailurePercentageMinimumHosts:  wrapperspb.UInt32(2),
+		FailurePercentageRequestVolume: wrapperspb.UInt32(2),
+	}
+	e.update(t, r)
+	deadline := time.Now().Add(defaultTestTimeout)
+	for bads := 1; bads > 0; { // until "bad" is ejected: 20 requests without it
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoint answering 503 was not ejected")
+		}
+		bads = 0
+		for range 20 {
+			resp, err := e.hc.Get("http://svc/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.Header.Get("X-Backend") == "bad" {
+				bads++
+			}
+		}
+	}
+	got := map[string]int{}
+	for range 1000 {
+		_, body, err := e.get(t, "http://svc/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[body]++
+	}
+	if got["p1"] < 220 || got["p1"] > 380 || got["bad"] != 0 {
+		t.Errorf("requests = %v, want about 700 good and 300 p1", got)
 	}
 }
