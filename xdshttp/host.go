@@ -195,6 +195,7 @@ func (t *Transport) buildState(h *host, cfg *depmgr.XDSConfig) *hostState {
 			}
 		}
 		st.clusters[name] = cs
+		t.notePoliciesLocked(c)
 	}
 	t.od.add(st)
 	return st
@@ -258,4 +259,25 @@ func sessionPicks(c *dataplane.Cluster, byEP map[*dataplane.Endpoint]*balance.Ho
 		}
 	}
 	return out
+}
+
+// notePoliciesLocked logs, once per leaf cluster and note, how the HTTP
+// path runs an endpoint policy differently from what it names (balance's
+// PolicyConfig.Note). The caller holds t.mu.
+func (t *Transport) notePoliciesLocked(c *dataplane.Cluster) {
+	for _, p := range c.Priorities {
+		pc, ok := p.PolicyConfig.(*balance.PolicyConfig)
+		if !ok || pc.Note() == "" {
+			continue
+		}
+		k := p.Leaf + "\x00" + pc.Note()
+		if t.noted[k] {
+			continue
+		}
+		if t.noted == nil {
+			t.noted = make(map[string]bool)
+		}
+		t.noted[k] = true
+		t.logger.Info("endpoint policy run differently over HTTP", xdslog.KeyCluster, p.Leaf, xdslog.KeyPolicy, pc.Note())
+	}
 }

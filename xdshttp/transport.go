@@ -41,6 +41,7 @@ type Transport struct {
 	hosts     map[hostKey]*host
 	endpoints map[endpointKey]*balance.Host // kept across configurations
 	security  map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo
+	noted     map[string]bool // policy notes logged, by leaf cluster and note
 	closed    bool
 	closing   chan struct{} // closed by Close
 	janitor   sync.WaitGroup
