@@ -129,31 +129,34 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // hostFor returns the host of req and its current state, waiting for its
-// first configuration: the host of the URL host, unless the request's
-// Host selects another virtual host than the URL host's (docs/http.md,
-// "The dependency manager").
+// first configuration: the host of the URL host, or, for a request whose
+// Host differs, the host of that Host, unless the URL host's configuration
+// is at hand and that Host selects the same virtual host in it
+// (docs/http.md, "The dependency manager").
 func (t *Transport) hostFor(req *http.Request) (*host, *hostState, error) {
 	urlHost := strings.ToLower(req.URL.Host)
 	authority := urlHost
 	if req.Host != "" {
 		authority = strings.ToLower(req.Host)
 	}
-	ctx := req.Context()
-	h, err := t.host(hostKey{urlHost, urlHost})
+	k := hostKey{urlHost, authority}
+	if authority != urlHost {
+		t.mu.RLock()
+		base := t.hosts[hostKey{urlHost, urlHost}]
+		t.mu.RUnlock()
+		if base != nil {
+			if st := base.state(); st != nil && st.err == nil && st.selects(authority) {
+				base.touch()
+				return base, st, nil
+			}
+		}
+	}
+	h, err := t.host(k)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := h.wait(ctx)
+	st, err := h.wait(req.Context())
 	if err != nil {
-		return nil, nil, err
-	}
-	if authority == urlHost || st.selects(authority) {
-		return h, st, nil
-	}
-	if h, err = t.host(hostKey{urlHost, authority}); err != nil {
-		return nil, nil, err
-	}
-	if st, err = h.wait(ctx); err != nil {
 		return nil, nil, err
 	}
 	return h, st, nil

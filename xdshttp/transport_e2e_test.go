@@ -473,3 +473,24 @@ func TestTransport_ManagementServerUnreachable(t *testing.T) {
 		t.Errorf("request with the management server down: %v (after %v), want client.ErrConnection", err, time.Since(start))
 	}
 }
+
+// TestTransport_HostOnlyMatchesByHost: a URL host that selects no virtual
+// host of its Listener's RouteConfiguration still serves the requests
+// whose Host selects one.
+func TestTransport_HostOnlyMatchesByHost(t *testing.T) {
+	e := newCliEnv(t)
+	b := startBackend(t, "b", nil)
+	r := clientResources("gw", b)
+	r.Routes[0].VirtualHosts[0].Domains = []string{"api.example"}
+	e.update(t, r)
+	req, _ := http.NewRequest("GET", "http://gw/", nil)
+	req.Host = "api.example"
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		t.Fatalf("request with Host api.example: %v", err)
+	}
+	resp.Body.Close()
+	if _, _, err := e.get(t, "http://gw/"); !errors.Is(err, depmgr.ErrNoVirtualHost) {
+		t.Errorf("request with Host gw: %v, want depmgr.ErrNoVirtualHost", err)
+	}
+}
