@@ -4,6 +4,7 @@ package xdshttp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type host struct {
 	used  atomic.Int64  // the time of the last request, in Unix nanoseconds
 	ready chan struct{} // closed once st is set
 	once  sync.Once
+	gone  chan struct{} // closed by close: the host was dropped
 }
 
 // hostState is what a host's requests use: the configuration built from
@@ -78,7 +80,7 @@ func (t *Transport) startHost(k hostKey) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &host{t: t, key: k, listener: listener, ready: make(chan struct{})}
+	h := &host{t: t, key: k, listener: listener, ready: make(chan struct{}), gone: make(chan struct{})}
 	opts := []depmgr.Option{
 		depmgr.WithDataPlaneAuthority(k.authority),
 		depmgr.WithHTTPRoutes(),
@@ -106,6 +108,10 @@ func (st *hostState) retryOf(rt *Route) retrier {
 	return nil
 }
 
+// errHostDropped is the error of a wait for a host dropped as idle at that
+// moment; the request starts the host again.
+var errHostDropped = errors.New("host dropped")
+
 // wait returns the host's state, waiting for its first one until ctx is
 // done or the Transport closed. A state that is an error is returned as
 // the error.
@@ -119,6 +125,8 @@ func (h *host) wait(ctx context.Context) (*hostState, error) {
 			return nil, fmt.Errorf("waiting for the configuration of %s: %w", h.describe(), errContext(ctx))
 		case <-h.t.closing:
 			return nil, ErrClosed
+		case <-h.gone:
+			return nil, errHostDropped
 		}
 	}
 	if st.err != nil {

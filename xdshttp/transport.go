@@ -151,15 +151,20 @@ func (t *Transport) hostFor(req *http.Request) (*host, *hostState, error) {
 			}
 		}
 	}
-	h, err := t.host(k)
-	if err != nil {
-		return nil, nil, err
+	for {
+		h, err := t.host(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := h.wait(req.Context())
+		if err == errHostDropped {
+			continue // dropped as idle just as this request came: start it again
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, st, nil
 	}
-	st, err := h.wait(req.Context())
-	if err != nil {
-		return nil, nil, err
-	}
-	return h, st, nil
 }
 
 // host returns the host of k, started on first use.
