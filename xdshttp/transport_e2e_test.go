@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -492,5 +493,59 @@ func TestTransport_HostOnlyMatchesByHost(t *testing.T) {
 	resp.Body.Close()
 	if _, _, err := e.get(t, "http://gw/"); !errors.Is(err, depmgr.ErrNoVirtualHost) {
 		t.Errorf("request with Host gw: %v, want depmgr.ErrNoVirtualHost", err)
+	}
+}
+
+// TestTransport_EndpointRemovedClosesConnections: when an endpoint leaves
+// EDS, its idle connections are closed at once, and a connection with a
+// response in flight when its response ends.
+func TestTransport_EndpointRemovedClosesConnections(t *testing.T) {
+	e := newCliEnv(t)
+	closed := make(chan struct{}, 10)
+	release := make(chan struct{})
+	old := startBackend(t, "old", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-release
+		}
+	})
+	old.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	repl := startBackend(t, "new", nil)
+	e.update(t, clientResources("svc", old))
+	resp, err := e.hc.Get("http://svc/slow") // a connection with a response in flight
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.get(t, "http://svc/"); err != nil { // a second connection, then idle
+		t.Fatal(err)
+	}
+	r := clientResources("svc", repl)
+	r.Version = "2"
+	e.update(t, r)
+	select {
+	case <-closed:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("the idle connection to the removed endpoint was not closed")
+	}
+	select {
+	case <-closed:
+		t.Fatal("the connection with a response in flight was closed before the response ended")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	select {
+	case <-closed:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("the connection to the removed endpoint was not closed after its response ended")
+	}
+	if _, body, err := e.get(t, "http://svc/"); err != nil || body != "new" {
+		t.Errorf("request after the update: %q, %v; want new", body, err)
 	}
 }
