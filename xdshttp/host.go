@@ -17,6 +17,7 @@ import (
 	"github.com/proxyless/xds/internal/xdslog"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdshttp/internal/balance"
+	"github.com/proxyless/xds/xdshttp/internal/policy"
 )
 
 // host is the configuration of one URL host and virtual host: a depmgr
@@ -50,7 +51,7 @@ type hostState struct {
 	byEP      map[*dataplane.Endpoint]*balance.Host
 	outlier   map[*dataplane.Endpoint]*dataplane.OutlierEndpoint
 	odGroups  map[string]bool // the outlier detectors it uses
-	retries   []retrier       // by route index; nil entries for none
+	retries   []*policy.Retry // by route index; nil for none
 	security  map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo
 	addrs     map[upstreamUse]bool
 }
@@ -204,6 +205,14 @@ func (t *Transport) buildState(h *host, cfg *depmgr.XDSConfig) *hostState {
 		}
 		st.clusters[name] = cs
 		t.notePoliciesLocked(c)
+	}
+	st.retries = make([]*policy.Retry, len(dp.Routes))
+	for i := range dp.Routes {
+		rp := dp.Routes[i].Res.Action.RetryPolicy
+		if rp == nil {
+			rp = dp.VirtualHost.RetryPolicy // the route's, else the virtual host's
+		}
+		st.retries[i] = policy.NewRetry(rp)
 	}
 	t.od.add(st)
 	return st

@@ -18,6 +18,7 @@ import (
 	"github.com/proxyless/xds/lrs"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdshttp/internal/balance"
+	"github.com/proxyless/xds/xdshttp/internal/policy"
 )
 
 // defaultRouteTimeout is the timeout of a route that sets none: Envoy's
@@ -126,7 +127,7 @@ func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, erro
 
 // ErrPerTryTimeout is wrapped by the error of an attempt whose response
 // headers did not come within the retry policy's per_try_timeout.
-var ErrPerTryTimeout = errors.New("per-try timeout")
+var ErrPerTryTimeout = policy.ErrPerTryTimeout
 
 // retrier is a route's retry policy (docs/http.md, "Retries"; package
 // policy implements it).
@@ -135,7 +136,7 @@ type retrier interface {
 	MaxRetries() int
 	// RequestRetriable: the request's headers match
 	// retriable_request_headers.
-	RequestRetriable(h http.Header) bool
+	RequestRetriable(h routing.HeaderSource) bool
 	// ShouldRetry: an attempt with this outcome (resp nil when there was
 	// no response) is retried.
 	ShouldRetry(resp *http.Response, err error) bool
@@ -153,7 +154,7 @@ type retrier interface {
 // error of the last attempt.
 func (c *call) send(r retrier) (*http.Response, error) {
 	replayable := c.req.Body == nil || c.req.Body == http.NoBody || c.req.GetBody != nil
-	if r == nil || r.MaxRetries() == 0 || !replayable || !r.RequestRetriable(c.req.Header) {
+	if r == nil || r.MaxRetries() == 0 || !replayable || !r.RequestRetriable(&c.hh) {
 		return c.attempt(nil, 0)
 	}
 	var retries *atomic.Int64 // the retry circuit breaker's count, while a retry is in progress

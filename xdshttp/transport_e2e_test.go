@@ -503,18 +503,19 @@ func TestTransport_EndpointRemovedClosesConnections(t *testing.T) {
 	e := newCliEnv(t)
 	closed := make(chan struct{}, 10)
 	release := make(chan struct{})
-	old := startBackend(t, "old", func(w http.ResponseWriter, r *http.Request) {
+	old := startBackendWith(t, "old", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush()
 			<-release
 		}
-	})
-	old.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
-			closed <- struct{}{}
+	}, func(s *http.Server) {
+		s.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateClosed {
+				closed <- struct{}{}
+			}
 		}
-	}
+	})
 	repl := startBackend(t, "new", nil)
 	e.update(t, clientResources("svc", old))
 	resp, err := e.hc.Get("http://svc/slow") // a connection with a response in flight

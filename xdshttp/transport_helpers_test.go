@@ -74,8 +74,15 @@ type backend struct {
 
 func startBackend(t testing.TB, name string, h http.HandlerFunc) *backend {
 	t.Helper()
+	return startBackendWith(t, name, h, nil)
+}
+
+// startBackendWith is startBackend with configure called on the
+// backend's http.Server before it starts.
+func startBackendWith(t testing.TB, name string, h http.HandlerFunc, configure func(*http.Server)) *backend {
+	t.Helper()
 	b := &backend{name: name, reqs: make(chan *http.Request, 1000)}
-	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case b.reqs <- r:
 		default:
@@ -87,6 +94,10 @@ func startBackend(t testing.TB, name string, h http.HandlerFunc) *backend {
 		}
 		fmt.Fprint(w, name)
 	}))
+	if configure != nil {
+		configure(b.srv.Config)
+	}
+	b.srv.Start()
 	t.Cleanup(b.srv.Close)
 	_, port, _ := net.SplitHostPort(b.srv.Listener.Addr().String())
 	p, _ := strconv.Atoi(port)

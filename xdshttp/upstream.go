@@ -14,6 +14,7 @@ import (
 	"github.com/proxyless/xds/internal/handshake"
 	"github.com/proxyless/xds/resources"
 	"github.com/proxyless/xds/xdscreds"
+	"github.com/proxyless/xds/xdshttp/internal/policy"
 )
 
 // upstreamKey identifies the *http.Transport of an endpoint: its address,
@@ -196,7 +197,7 @@ func (u *upstreams) newUpstream(k upstreamKey) *upstream {
 			cfg.NextProtos = alpn
 			raw, err := dial(ctx, network, k.addr)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%w: %w", policy.ErrConnectFailure, err)
 			}
 			tc, err := up.track(raw)
 			if err != nil {
@@ -210,7 +211,7 @@ func (u *upstreams) newUpstream(k upstreamKey) *upstream {
 			conn := tls.Client(tc, cfg)
 			if err := conn.HandshakeContext(ctx); err != nil {
 				conn.Close()
-				return nil, fmt.Errorf("TLS handshake with %s (cluster %q): %w", k.addr, k.hs.Cluster, err)
+				return nil, fmt.Errorf("%w: TLS handshake with %s (cluster %q): %w", policy.ErrConnectFailure, k.addr, k.hs.Cluster, err)
 			}
 			return conn, nil
 		}
