@@ -46,6 +46,12 @@ type call struct {
 	releases  []func() // of the fault filters
 	url       url.URL  // of the attempt
 	session   *dataplane.Session
+	// sendHost is the Host the attempts send (host_rewrite_literal, else
+	// the request's); rewritten says that path and rawPath replace the
+	// URL's (prefix_rewrite, regex_rewrite).
+	sendHost      string
+	rewritten     bool
+	path, rawPath string
 	// The header mutations of the request and of its response (Envoy's
 	// custom headers); nil for none.
 	reqMut, respMut []*resources.HeaderMutations
@@ -87,6 +93,18 @@ func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, erro
 		c.session, target = dataplane.NewSession(rt.Session, req.Header.Values("Cookie"), rt, target)
 	}
 	c.reqMut, c.respMut = target.MutationsFor(rt)
+	c.sendHost = c.authority
+	if a := &rt.Res.Action; policy.Rewrites(a) {
+		c.sendHost = policy.RewriteHost(a, c.authority)
+		escaped := req.URL.EscapedPath()
+		if np := policy.RewritePath(&rt.Res.Match, a, escaped); np != escaped {
+			p, err := url.PathUnescape(np)
+			if err != nil {
+				return c.fail(fmt.Errorf("rewritten path %q: %w", np, err))
+			}
+			c.rewritten, c.path, c.rawPath = true, p, np
+		}
+	}
 	c.cs = st.cluster(target.Cluster)
 	if c.cs == nil || c.cs.err != nil {
 		var err error = errors.New("not in the configuration")
@@ -265,7 +283,11 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 	pick, ok := c.sessionPick()
 	if !ok {
 		var err error
-		if pick, err = c.cs.bal.Pick(balance.Request{}); err != nil {
+		var r balance.Request
+		if hp := c.rt.Res.Action.HTTPHashPolicies; len(hp) > 0 {
+			r.Hash, r.HasHash = policy.RequestHash(hp, &c.headers, c.req, c.h.t.nodeID)
+		}
+		if pick, err = c.cs.bal.Pick(r); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrNoHealthyEndpoint, err)
 		}
 	}
@@ -339,8 +361,11 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 	}
 	c.url = *c.req.URL
 	c.url.Scheme, c.url.Host = up.scheme, addr
+	if c.rewritten {
+		c.url.Path, c.url.RawPath = c.path, c.rawPath
+	}
 	out.URL = &c.url
-	out.Host = c.authority
+	out.Host = c.sendHost
 	resp, err := up.rt.RoundTrip(out)
 	if perTryTimer != nil {
 		perTryTimer.Stop() // Envoy's per-try timer ends with the response headers

@@ -16,6 +16,7 @@ import (
 	v3faultcommonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/common/fault/v3"
 	v3faultpb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
 	v3httppb "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	v3matcherpb "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	v3typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -259,5 +260,90 @@ func TestTransport_PriorityLoad(t *testing.T) {
 	}
 	if got["p1"] < 220 || got["p1"] > 380 || got["bad"] != 0 {
 		t.Errorf("requests = %v, want about 700 good and 300 p1", got)
+	}
+}
+
+// TestTransport_Rewrites: prefix_rewrite replaces the matched prefix,
+// keeping the query; regex_rewrite replaces every match with capture
+// groups; host_rewrite_literal replaces the Host sent, after the virtual
+// host was selected with the original one.
+func TestTransport_Rewrites(t *testing.T) {
+	e := newCliEnv(t)
+	b := startBackend(t, "b", nil)
+	r := clientResources("svc", b)
+	vh := r.Routes[0].VirtualHosts[0]
+	prefixRoute := &v3routepb.Route{Match: prefix("/old/"), Action: &v3routepb.Route_Route{Route: &v3routepb.RouteAction{
+		ClusterSpecifier: &v3routepb.RouteAction_Cluster{Cluster: "c"}, PrefixRewrite: "/new/",
+		HostRewriteSpecifier: &v3routepb.RouteAction_HostRewriteLiteral{HostRewriteLiteral: "backend.internal"},
+	}}}
+	regexRoute := &v3routepb.Route{Match: prefix("/service/"), Action: &v3routepb.Route_Route{Route: &v3routepb.RouteAction{
+		ClusterSpecifier: &v3routepb.RouteAction_Cluster{Cluster: "c"},
+		RegexRewrite: &v3matcherpb.RegexMatchAndSubstitute{
+			Pattern:      &v3matcherpb.RegexMatcher{Regex: "^/service/([^/]+)(/.*)$"},
+			Substitution: `\2/instance/\1`,
+		},
+	}}}
+	vh.Routes = []*v3routepb.Route{prefixRoute, regexRoute, vh.Routes[0]}
+	e.update(t, r)
+	for _, tc := range []struct{ url, path, query, host string }{
+		{"http://svc/old/a/b?x=1", "/new/a/b", "x=1", "backend.internal"},
+		{"http://svc/service/foo/v1/api", "/v1/api/instance/foo", "", "svc"},
+		{"http://svc/other", "/other", "", "svc"},
+	} {
+		if _, _, err := e.get(t, tc.url); err != nil {
+			t.Fatal(err)
+		}
+		got := <-b.reqs
+		if got.URL.Path != tc.path || got.URL.RawQuery != tc.query || got.Host != tc.host {
+			t.Errorf("GET %s: backend got path %q query %q host %q, want %q %q %q", tc.url, got.URL.Path, got.URL.RawQuery, got.Host, tc.path, tc.query, tc.host)
+		}
+	}
+}
+
+// TestTransport_RingHash: a ring_hash cluster with a header hash policy
+// sends the requests of one header value to one endpoint, and spreads
+// the values over the endpoints; a cookie policy works the same.
+func TestTransport_RingHash(t *testing.T) {
+	for _, kind := range []string{"header", "cookie"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newCliEnv(t)
+			bs := []*backend{startBackend(t, "b1", nil), startBackend(t, "b2", nil), startBackend(t, "b3", nil)}
+			r := clientResources("svc", bs...)
+			r.Clusters[0].LbPolicy = v3clusterpb.Cluster_RING_HASH
+			hp := &v3routepb.RouteAction_HashPolicy{PolicySpecifier: &v3routepb.RouteAction_HashPolicy_Header_{Header: &v3routepb.RouteAction_HashPolicy_Header{HeaderName: "x-user"}}}
+			if kind == "cookie" {
+				hp = &v3routepb.RouteAction_HashPolicy{PolicySpecifier: &v3routepb.RouteAction_HashPolicy_Cookie_{Cookie: &v3routepb.RouteAction_HashPolicy_Cookie{Name: "user"}}}
+			}
+			r.Routes[0].VirtualHosts[0].Routes[0].GetRoute().HashPolicy = []*v3routepb.RouteAction_HashPolicy{hp}
+			e.update(t, r)
+			seen := map[string]bool{}
+			for u := range 30 {
+				user := "user-" + string(rune('a'+u%26)) + string(rune('a'+u/26))
+				var first string
+				for i := range 4 {
+					req, _ := http.NewRequest("GET", "http://svc/", nil)
+					if kind == "header" {
+						req.Header.Set("X-User", user)
+					} else {
+						req.AddCookie(&http.Cookie{Name: "user", Value: user})
+					}
+					resp, err := e.hc.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
+					got := resp.Header.Get("X-Backend")
+					if i == 0 {
+						first = got
+					} else if got != first {
+						t.Fatalf("user %s: answered by %s then %s, want one endpoint", user, first, got)
+					}
+				}
+				seen[first] = true
+			}
+			if len(seen) < 2 {
+				t.Errorf("30 users all went to %v, want them spread", seen)
+			}
+		})
 	}
 }
