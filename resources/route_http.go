@@ -179,6 +179,14 @@ func (r *RegexRewrite) Replace(s string) string {
 	return r.Regex.ReplaceAllString(s, r.template)
 }
 
+// NewRegexRewrite returns the RegexRewrite of rr as Decode makes it for a
+// route's regex_rewrite: the pattern compiled (RE2, at most the program
+// size Decode allows) and the substitution's \N capture groups checked
+// against it. Its errors name the field (pattern.regex, substitution).
+func NewRegexRewrite(rr *v3matcherpb.RegexMatchAndSubstitute) (*RegexRewrite, error) {
+	return regexRewriteFromProto(rr)
+}
+
 // regexRewriteFromProto converts a RegexMatchAndSubstitute whose
 // substitution uses RE2's rewrite syntax (\N, \\), checked as RE2 checks
 // it: a backslash is followed by a digit or a backslash, and a group
