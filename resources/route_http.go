@@ -17,7 +17,9 @@ import (
 // uses (R-17.7, docs/http.md): query parameter matchers, HTTP retry
 // conditions, timeouts, rewrites, header mutations, and the hash policies
 // of HTTP. They are decoded once, with the rest, so that a data plane
-// never reads the protos again; the gRPC path ignores them. Malformed
+// never reads the protos again; the gRPC path ignores them, but for the
+// request header mutations, which xdsresolver.DialOptions applies to an
+// RPC's metadata. Malformed
 // input (a pattern that does not compile, a header that cannot be
 // modified, two rewrites) makes the resource invalid, as in Envoy, and as
 // this package is stricter than grpc-go wherever input is malformed;

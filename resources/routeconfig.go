@@ -50,11 +50,13 @@ type RouteConfig struct {
 	ClusterSpecifierPlugins []ClusterSpecifierPlugin
 	// HeaderMutations are the configuration's request and response
 	// header changes, applied after the virtual host's; nil when
-	// there are none. The gRPC path ignores them.
+	// there are none.
 	HeaderMutations *HeaderMutations
 	// MostSpecificHeaderMutationsWins is
 	// most_specific_header_mutations_wins: the header changes of the
-	// levels apply least specific first, so that the route's win.
+	// route configuration, virtual host and route apply least specific
+	// first, so that the route's win (a weighted cluster's still apply
+	// first, as in Envoy's router).
 	MostSpecificHeaderMutationsWins bool
 
 	raw rawBytes // the serialized resource as received (the unwrapped Any's value); empty when inline

@@ -28,7 +28,7 @@ import (
 // a random hash). Errors concern the whole virtual host; cluster errors
 // are kept in the cluster's config and fail only the RPCs routed there.
 func buildConfig(s dataplane.Snapshot, ringHashHeader string, providers *xdscreds.ProviderStore) (*router.Config, error) {
-	opts := dataplane.Options{DefaultHashHeader: ringHashHeader, Policy: childPolicyOf}
+	opts := dataplane.Options{DefaultHashHeader: ringHashHeader, Policy: childPolicyOf, HeaderMutations: grpcHeaderMutations}
 	if providers != nil {
 		opts.Providers = providers
 	}

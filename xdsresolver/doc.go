@@ -31,9 +31,9 @@
 //
 // DialOptions(c) returns the resolver (NewBuilder(c)), interceptors for
 // what a resolver and a balancer cannot do (route timeouts, fault
-// injection, stateful sessions, routes kept from retries) and transport
-// credentials that do the TLS a cluster's xDS configuration asks for
-// (package xdscreds, gRFC A29). NewBuilder alone is for where dial options
+// injection, stateful sessions, routes kept from retries, header
+// rewriting) and transport credentials that do the TLS a cluster's xDS
+// configuration asks for (package xdscreds, gRFC A29). NewBuilder alone is for where dial options
 // cannot be given, for example resolver.Register for channels made by code
 // you do not own; its channels lack what needs the interceptors and log
 // once per channel, at Warn, when their configuration asks for it.
@@ -184,6 +184,31 @@
 // its overrides apply; the router sends the RPC there. A fault config or
 // override inside a TypedStruct is rejected with its resource (package
 // resources, as gRPC does): it never reaches the channel.
+//
+// Header rewriting, with DialOptions only (beyond gRPC's xDS channels,
+// which ignore these fields). request_headers_to_add and
+// request_headers_to_remove of the RPC's weighted cluster, route, virtual
+// host and RouteConfiguration become the RPC's outgoing metadata, as
+// Envoy's router rewrites a request's headers (see docs/http.md, "Header
+// mutations", for the order of the levels, most_specific_header_mutations_wins
+// and the append actions): the interceptors apply them to a copy of the
+// RPC's metadata (the application's are unchanged). Routing, the request
+// hash, RLS keys and the session cookie read the metadata the application
+// sent, as Envoy picks before it rewrites. gRPC's metadata rules apply,
+// and what breaks them is left out, with a warning once per channel:
+// keys starting with "grpc-" (reserved for gRPC), content-type,
+// user-agent and te (gRPC sets them), keys with other characters than
+// 0-9 a-z - _ . and, for keys not ending in "-bin", values that are not
+// printable ASCII; pseudo-headers and host are rejected with the
+// RouteConfiguration (package resources). The value of a "-bin" key is
+// the base64 that goes on the wire, as in Envoy, so gRPC's metadata get
+// it decoded (padded or not; not base64: left out). Values are literal:
+// Envoy's %…% command operators are not evaluated. response_headers_to_add
+// and response_headers_to_remove are not applied (a warning says so
+// once): they are what a proxy does to the response it forwards, and a
+// gRPC client forwards none. A channel of NewBuilder alone applies no
+// header rewriting (a resolver and a balancer cannot change an RPC's
+// metadata) and warns once.
 //
 // Updates. A new configuration replaces the picker at once: routes and
 // weights take effect on the next RPC; children of clusters and

@@ -45,7 +45,9 @@ func unavailable(msg string) error { return status.Error(codes.Unavailable, msg)
 //     progress in the whole process); the stateful session filter (gRFC
 //     A55, A60): the session cookie of an RPC pins it to its cluster and
 //     endpoint, and its response gets the set-cookie of the endpoint that
-//     served it (see the package doc, "Stateful session affinity");
+//     served it (see the package doc, "Stateful session affinity"); the
+//     request header rewriting of the RPC's route (request_headers_to_add
+//     and _to_remove, see the package doc, "Header rewriting");
 //   - transport credentials from xdscreds.NewClientCredentials: the TLS or
 //     mTLS a cluster's transport_socket asks for (gRFC A29, R-25), and
 //     for the endpoints of clusters without one the fallback credentials,
@@ -253,6 +255,13 @@ func (ic *interceptor) before(ctx context.Context, method string, conn *grpc.Cli
 			done()
 			return p, err
 		}
+	}
+	if req, _ := target.MutationsFor(rt); len(req) > 0 {
+		// The picker routes and balances on the headers as the
+		// application sent them, as Envoy's router does before it
+		// finalizes the request's headers (headers.go).
+		p.choice.Headers = ctx
+		ctx = withHeaderMutations(ctx, req)
 	}
 	p.ctx, p.done = ctx, done
 	return p, nil

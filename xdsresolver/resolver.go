@@ -147,6 +147,7 @@ func (r *xdsResolver) ResourceChanged(cfg *depmgr.XDSConfig, done func()) {
 	}
 	r.load.Ensure(rc.DP)
 	r.warnUnsupported(rc.DP)
+	r.warnHeaders(cfg.RouteConfig, rc.DP)
 	cc := &channelConfig{rc: rc, retry: make([]retryKey, len(rc.DP.Routes)), gcpFilters: gcpFilters(rc.DP.Listener)}
 	for i := range rc.DP.Routes {
 		cc.retry[i] = routePolicy(&rc.DP.Routes[i], rc.DP.VirtualHost)

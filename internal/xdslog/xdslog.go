@@ -49,6 +49,7 @@ const (
 	KeyCluster            = "cluster"
 	KeyClusters           = "clusters"
 	KeyServiceConfig      = "service_config"
+	KeyHeader             = "header"
 
 	// Connections, servers and certificates.
 	KeyAddress         = "address"

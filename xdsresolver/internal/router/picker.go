@@ -120,6 +120,10 @@ func (p *picker) Pick(info balancer.PickInfo) (balancer.PickResult, error) {
 	var labels *calllabels.Holder // the RPC's xDS labels, set when an endpoint is picked
 	if p.cfg.Intercepted {
 		if rc, ok := info.Ctx.Value(routeChoiceKey{}).(*RouteChoice); ok {
+			if rc.Headers != nil {
+				info.Ctx = rc.Headers
+				h.Ctx = rc.Headers
+			}
 			labels = &rc.Labels
 			labels.Set(nil)
 			var (

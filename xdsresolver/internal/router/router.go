@@ -191,6 +191,11 @@ type RouteChoice struct {
 	Route   *dataplane.Route
 	Target  *dataplane.Target  // the route's cluster for the RPC; nil for a route that does not forward
 	Session *dataplane.Session // the RPC's session (gRFC A55); nil for none
+	// Headers, when not nil, is the RPC's context before the
+	// interceptor's header rewriting: the picker routes, hashes and
+	// balances (RLS keys included) on the headers the application sent,
+	// as Envoy's router picks before it rewrites a request's headers.
+	Headers context.Context
 	// PickFailed: the picker failed the RPC's last pick with a status of
 	// its own (a drop, circuit breaking, a route or cluster error), which
 	// gRPC never retries; the interceptor's retries (package rpcretry)
