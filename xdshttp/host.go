@@ -49,7 +49,7 @@ type hostState struct {
 	// What the configuration uses, for Transport.sweep.
 	endpoints map[endpointKey]*balance.Host
 	byEP      map[*dataplane.Endpoint]*balance.Host
-	outlier   map[*dataplane.Endpoint]*dataplane.OutlierEndpoint
+	outlier   map[*dataplane.Endpoint]outlierRef
 	odGroups  map[string]bool // the outlier detectors it uses
 	retries   []*policy.Retry // by route index; nil for none
 	security  map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo
@@ -185,7 +185,7 @@ func (t *Transport) buildState(h *host, cfg *depmgr.XDSConfig) *hostState {
 		clusters:  make(map[string]*clusterState, len(dp.Clusters)),
 		endpoints: make(map[endpointKey]*balance.Host),
 		byEP:      make(map[*dataplane.Endpoint]*balance.Host),
-		outlier:   make(map[*dataplane.Endpoint]*dataplane.OutlierEndpoint),
+		outlier:   make(map[*dataplane.Endpoint]outlierRef),
 		odGroups:  make(map[string]bool),
 		security:  make(map[*resources.SecurityConfig]*handshake.ClientHandshakeInfo),
 		addrs:     make(map[upstreamUse]bool),

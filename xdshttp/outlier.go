@@ -30,9 +30,39 @@ type outliers struct {
 // odGroup is the detector of one priority and the endpoints' state it
 // ejects.
 type odGroup struct {
-	det   *dataplane.OutlierDetector
-	next  time.Time // the end of the current interval
-	hosts map[*dataplane.OutlierEndpoint]*balance.Host
+	det         *dataplane.OutlierDetector
+	next        time.Time // the end of the current interval
+	hosts       map[*dataplane.OutlierEndpoint]*balance.Host
+	consecutive bool // consecutive-failure ejection is on
+}
+
+// outlierRef is what a request needs to record its result for outlier
+// detection: its endpoint's state in its priority's detector.
+type outlierRef struct {
+	oe *dataplane.OutlierEndpoint
+	g  *odGroup
+}
+
+// record counts the result of an attempt to ref's endpoint: in the
+// interval's counts (result nil: success) without lock, and, when its
+// detector ejects on consecutive failures, in those, under the lock,
+// ejecting at once when a threshold is reached (status 0: no response).
+func (o *outliers) record(ref outlierRef, result error, status int) {
+	ref.oe.Record(result)
+	if !ref.g.consecutive {
+		return
+	}
+	local := result != nil && status == 0
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	for _, ch := range ref.g.det.RecordConsecutive(ref.oe, status, local, time.Now(), nil) {
+		if h := ref.g.hosts[ch.Endpoint]; h != nil {
+			h.SetEjected(ch.Eject)
+		}
+	}
 }
 
 func (o *outliers) init() {
@@ -66,6 +96,7 @@ func (o *outliers) add(st *hostState) {
 				o.groups[k] = g
 			}
 			g.det.SetConfig(p.Outlier)
+			g.consecutive = dataplane.ConsecutiveActive(p.Outlier)
 			var eps []dataplane.Endpoint
 			for li := range p.Localities {
 				eps = append(eps, p.Localities[li].Endpoints...)
@@ -77,7 +108,7 @@ func (o *outliers) add(st *hostState) {
 					e := &p.Localities[li].Endpoints[ei]
 					oe := g.det.Endpoint(e.Addresses[0])
 					g.hosts[oe] = st.byEP[e]
-					st.outlier[e] = oe
+					st.outlier[e] = outlierRef{oe, g}
 					st.byEP[e].SetEjected(oe.Ejected())
 				}
 			}

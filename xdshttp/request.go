@@ -62,6 +62,7 @@ type call struct {
 	loc    *lrs.LocalityLoad
 	up     *upstream
 	result error // the attempt's result for load reports
+	status int   // the attempt's response status; 0 for none
 	// cancelAttempt releases the attempt's per-try context; nil without.
 	cancelAttempt func()
 	body          responseBody
@@ -366,6 +367,7 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 	}
 	out.URL = &c.url
 	out.Host = c.sendHost
+	c.status = 0
 	resp, err := up.rt.RoundTrip(out)
 	if perTryTimer != nil {
 		perTryTimer.Stop() // Envoy's per-try timer ends with the response headers
@@ -377,7 +379,7 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 		c.finishAttempt(err)
 		return nil, fmt.Errorf("endpoint %s: %w", addr, err)
 	}
-	c.result = nil
+	c.result, c.status = nil, resp.StatusCode
 	if resp.StatusCode >= 500 {
 		c.result = errServerError
 	}
@@ -419,8 +421,10 @@ func (c *call) sessionPick() (balance.Pick, bool) {
 
 // finishAttempt ends the attempt in flight with its result.
 func (c *call) finishAttempt(result error) {
-	if oe := c.st.outlier[c.pick.Endpoint]; oe != nil && c.req.Context().Err() == nil {
-		oe.Record(result) // a 5xx or no response is a failure (docs/http.md); the application's cancel is not
+	if ref, ok := c.st.outlier[c.pick.Endpoint]; ok && c.req.Context().Err() == nil {
+		// A 5xx or no response is a failure (docs/http.md); the
+		// application's cancel is not.
+		c.h.t.od.record(ref, result, c.status)
 	}
 	c.pick.Host.End()
 	c.n.Add(-1)

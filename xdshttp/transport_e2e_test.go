@@ -550,3 +550,33 @@ func TestTransport_EndpointRemovedClosesConnections(t *testing.T) {
 		t.Errorf("request after the update: %q, %v; want new", body, err)
 	}
 }
+
+// TestTransport_Consecutive5xx: with consecutive_5xx 3 (Envoy, which
+// Istio's consecutive5xxErrors sets), an endpoint answering 500 is ejected
+// at its third failure, without waiting for the interval's end.
+func TestTransport_Consecutive5xx(t *testing.T) {
+	e := newCliEnv(t)
+	bad := startBackend(t, "bad", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	good := startBackend(t, "good", nil)
+	r := clientResources("svc", bad, good)
+	r.Clusters[0].OutlierDetection = &v3clusterpb.OutlierDetection{
+		Interval:           durationpb.New(time.Hour), // no sweep during the test
+		BaseEjectionTime:   durationpb.New(time.Hour),
+		MaxEjectionPercent: wrapperspb.UInt32(50),
+		Consecutive_5Xx:    wrapperspb.UInt32(3),
+	}
+	e.update(t, r)
+	bads := 0
+	for range 20 {
+		_, body, err := e.get(t, "http://svc/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "good" {
+			bads++
+		}
+	}
+	if bads != 3 {
+		t.Errorf("requests answered by the failing endpoint: %d, want 3 (ejected at the third)", bads)
+	}
+}

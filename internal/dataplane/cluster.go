@@ -69,7 +69,8 @@ type Priority struct {
 	HTTPConnect bool
 	// Outlier is the leaf's outlier detection (gRFC A50); nil when it has
 	// none, or one that ejects nothing (neither algorithm: gRFC A50's
-	// no-op config, which only counts).
+	// no-op config, which only counts; with Options.HTTP, neither them
+	// nor consecutive-failure ejection, ConsecutiveActive).
 	Outlier *resources.OutlierDetection
 	// BackendMetrics and NamedMetrics are the leaf's
 	// lrs_report_endpoint_metrics (gRFC A85): the ORCA fields its load
@@ -252,7 +253,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 		return nil, err
 	}
 	var od *resources.OutlierDetection
-	if outlierActive(c.OutlierDetection) {
+	if outlierActive(c.OutlierDetection) || (opts.HTTP && ConsecutiveActive(c.OutlierDetection)) {
 		od = c.OutlierDetection
 	}
 	eds := c.EDSServiceName

@@ -39,6 +39,8 @@ type OutlierEndpoint struct {
 	inactive   outlierBucket // the last interval's counts
 	ejectedAt  time.Time     // zero when not ejected
 	multiplier int64         // ejections, decayed by one per interval without
+	// The consecutive failures of each kind (RecordConsecutive).
+	consecutive5xx, consecutiveGateway uint32
 }
 
 func newOutlierEndpoint() *OutlierEndpoint {
