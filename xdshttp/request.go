@@ -41,11 +41,17 @@ type call struct {
 	authority string
 	hh        routing.HTTPHeaders
 	headers   routing.Headers
-	ctx       context.Context // req's, bounded by the route's timeout
-	cancel    context.CancelFunc
-	releases  []func() // of the fault filters
-	url       url.URL  // of the attempt
-	session   *dataplane.Session
+	// ctx is req's, cancelled by the route's timeout (cause ErrTimeout),
+	// an attempt's per-try timeout (cause ErrPerTryTimeout: renew makes
+	// another for the next attempt) and the request's end; cancel is nil
+	// when no timer can cancel it (ctx is then req's own).
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	deadline time.Time   // of the route's timeout; zero for none
+	timer    *time.Timer // of the route's timeout
+	releases []func()    // of the fault filters
+	url      url.URL     // of the attempt
+	session  *dataplane.Session
 	// sendHost is the Host the attempts send (host_rewrite_literal, else
 	// the request's); rewritten says that path and rawPath replace the
 	// URL's (prefix_rewrite, regex_rewrite).
@@ -63,9 +69,7 @@ type call struct {
 	up     *upstream
 	result error // the attempt's result for load reports
 	status int   // the attempt's response status; 0 for none
-	// cancelAttempt releases the attempt's per-try context; nil without.
-	cancelAttempt func()
-	body          responseBody
+	body   responseBody
 }
 
 // roundTrip sends req with st, the host's configuration: route, faults,
@@ -117,7 +121,8 @@ func (h *host) roundTrip(req *http.Request, st *hostState) (*http.Response, erro
 	// The route's timeout bounds the whole request, until its response
 	// body is read to the end (docs/http.md, "Timeouts").
 	if d := routeTimeout(st.cfg, rt); d > 0 {
-		c.ctx, c.cancel = context.WithTimeoutCause(c.ctx, d, ErrTimeout)
+		c.deadline = time.Now().Add(d)
+		c.renew()
 	}
 	faults, err := target.FaultsFor(rt)
 	if err != nil {
@@ -192,8 +197,14 @@ func (c *call) send(r retrier) (*http.Response, error) {
 			body = b
 		}
 		resp, err := c.attempt(body, r.PerTryTimeout())
-		if k == r.MaxRetries() || c.ctx.Err() != nil || !r.ShouldRetry(resp, err) {
+		if k == r.MaxRetries() || !r.ShouldRetry(resp, err) {
 			return resp, err
+		}
+		if c.ctx.Err() != nil {
+			if !errors.Is(context.Cause(c.ctx), ErrPerTryTimeout) || c.req.Context().Err() != nil {
+				return resp, err // the route's timeout or the request's end
+			}
+			c.renew() // only the attempt timed out
 		}
 		if retries == nil {
 			p := c.pick.Priority
@@ -247,10 +258,30 @@ func (c *call) fail(err error) (*http.Response, error) {
 	return nil, e
 }
 
-// end ends the request: its timeout and faults.
-func (c *call) end() {
+// renew makes c.ctx: the request's context with a cancel, and the
+// route's timer, at the deadline set once for the whole request.
+func (c *call) renew() {
 	if c.cancel != nil {
-		c.cancel()
+		c.cancel(nil)
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	c.ctx, c.cancel = context.WithCancelCause(c.req.Context())
+	if !c.deadline.IsZero() {
+		cancel := c.cancel
+		c.timer = time.AfterFunc(time.Until(c.deadline), func() { cancel(ErrTimeout) })
+	}
+}
+
+// end ends the request: its timers and faults.
+func (c *call) end() {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	if c.cancel != nil {
+		c.cancel(nil)
 	}
 	for _, r := range c.releases {
 		r()
@@ -341,14 +372,15 @@ func (c *call) attempt(body io.ReadCloser, perTry time.Duration) (*http.Response
 	pick.Host.Begin()
 	c.pick, c.n, c.loc, c.up = pick, n, loc, up
 
-	ctx := c.ctx
 	var perTryTimer *time.Timer
-	if perTry > 0 {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		c.cancelAttempt = func() { cancel(nil) }
+	if perTry > 0 && (c.deadline.IsZero() || time.Until(c.deadline) > perTry) {
+		if c.cancel == nil {
+			c.renew()
+		}
+		cancel := c.cancel
 		perTryTimer = time.AfterFunc(perTry, func() { cancel(ErrPerTryTimeout) })
 	}
+	ctx := c.ctx
 	out := c.req.WithContext(ctx) // a shallow copy; req is not modified
 	if body != nil {
 		out.Body = body
@@ -432,10 +464,6 @@ func (c *call) finishAttempt(result error) {
 		c.loc.Finish(result)
 	}
 	c.up.done()
-	if c.cancelAttempt != nil {
-		c.cancelAttempt()
-		c.cancelAttempt = nil
-	}
 }
 
 // responseBody is the body of a response handed to the application: its

@@ -82,6 +82,22 @@ examples/grpc makes RPCs through xds:///svc and prints which backend,
 of which cluster, answered each: SayHello takes the 90/10 split,
 UnaryCall the other route.
 
+The mesh also has an HTTP service for package xdshttp's Transport:
+
+  Listener "web"
+    -> RouteConfiguration "route-web": requests with "x-canary: always"
+       go to "cluster-web-canary"; the others split 90/10 between
+       "cluster-web" and "cluster-web-canary", with a 5 s timeout and
+       2 retries of 5xx answers and resets
+    -> ClusterLoadAssignments "eds-web" (web-1, web-2) and
+       "eds-web-canary" (web-canary)
+
+served by plain net/http backends on 127.0.0.1:50071 to 50073 (--base-port
+PORT: PORT+20..), which answer with their name and what they received.
+examples/http sends requests to http://web through an xdshttp.Transport:
+
+  GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/http
+
 With --mtls the mesh uses mutual TLS configured by xDS (gRFC A29): the
 demo makes a CA and SPIFFE certificates (spiffe://demo.example/backend
 for the backends, spiffe://demo.example/client for clients) in a
@@ -92,8 +108,10 @@ the backend's in the backends'); the Clusters carry an
 UpstreamTlsContext that uses it and accepts only the backends' SPIFFE
 ID; and the backends' Listeners a DownstreamTlsContext that uses it and
 requires client certificates. examples/grpc works unchanged (the
-credentials of xdsresolver.DialOptions do the TLS), and examples/mtls
-shows the identities:
+credentials of xdsresolver.DialOptions do the TLS), as does examples/http
+(the HTTP backends serve TLS and require the client's certificate, which
+the Transport presents from the cluster's UpstreamTlsContext), and
+examples/mtls shows the identities:
 
   xdsctl demo --mtls --bootstrap-out /tmp/b.json
   GRPC_XDS_BOOTSTRAP=/tmp/b.json go run ./examples/mtls
@@ -190,7 +208,13 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 		return err
 	}
 	defer backends.stop()
+	web, err := startDemoWeb(o.basePort, sec)
+	if err != nil {
+		return err
+	}
+	defer web.stop()
 	mesh := newDemoMesh(backends.ports, sec)
+	mesh.webPorts = web.ports
 	if err := ms.Update("", mesh.resources()); err != nil {
 		return fmt.Errorf("serving the demo mesh: %w", err)
 	}
@@ -239,6 +263,8 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 	fmt.Fprintf(notes, "xDS-enabled gRPC backends (grpc.health.v1.Health, grpc.testing.TestService, helloworld.Greeter) on 127.0.0.1 ports %d, %d, %d, %d and %d:\n", p.a, p.b, p.c, p.d, p.canary)
 	fmt.Fprintf(notes, "  each serves the Listener %q that the management server gives its node (%s to -4, %s).\n",
 		bootstrap.ExpandTemplate(demoServerListenerTemplate, "127.0.0.1:PORT"), demoBackendNode("backend-1"), demoBackendNode("canary"))
+	fmt.Fprintf(notes, "HTTP backends (%s) on 127.0.0.1 ports %d, %d and %d: Listener %q routes http://%s to them, 90/10 (\"x-canary: always\": all to %s), for xdshttp.NewTransport (examples/http).\n",
+		strings.Join(demoWebNames, ", "), web.ports[0], web.ports[1], web.ports[2], demoWebListener, demoWebListener, demoWebNames[2])
 	if sec != nil {
 		fmt.Fprintf(notes, "mTLS: certificates in %s; backends are %s and their Listeners require client certificates; clients are %s (certificate_providers instance %q).\n",
 			sec.mesh.Dir, sec.mesh.ID("backend"), sec.mesh.ID("client"), demoInstance)
@@ -296,9 +322,9 @@ func runDemo(ctx context.Context, e *env, o demoOptions) error {
 // announceBootstrap writes the bootstrap to file, when given, and tells
 // how a second terminal uses it.
 func announceBootstrap(w io.Writer, bootstrapJSON []byte, file string, mtls bool) error {
-	examples := []string{"./examples/grpc", "./examples/watch"}
+	examples := []string{"./examples/grpc", "./examples/http", "./examples/watch"}
 	if mtls {
-		examples[1] = "./examples/mtls"
+		examples[2] = "./examples/mtls"
 	}
 	if file != "" {
 		if err := os.WriteFile(file, append(bootstrapJSON, '\n'), 0o644); err != nil {
@@ -355,6 +381,7 @@ type demoMesh struct {
 	steps     int            // how many times step was called
 	endpoints []demoEndpoint // of demoEDS
 	ports     demoPorts
+	webPorts  []uint32  // of the HTTP backends; nil for none
 	sec       *demoMTLS // nil: plaintext clusters
 }
 
@@ -408,7 +435,7 @@ func (m *demoMesh) resources() mgmtserver.Resources {
 			xdsbuild.WithUpstreamTLS(c, m.sec.tlsOptions())
 		}
 	}
-	return mgmtserver.Resources{
+	r := mgmtserver.Resources{
 		Version:   m.version(),
 		Listeners: []*v3listenerpb.Listener{xdsbuild.Listener(demoListener, demoRoute)},
 		Routes:    []*v3routepb.RouteConfiguration{demoRouteConfig()},
@@ -418,6 +445,14 @@ func (m *demoMesh) resources() mgmtserver.Resources {
 			demoAssignment(demoCanaryEDS, []demoEndpoint{{port: m.ports.canary, health: v3corepb.HealthStatus_HEALTHY, locality: demoEast}}),
 		},
 	}
+	if m.webPorts != nil {
+		l, rc, cs, eps := demoWebResources(m.webPorts, m.sec)
+		r.Listeners = append(r.Listeners, l...)
+		r.Routes = append(r.Routes, rc...)
+		r.Clusters = append(r.Clusters, cs...)
+		r.Endpoints = append(r.Endpoints, eps...)
+	}
+	return r
 }
 
 // demoRouteConfig routes /helloworld.Greeter/ 90/10 between the two

@@ -459,7 +459,7 @@ func TestResolve_OnceTimeout(t *testing.T) {
 
 // TestDemo_SecondTerminal checks the README's first steps: demo
 // --bootstrap-out writes a bootstrap with which status sees the demo's
-// Listener ACKED (exit 0) and a typo DOES_NOT_EXIST (exit 4), and Ctrl-C
+// Listeners (svc, web) ACKED (exit 0) and a typo DOES_NOT_EXIST (exit 4), and Ctrl-C
 // ends the demo with exit 0.
 func TestDemo_SecondTerminal(t *testing.T) {
 	ctx := testContext(t)
@@ -471,7 +471,7 @@ func TestDemo_SecondTerminal(t *testing.T) {
 	if code != exitOK {
 		t.Errorf("status 'listener/*' = %d, stderr %q; want 0", code, stderr)
 	}
-	if got, want := tableRows(t, stdout), [][]string{{"Listener", "svc", "ACKED", "1", "-"}}; !equalRows(got, want) {
+	if got, want := tableRows(t, stdout), [][]string{{"Listener", "svc", "ACKED", "1", "-"}, {"Listener", "web", "ACKED", "1", "-"}}; !equalRows(got, want) {
 		t.Errorf("status printed:\n%s\nwant rows %q", stdout, want)
 	}
 	code, _, stderr = runSync(ctx, "status", "--bootstrap", bootstrapFile, "--resource-timeout", "100ms", "listener/typo")
