@@ -5,6 +5,7 @@ package xdshttp_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"log"
@@ -578,5 +579,57 @@ func TestTransport_Consecutive5xx(t *testing.T) {
 	}
 	if bads != 3 {
 		t.Errorf("requests answered by the failing endpoint: %d, want 3 (ejected at the third)", bads)
+	}
+}
+
+// TestTransport_HTTPSWithoutClusterTLS: an https:// URL routed to a
+// cluster without TLS gets TLS verified as http.Transport verifies the URL
+// (here against WithTLSClientConfig's roots, the URL's host name as the
+// server name): the backend's certificate for "example.com" passes for
+// https://example.com, fails for https://other.example.
+func TestTransport_HTTPSWithoutClusterTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Proto) }))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	e := newCliEnv(t, xdshttp.WithTLSClientConfig(&tls.Config{RootCAs: roots}))
+	b := &backend{name: "tls", port: portOf(t, srv.Listener.Addr().String())}
+	r := clientResources("example.com", b)
+	r.Listeners = append(r.Listeners, clientResources("other.example").Listeners...)
+	r.Routes = append(r.Routes, clientResources("other.example").Routes...)
+	e.update(t, r)
+	if _, body, err := e.get(t, "https://example.com/"); err != nil || body != "HTTP/1.1" {
+		t.Errorf("https://example.com: %q, %v; want an answer over TLS", body, err)
+	}
+	if status, _, err := e.get(t, "http://example.com/"); err != nil || status != http.StatusBadRequest {
+		t.Errorf("http://example.com to a TLS backend of a cluster without TLS: %d, %v; want plaintext (the server's 400)", status, err)
+	}
+	if _, _, err := e.get(t, "https://other.example/"); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("https://other.example with a certificate for example.com: %v, want a certificate error", err)
+	}
+}
+
+// TestTransport_ClusterTLSHTTP2: a cluster with TLS and auto_config
+// protocol options gets HTTP/2 by ALPN.
+func TestTransport_ClusterTLSHTTP2(t *testing.T) {
+	e, mesh := newTLSEnv(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Proto) }))
+	srv.TLS = mesh.ServerTLS()
+	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	b := &backend{name: "tls", port: portOf(t, srv.Listener.Addr().String())}
+	r := clientResources("svc", b)
+	testutil.WithUpstreamTLS(r.Clusters[0], testutil.UpstreamTLSOptions{RootInstance: "client", IdentityInstance: "client", SubjectAltNames: []*v3matcherpb.StringMatcher{testutil.ExactSAN(mesh.ID("backend"))}})
+	r.Clusters[0].TypedExtensionProtocolOptions = map[string]*anypb.Any{
+		"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": testutil.MarshalAny(&v3httpupstreampb.HttpProtocolOptions{
+			UpstreamProtocolOptions: &v3httpupstreampb.HttpProtocolOptions_AutoConfig{AutoConfig: &v3httpupstreampb.HttpProtocolOptions_AutoHttpConfig{}},
+		}),
+	}
+	e.update(t, r)
+	if _, body, err := e.get(t, "http://svc/"); err != nil || body != "HTTP/2.0" {
+		t.Errorf("GET over TLS with auto_config: %q, %v; want HTTP/2.0", body, err)
 	}
 }
