@@ -5,6 +5,7 @@ package xdshttp_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -345,5 +346,40 @@ func TestTransport_RingHash(t *testing.T) {
 				t.Errorf("30 users all went to %v, want them spread", seen)
 			}
 		})
+	}
+}
+
+// TestTransport_DropOverloads: a ClusterLoadAssignment dropping 100 % of
+// the requests fails them with ErrDropped, naming the category (gRFC A27).
+func TestTransport_DropOverloads(t *testing.T) {
+	e := newCliEnv(t)
+	b := startBackend(t, "b", nil)
+	r := clientResources("svc", b)
+	r.Endpoints[0].Policy = &v3endpointpb.ClusterLoadAssignment_Policy{DropOverloads: []*v3endpointpb.ClusterLoadAssignment_Policy_DropOverload{{
+		Category: "throttle", DropPercentage: &v3typepb.FractionalPercent{Numerator: 100, Denominator: v3typepb.FractionalPercent_HUNDRED},
+	}}}
+	e.update(t, r)
+	if _, _, err := e.get(t, "http://svc/"); !errors.Is(err, xdshttp.ErrDropped) || !strings.Contains(err.Error(), "throttle") {
+		t.Errorf("GET with a 100%% drop: %v, want ErrDropped naming \"throttle\"", err)
+	}
+}
+
+// TestTransport_MaxStreamDuration: the route's max_stream_duration caps
+// the request as its timeout does.
+func TestTransport_MaxStreamDuration(t *testing.T) {
+	e := newCliEnv(t)
+	release := make(chan struct{})
+	defer close(release)
+	b := startBackend(t, "slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	r := clientResources("svc", b)
+	r.Routes[0].VirtualHosts[0].Routes[0].GetRoute().MaxStreamDuration = &v3routepb.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(50 * time.Millisecond)}
+	e.update(t, r)
+	if _, _, err := e.get(t, "http://svc/"); !errors.Is(err, xdshttp.ErrTimeout) {
+		t.Errorf("GET with max_stream_duration 50ms to a backend that does not answer: %v, want ErrTimeout", err)
 	}
 }
