@@ -79,6 +79,7 @@ type wrapping struct {
 var readmeWrappings = map[string]wrapping{
 	"Quick start #2":             {params: "c *client.Client"},
 	"With gRPC #1":               {params: "cfg *bootstrap.Config"},
+	"With net/http #1":           {params: "cfg *bootstrap.Config"},
 	"Security (mTLS) #1":         {params: "c *client.Client"},
 	"The xDS-enabled server #1":  {params: "c *client.Client"},
 	"Other transports #1":        {params: "cfg *bootstrap.Config", paragraphs: true},
@@ -98,6 +99,7 @@ var readmeImports = map[string]string{
 	"log":           "log",
 	"net":           "net",
 	"os":            "os",
+	"http":          "net/http",
 	"slog":          "log/slog",
 	"testing":       "testing",
 	"time":          "time",
@@ -118,6 +120,7 @@ var readmeImports = map[string]string{
 	"watcher":       "github.com/proxyless/xds/watcher",
 	"xdscreds":      "github.com/proxyless/xds/xdscreds",
 	"xdsresolver":   "github.com/proxyless/xds/xdsresolver",
+	"xdshttp":       "github.com/proxyless/xds/xdshttp",
 	"file":          "github.com/proxyless/xds/transport/file",
 	"grpctransport": "github.com/proxyless/xds/transport/grpctransport",
 	"googledefault": "github.com/proxyless/xds/transport/grpctransport/googledefault",
