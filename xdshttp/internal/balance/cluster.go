@@ -177,15 +177,28 @@ func (c *Cluster) Pick(r Request) (Pick, error) {
 		return Pick{}, c.err
 	}
 	st := c.current()
-	if st.none {
+	pk, ok := c.pick(st, r)
+	if !ok && st.epoch != ejections.Load() {
+		// Ejections changed since st: once more, with theirs.
+		pk, ok = c.pick(c.current(), r)
+	}
+	if !ok {
 		return Pick{}, c.errNone
+	}
+	return pk, nil
+}
+
+// pick is Pick with the state st.
+func (c *Cluster) pick(st *state, r Request) (Pick, bool) {
+	if st.none {
+		return Pick{}, false
 	}
 	i := st.single
 	if i < 0 {
 		i = st.choose(rand.Uint32N(100) + 1)
 	}
 	if pk, ok := c.pickIn(st, i, r); ok {
-		return pk, nil
+		return pk, true
 	}
 	for k := 1; k < len(c.prios); k++ {
 		j := (i + k) % len(c.prios)
@@ -193,10 +206,10 @@ func (c *Cluster) Pick(r Request) (Pick, error) {
 			continue
 		}
 		if pk, ok := c.pickIn(st, j, r); ok {
-			return pk, nil
+			return pk, true
 		}
 	}
-	return Pick{}, c.errNone
+	return Pick{}, false
 }
 
 // choose returns the priority of x in [1, 100] by the loads, as Envoy's

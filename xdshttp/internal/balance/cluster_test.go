@@ -217,3 +217,39 @@ func TestHostsKept(t *testing.T) {
 		t.Errorf("picks = %v, want a-0 skipped", got)
 	}
 }
+
+// TestPick_StaleState checks the picks made with the state of older
+// ejections (a Pick racing SetEjected): a host ejected since is not
+// picked, the next host of the set is; a priority whose every host is
+// ejected since passes the request to the next priority with load.
+func TestPick_StaleState(t *testing.T) {
+	hs := hosts{}
+	c := New(cluster("c",
+		newPriority(t, 0, withPanic(rr, 0), loc{weight: 1, prefix: "a", n: 3}),
+		newPriority(t, 1, withPanic(rr, 0), loc{weight: 1, prefix: "b", n: 3}),
+		newPriority(t, 2, withPanic(rr, 0), loc{weight: 1, prefix: "c", n: 3}),
+	), hs.host)
+	hs.eject(t, "a-0:80", "a-1:80", "b-0:80", "b-1:80")
+	st := c.current() // P0 and P1 at health 46 each: loads 46/46/8
+	hs.eject(t, "a-2:80", "b-2:80")
+	for range 100 {
+		pk, ok := c.pick(st, Request{})
+		if !ok {
+			t.Fatal("no pick with the stale state")
+		}
+		if a := pk.Endpoint.Addresses[0]; a[0] != 'c' {
+			t.Fatalf("picked %s, ejected since the state", a)
+		}
+	}
+	// The set alone: its next host that is not ejected.
+	hs2 := hosts{}
+	c = New(cluster("c", newPriority(t, 0, withPanic(rrFlat, 0), loc{weight: 1, prefix: "a", n: 3})), hs2.host)
+	st = c.current()
+	hs2.eject(t, "a-1:80")
+	for range 30 {
+		m, ok := c.prios[0].sets[0].pick(&st.sets[0], false, Request{})
+		if !ok || m.ep.Addresses[0] == "a-1:80" {
+			t.Fatalf("set pick with a stale state = %v, %v", m, ok)
+		}
+	}
+}
