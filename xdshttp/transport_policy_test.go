@@ -383,3 +383,31 @@ func TestTransport_MaxStreamDuration(t *testing.T) {
 		t.Errorf("GET with max_stream_duration 50ms to a backend that does not answer: %v, want ErrTimeout", err)
 	}
 }
+
+// TestTransport_PriorityLoadEDSHealth: priority 0 with one of its two
+// endpoints UNHEALTHY in EDS is 70 % healthy (50 % × 1.4), so priority 1
+// takes 30 % of the requests, as Envoy weighs a priority against all of
+// its hosts (gRPC would keep every request on priority 0).
+func TestTransport_PriorityLoadEDSHealth(t *testing.T) {
+	e := newCliEnv(t)
+	down, up, p1 := startBackend(t, "down", nil), startBackend(t, "up", nil), startBackend(t, "p1", nil)
+	a, b := backendEndpoints("c", down, up), backendEndpoints("c", p1)
+	a.Endpoints[0].LbEndpoints[0].HealthStatus = v3corepb.HealthStatus_UNHEALTHY
+	b.Endpoints[0].Priority = 1
+	b.Endpoints[0].Locality = &v3corepb.Locality{Zone: "z1"}
+	a.Endpoints = append(a.Endpoints, b.Endpoints[0])
+	r := clientResources("svc")
+	r.Endpoints = []*v3endpointpb.ClusterLoadAssignment{a}
+	e.update(t, r)
+	got := map[string]int{}
+	for range 1000 {
+		_, body, err := e.get(t, "http://svc/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[body]++
+	}
+	if got["p1"] < 220 || got["p1"] > 380 || got["down"] != 0 {
+		t.Errorf("requests = %v, want about 700 up and 300 p1", got)
+	}
+}

@@ -85,6 +85,11 @@ type Priority struct {
 	// Localities are the localities with a usable endpoint, in the order
 	// of the ClusterLoadAssignment.
 	Localities []Locality
+	// HostCount is the number of the priority's endpoints in the
+	// ClusterLoadAssignment whatever their health (those with an
+	// address): Envoy's host count, against which the HTTP data path
+	// weighs the priority's health (docs/http.md, "Load balancing").
+	HostCount int
 	// Res is the leaf cluster as decoded, for what only some data paths
 	// read (the HTTP fields of: UpstreamProtocol, MaxRetries, the
 	// consecutive-failure ejection of OutlierDetection).
@@ -279,6 +284,14 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 	if c.Kind == resources.ClusterKindLogicalDNS {
 		dnsName = net.JoinHostPort(c.DNSHost, strconv.FormatUint(uint64(c.DNSPort), 10))
 	}
+	hosts := make(map[uint32]int) // by priority, whatever their health
+	for _, l := range leaf.Endpoints.Localities {
+		for i := range l.Endpoints {
+			if len(l.Endpoints[i].Addresses) > 0 {
+				hosts[l.Priority]++
+			}
+		}
+	}
 	byPrio := make(map[uint32]*Priority)
 	var out []*Priority
 	for _, l := range leaf.Endpoints.Localities {
@@ -317,7 +330,7 @@ func leafPriorities(leaf *depmgr.ClusterConfig, opts Options, sessions bool) ([]
 			p = &Priority{
 				Leaf: leaf.Name, EDSService: eds, Priority: l.Priority, Drops: drops, MaxRequests: c.MaxRequests,
 				LoadReported: c.LRSServerSelf, LRSService: c.EDSServiceName, Policy: c.LBPolicy, PolicyConfig: policyConfig,
-				Security: c.Security, HTTPConnect: c.HTTPConnect, Outlier: od, Sessions: sessions, Res: c,
+				Security: c.Security, HTTPConnect: c.HTTPConnect, Outlier: od, Sessions: sessions, Res: c, HostCount: hosts[l.Priority],
 			}
 			if c.LRSServerSelf && c.LRSReportEndpointMetrics != 0 {
 				p.BackendMetrics, p.NamedMetrics = c.LRSReportEndpointMetrics, c.LRSNamedMetrics()

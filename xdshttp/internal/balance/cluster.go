@@ -131,6 +131,9 @@ func New(c *dataplane.Cluster, host func(e *dataplane.Endpoint) *Host) *Cluster 
 			p.sets[j].init(p.cfg)
 			p.hosts += len(p.sets[j].members)
 		}
+		// Envoy weighs a priority's health against all of its hosts, those
+		// EDS marks unhealthy (which are not members) included.
+		p.hosts = max(p.hosts, dp.HostCount)
 		cl.nsets += len(p.sets)
 	}
 	return cl
