@@ -10,6 +10,15 @@
 //	cd examples/metrics && GRPC_XDS_BOOTSTRAP=/tmp/b.json go run . --metrics localhost:9464   # terminal 2
 //	curl -s localhost:9464/metrics | grep grpc_client_attempt_duration_seconds_count
 //
+// With --mesh it needs no demo: it runs a mesh of its own in the process
+// (a management server, and three xDS-enabled gRPC backends in two
+// localities whose server metrics, gRFC A66's grpc.server.*, recorded
+// through otelxds.ServerOption, are served on the same /metrics), and
+// sends UnaryCall RPCs split 80/20 between its two clusters:
+//
+//	cd examples/metrics && go run . --mesh --metrics localhost:9464
+//	curl -s localhost:9464/metrics | grep -E 'grpc_(client_attempt|server_call)_duration_seconds_count'
+//
 // It is a module of its own, so that the library's module does not depend
 // on Prometheus: the metrics go through package otelxds to OpenTelemetry's
 // Prometheus exporter (go.opentelemetry.io/otel/exporters/prometheus).
@@ -74,17 +83,13 @@ func run(ctx context.Context, out, errOut io.Writer, args []string, ready func(a
 	addr := fs.String("metrics", "localhost:9464", "serve /metrics (Prometheus text format) on this `address`")
 	rpcs := fs.Int("rpcs", 0, "make this many RPCs, then only serve /metrics; 0: until interrupted")
 	interval := fs.Duration("interval", 100*time.Millisecond, "time between RPCs")
+	inProcess := fs.Bool("mesh", false, "run a mesh of its own in the process (a management server and three xDS-enabled backends in two localities, whose server metrics are served too) instead of the demo's of the bootstrap")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
 	}
-	cfg, err := bootstrap.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w (start the demo with: go run ./cmd/xdsctl demo --bootstrap-out /tmp/b.json, then set GRPC_XDS_BOOTSTRAP=/tmp/b.json)", err)
-	}
-
 	// OpenTelemetry with the Prometheus exporter, on a registry of its own.
 	reg := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
@@ -98,6 +103,22 @@ func run(ctx context.Context, out, errOut io.Writer, args []string, ready func(a
 		return err
 	}
 	defer rec.Close()
+
+	var cfg *bootstrap.Config
+	if *inProcess {
+		m, raw, err := startMesh(ctx, mp)
+		if err != nil {
+			return fmt.Errorf("starting the mesh: %w", err)
+		}
+		defer m.stop()
+		if cfg, err = bootstrap.Parse(raw); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "a mesh in the process: management server %s, backends %s (cluster-east, us-east1), %s (cluster-west, us-west1); RPCs split 80/20\n",
+			m.ms.Address(), m.backends[0].Address+", "+m.backends[1].Address, m.backends[2].Address)
+	} else if cfg, err = bootstrap.FromEnv(); err != nil {
+		return fmt.Errorf("%w (start the demo with: go run ./cmd/xdsctl demo --bootstrap-out /tmp/b.json, then set GRPC_XDS_BOOTSTRAP=/tmp/b.json; or use --mesh)", err)
+	}
 
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -134,7 +155,7 @@ func run(ctx context.Context, out, errOut io.Writer, args []string, ready func(a
 	for i := 0; *rpcs == 0 || i < *rpcs; i++ {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		var err error
-		if i%2 == 0 {
+		if i%2 == 0 && !*inProcess { // the mesh's backends have no Greeter
 			// helloworld.Greeter/SayHello, whose request and reply are one
 			// string field each (wrapperspb.StringValue's wire form);
 			// StaticMethod names the method in the metrics, as generated

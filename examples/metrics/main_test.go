@@ -124,3 +124,57 @@ func TestMetrics_TwoTerminals(t *testing.T) {
 		t.Errorf("run: %v", err)
 	}
 }
+
+// TestMetrics_Mesh runs --mesh: with no demo, the example's own mesh
+// answers 100 RPCs and /metrics has both ends: the client's attempts with
+// the xDS labels of both clusters and localities, and the backends' server
+// metrics (grpc.server.call.duration) for the method.
+func TestMetrics_Mesh(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	rctx, stop := context.WithCancel(ctx)
+	addrc := make(chan string, 1)
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(rctx, &out, io.Discard, []string{"--mesh", "--metrics", "127.0.0.1:0", "--rpcs", "100", "--interval", "0"}, func(a string) { addrc <- a })
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v\n%s", err, out.String())
+		}
+	}()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("run ended: %v\n%s", err, out.String())
+	}
+	for !strings.Contains(out.String(), "100 RPCs made") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the RPCs were not made:\n%s", out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := string(body)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`grpc_client_attempt_duration_seconds_count\{[^}]*grpc_lb_backend_service="cluster-east",grpc_lb_locality="\{region=\\"us-east1\\", zone=\\"us-east1-b\\", sub_zone=\\"\\"\}"[^}]*\} \d+`),
+		regexp.MustCompile(`grpc_client_attempt_duration_seconds_count\{[^}]*grpc_lb_backend_service="cluster-west",grpc_lb_locality="\{region=\\"us-west1\\", zone=\\"us-west1-a\\", sub_zone=\\"\\"\}"[^}]*\} \d+`),
+		regexp.MustCompile(`grpc_server_call_duration_seconds_count\{[^}]*grpc_method="grpc.testing.TestService/UnaryCall"[^}]*\} \d+`),
+	} {
+		if !want.MatchString(metrics) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", metrics)
+	}
+}
