@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -61,26 +62,38 @@ func Example() {
 	})()
 	<-got
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		fmt.Println(err)
-		return
-	}
+	// The client records a response's counters once it has handled it,
+	// on its own goroutine: the watcher may see the value a moment
+	// before, so collect until the update is counted.
 	var lines []string
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			var dps []metricdata.DataPoint[int64]
-			switch d := m.Data.(type) {
-			case metricdata.Sum[int64]:
-				dps = d.DataPoints
-			case metricdata.Gauge[int64]:
-				dps = d.DataPoints
-			}
-			for _, dp := range dps {
-				state, _ := dp.Attributes.Value(otelxds.KeyCacheState)
-				lines = append(lines, fmt.Sprintf("%s %s %d", m.Name, state.AsString(), dp.Value))
+	for range 500 {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			fmt.Println(err)
+			return
+		}
+		lines = lines[:0]
+		counted := false
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				var dps []metricdata.DataPoint[int64]
+				switch d := m.Data.(type) {
+				case metricdata.Sum[int64]:
+					dps = d.DataPoints
+				case metricdata.Gauge[int64]:
+					dps = d.DataPoints
+				}
+				for _, dp := range dps {
+					state, _ := dp.Attributes.Value(otelxds.KeyCacheState)
+					lines = append(lines, fmt.Sprintf("%s %s %d", m.Name, state.AsString(), dp.Value))
+					counted = counted || m.Name == "grpc.xds_client.resource_updates_valid"
+				}
 			}
 		}
+		if counted {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	slices.Sort(lines)
 	for _, l := range lines {
