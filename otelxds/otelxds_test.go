@@ -107,6 +107,24 @@ func watch(t *testing.T, c *client.Client, name string) <-chan error {
 	return ch
 }
 
+// collectUntil collects until the metrics are want: the client records a
+// response's or a stream's counters once it has handled it, on its own
+// goroutine, so a watcher can see the event a moment before.
+func collectUntil(ctx context.Context, t *testing.T, reader *sdkmetric.ManualReader, want map[string][]point, opt cmp.Option, format string) {
+	t.Helper()
+	for {
+		diff := cmp.Diff(want, collect(t, reader), opt)
+		if diff == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf(format, diff)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 func wait(ctx context.Context, t *testing.T, ch <-chan error, target error) {
 	t.Helper()
 	select {
@@ -171,17 +189,13 @@ func TestRecorder(t *testing.T) {
 	sortPoints := cmp.Transformer("sort", func(ps []point) []point {
 		return slices.SortedFunc(slices.Values(ps), func(a, b point) int { return strings.Compare(a.Attrs, b.Attrs) })
 	})
-	if diff := cmp.Diff(want, collect(t, reader), sortPoints); diff != "" {
-		t.Fatalf("collected metrics (-want, +got):\n%s", diff)
-	}
+	collectUntil(ctx, t, reader, want, sortPoints, "collected metrics (-want, +got):\n%s")
 
 	// c2's gauges go with Close; the counters stay.
 	c2.Close()
 	want[otelxds.MetricConnected] = want[otelxds.MetricConnected][:1]
 	want[otelxds.MetricResources] = want[otelxds.MetricResources][:2]
-	if diff := cmp.Diff(want, collect(t, reader), sortPoints); diff != "" {
-		t.Fatalf("collected metrics after one client's Close (-want, +got):\n%s", diff)
-	}
+	collectUntil(ctx, t, reader, want, sortPoints, "collected metrics after one client's Close (-want, +got):\n%s")
 
 	// Closing the Recorder stops the gauges altogether.
 	if err := rec.Close(); err != nil {
@@ -189,9 +203,7 @@ func TestRecorder(t *testing.T) {
 	}
 	delete(want, otelxds.MetricConnected)
 	delete(want, otelxds.MetricResources)
-	if diff := cmp.Diff(want, collect(t, reader), sortPoints); diff != "" {
-		t.Fatalf("collected metrics after the Recorder's Close (-want, +got):\n%s", diff)
-	}
+	collectUntil(ctx, t, reader, want, sortPoints, "collected metrics after the Recorder's Close (-want, +got):\n%s")
 }
 
 // TestNew_NilMeterProvider checks that New rejects a nil MeterProvider.
