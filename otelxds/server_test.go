@@ -4,7 +4,10 @@ package otelxds_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -72,13 +75,27 @@ func TestServerOption(t *testing.T) {
 		}
 	}
 
-	got := map[string]string{}
-	for name, ss := range snapshot(t, reader) {
-		for _, s := range ss {
-			got[name] = s.Unit + " " + s.Attrs
-			if n := s.Count; n != 3 && (s.Kind != "sum" || s.Sum != 3) {
-				t.Errorf("%s: %d (%s), want 3 RPCs", name, n, s.Kind)
+	// A server records an RPC's end once it has sent the response: the
+	// client may have it a moment before, so snapshot until all 3 are in.
+	var got map[string]string
+	for {
+		got = map[string]string{}
+		var short []string
+		for name, ss := range snapshot(t, reader) {
+			for _, s := range ss {
+				got[name] = s.Unit + " " + s.Attrs
+				if n := s.Count; n != 3 && (s.Kind != "sum" || s.Sum != 3) {
+					short = append(short, fmt.Sprintf("%s: %d (%s), want 3 RPCs", name, n, s.Kind))
+				}
 			}
+		}
+		if len(short) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(strings.Join(short, "; "))
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	const labels = "grpc.method=grpc.testing.TestService/UnaryCall grpc.status=OK"
