@@ -127,13 +127,18 @@ func (o *outliers) add(st *hostState) {
 	}
 }
 
-// retain drops the detectors no configuration uses (used returns false).
+// retain drops the detectors no configuration uses (used returns false),
+// and lifts the ejections they made: an endpoint whose cluster no longer
+// has outlier detection is picked again.
 func (o *outliers) retain(used func(group string) bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for k := range o.groups {
+	for k, g := range o.groups {
 		if !used(k) {
 			delete(o.groups, k)
+			for _, h := range g.hosts {
+				h.SetEjected(false)
+			}
 		}
 	}
 }

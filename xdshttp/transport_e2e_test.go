@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -631,5 +632,48 @@ func TestTransport_ClusterTLSHTTP2(t *testing.T) {
 	e.update(t, r)
 	if _, body, err := e.get(t, "http://svc/"); err != nil || body != "HTTP/2.0" {
 		t.Errorf("GET over TLS with auto_config: %q, %v; want HTTP/2.0", body, err)
+	}
+}
+
+// TestTransport_OutlierDetectionRemoved: an endpoint ejected by outlier
+// detection is picked again once an update removes the cluster's outlier
+// detection.
+func TestTransport_OutlierDetectionRemoved(t *testing.T) {
+	e := newCliEnv(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	flaky := startBackend(t, "flaky", func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, "flaky")
+	})
+	good := startBackend(t, "good", nil)
+	r := clientResources("svc", flaky, good)
+	r.Clusters[0].OutlierDetection = &v3clusterpb.OutlierDetection{
+		Interval:           durationpb.New(time.Hour),
+		BaseEjectionTime:   durationpb.New(time.Hour),
+		MaxEjectionPercent: wrapperspb.UInt32(50),
+		Consecutive_5Xx:    wrapperspb.UInt32(1),
+	}
+	e.update(t, r)
+	for range 4 { // the first 500 ejects it
+		if _, _, err := e.get(t, "http://svc/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failing.Store(false)
+	r.Clusters[0].OutlierDetection = nil
+	r.Version = "2"
+	e.update(t, r)
+	deadline := time.Now().Add(defaultTestTimeout)
+	for {
+		if _, body, err := e.get(t, "http://svc/"); err == nil && body == "flaky" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoint ejected before outlier detection was removed is never picked again")
+		}
 	}
 }
