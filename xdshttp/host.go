@@ -102,7 +102,7 @@ func (h *host) describe() string                        { return fmt.Sprintf("li
 func (st *hostState) cluster(name string) *clusterState { return st.clusters[name] }
 
 // retryOf returns the retry policy of route rt; nil for none.
-func (st *hostState) retryOf(rt *Route) retrier {
+func (st *hostState) retryOf(rt *dataplane.Route) retrier {
 	if rt.Index < len(st.retries) && st.retries[rt.Index] != nil {
 		return st.retries[rt.Index]
 	}

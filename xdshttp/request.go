@@ -36,7 +36,7 @@ type call struct {
 	h         *host
 	req       *http.Request
 	st        *hostState
-	rt        *Route
+	rt        *dataplane.Route
 	cs        *clusterState
 	authority string
 	hh        routing.HTTPHeaders
@@ -290,7 +290,7 @@ func (c *call) end() {
 
 // routeTimeout is the limit of a request of rt: the route's timeout (15 s
 // when unset, none when 0), capped by its max_stream_duration.
-func routeTimeout(cfg *dataplane.Config, rt *Route) time.Duration {
+func routeTimeout(cfg *dataplane.Config, rt *dataplane.Route) time.Duration {
 	d := defaultRouteTimeout
 	if rt.Res.Action.Timeout != nil {
 		d = *rt.Res.Action.Timeout
@@ -300,9 +300,6 @@ func routeTimeout(cfg *dataplane.Config, rt *Route) time.Duration {
 	}
 	return d
 }
-
-// Route is dataplane's, named here for brevity.
-type Route = dataplane.Route
 
 // attempt sends one attempt to an endpoint of c's cluster: the pick,
 // drops, circuit breaking, load report and the endpoint's transport, with

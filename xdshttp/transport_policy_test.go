@@ -75,16 +75,10 @@ func TestTransport_EDSHealth(t *testing.T) {
 	}
 }
 
-// withFault returns l with the fault filter f before its router.
-func withFault(t *testing.T, l *v3listenerpb.Listener, f *v3faultpb.HTTPFault) *v3listenerpb.Listener {
-	t.Helper()
-	hcm := &v3httppb.HttpConnectionManager{}
-	if err := l.GetApiListener().GetApiListener().UnmarshalTo(hcm); err != nil {
-		t.Fatal(err)
-	}
-	hcm.HttpFilters = append([]*v3httppb.HttpFilter{{Name: "fault", ConfigType: &v3httppb.HttpFilter_TypedConfig{TypedConfig: testutil.MarshalAny(f)}}}, hcm.HttpFilters...)
-	l.ApiListener.ApiListener = testutil.MarshalAny(hcm)
-	return l
+// withFault returns l with the fault filter f first (xdsbuild's
+// WithHTTPFilter).
+func withFault(l *v3listenerpb.Listener, f *v3faultpb.HTTPFault) *v3listenerpb.Listener {
+	return testutil.WithHTTPFilter(l, &v3httppb.HttpFilter{Name: "fault", ConfigType: &v3httppb.HttpFilter_TypedConfig{TypedConfig: testutil.MarshalAny(f)}})
 }
 
 // TestTransport_Faults: the fault filter's abort fails requests with a
@@ -94,7 +88,7 @@ func TestTransport_Faults(t *testing.T) {
 	b := startBackend(t, "b", nil)
 	r := clientResources("svc", b)
 	hundred := &v3typepb.FractionalPercent{Numerator: 100, Denominator: v3typepb.FractionalPercent_HUNDRED}
-	r.Listeners[0] = withFault(t, r.Listeners[0], &v3faultpb.HTTPFault{Abort: &v3faultpb.FaultAbort{
+	r.Listeners[0] = withFault(r.Listeners[0], &v3faultpb.HTTPFault{Abort: &v3faultpb.FaultAbort{
 		ErrorType:  &v3faultpb.FaultAbort_HttpStatus{HttpStatus: 418},
 		Percentage: hundred,
 	}})
@@ -105,7 +99,7 @@ func TestTransport_Faults(t *testing.T) {
 		t.Errorf("request with a 100%% abort: %v, want a *FaultAbortError with status 418", err)
 	}
 
-	r.Listeners[0] = withFault(t, clientResources("svc").Listeners[0], &v3faultpb.HTTPFault{Delay: &v3faultcommonpb.FaultDelay{
+	r.Listeners[0] = withFault(clientResources("svc").Listeners[0], &v3faultpb.HTTPFault{Delay: &v3faultcommonpb.FaultDelay{
 		FaultDelaySecifier: &v3faultcommonpb.FaultDelay_FixedDelay{FixedDelay: durationpb.New(200 * time.Millisecond)},
 		Percentage:         hundred,
 	}})
